@@ -1,0 +1,4 @@
+import { Foundation1763900000000 } from './1763900000000-Foundation.js';
+
+/** Every migration, oldest first. Append new ones; never edit one that has landed. */
+export const MIGRATIONS = [Foundation1763900000000];

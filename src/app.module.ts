@@ -1,0 +1,44 @@
+import { DynamicModule, MiddlewareConsumer, Module, NestModule } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { ApiAuthGuard } from './common/auth/auth.guard.js';
+import { ApiExceptionFilter } from './common/errors/api-exception.filter.js';
+import { HealthController } from './common/health/health.controller.js';
+import { JsonBodyMiddleware } from './common/http/json-body.middleware.js';
+import { RouteCatalog } from './common/http/route-catalog.js';
+import { HttpMetricsMiddleware, MetricsController, MetricsRegistry } from './common/metrics/metrics.js';
+import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
+import { AppsModule } from './modules/apps/apps.module.js';
+import { AuthModule } from './modules/auth/auth.module.js';
+import { WorkerProcessorsModule } from './worker.module.js';
+
+export interface AppModuleOptions extends RuntimeOptions {
+  /** Host the queue consumers in this process (the embedded database's single-process mode). */
+  runWorker: boolean;
+}
+
+/** The HTTP API. */
+@Module({})
+export class AppModule implements NestModule {
+  static forRoot(options: AppModuleOptions): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [
+        InfrastructureModule.forRoot(options),
+        AppsModule,
+        AuthModule,
+        ...(options.runWorker ? [WorkerProcessorsModule] : []),
+      ],
+      controllers: [HealthController, MetricsController],
+      providers: [
+        RouteCatalog,
+        MetricsRegistry,
+        { provide: APP_GUARD, useClass: ApiAuthGuard },
+        { provide: APP_FILTER, useClass: ApiExceptionFilter },
+      ],
+    };
+  }
+
+  configure(consumer: MiddlewareConsumer): void {
+    consumer.apply(HttpMetricsMiddleware, JsonBodyMiddleware).forRoutes('*splat');
+  }
+}

@@ -1,0 +1,103 @@
+import pino, { type Logger } from 'pino';
+import { DataSource } from 'typeorm';
+import {
+  migrateWithLock,
+  resolveDatabase,
+  type DatabaseRuntime,
+  type ProcessRole,
+} from './common/database/database-runtime.js';
+import { ConfigError, loadConfig, type AppConfig } from './config/app-config.js';
+import { dataSourceOptions } from './data-source.js';
+
+export interface PreparedRuntime {
+  config: AppConfig;
+  database: DatabaseRuntime;
+  logger: Logger;
+}
+
+/**
+ * Everything a process needs before Nest starts: validated config, the
+ * database (embedded or DATABASE_URL) and an up-to-date schema. On the
+ * embedded database every process applies pending migrations (under a lock);
+ * with DATABASE_URL only `migration:run` does, and the others refuse to start
+ * on a schema that is behind.
+ */
+export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime> {
+  let config: AppConfig;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw error;
+  }
+  const logger = pino(
+    { level: config.logLevel, base: { service: 'wallet', role } },
+    role === 'cli' ? pino.destination(2) : pino.destination(1),
+  );
+  const database = await resolveDatabase(config, role, (line) =>
+    logger.debug({ component: 'postgres' }, line),
+  );
+  if (database.embedded?.owned) {
+    logger.info({ port: database.embedded.port, dataDir: config.dataDir }, 'embedded PostgreSQL running');
+  }
+  try {
+    await ensureSchema(database, role, logger);
+  } catch (error) {
+    await database.embedded?.stop();
+    throw error;
+  }
+  return { config, database, logger };
+}
+
+async function ensureSchema(database: DatabaseRuntime, role: ProcessRole, logger: Logger): Promise<void> {
+  const dataSource = new DataSource(dataSourceOptions(database.url, 2, `wallet-${role}-migrate`));
+  await dataSource.initialize();
+  try {
+    if (database.embedded || role === 'migrate') {
+      const applied = await migrateWithLock(dataSource, database.url);
+      if (applied.length > 0) logger.info({ migrations: applied }, 'migrations applied');
+    } else if (await dataSource.showMigrations()) {
+      throw new Error('the database schema is behind: run `npm run migration:run` first');
+    }
+  } finally {
+    await dataSource.destroy();
+  }
+}
+
+/**
+ * Graceful shutdown on SIGTERM/SIGINT: run `close` once (stop accepting,
+ * finish in-flight work, close pools, stop the embedded server last), then
+ * exit. A second signal exits at once.
+ */
+export function onShutdownSignal(logger: Logger, close: () => Promise<void>, timeoutMs = 25_000): void {
+  let closing = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (closing) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    closing = true;
+    logger.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      logger.error('shutdown timed out');
+      process.exit(1);
+    }, timeoutMs);
+    timer.unref();
+    close().then(
+      () => {
+        logger.info('stopped');
+        logger.flush?.();
+        process.exit(0);
+      },
+      (error: unknown) => {
+        logger.error({ err: error }, 'error while shutting down');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}

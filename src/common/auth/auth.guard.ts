@@ -1,0 +1,69 @@
+import { timingSafeEqual } from 'node:crypto';
+import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import { AuthGuard } from '@nestjs/passport';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { UnauthorizedError } from '../errors/domain-errors.js';
+import { ERROR_STYLE_KEY, type ErrorStyle } from '../errors/error-style.js';
+import { ERROR_STYLE_REQUEST_KEY } from '../errors/api-exception.filter.js';
+import { AUTH_POLICY_KEY, type AuthPolicy } from './auth.decorator.js';
+
+/** Passport names of the two schemes; the strategies live in the auth module. */
+export const CC_STRATEGY = 'cc';
+export const SUBJECT_STRATEGY = 'subject';
+
+function passportGuard(strategies: string[]) {
+  return class extends AuthGuard(strategies) {
+    override handleRequest<T>(error: unknown, principal: T): T {
+      if (error || !principal) throw new UnauthorizedError();
+      return principal;
+    }
+  };
+}
+
+const ClientOnlyGuard = passportGuard([CC_STRATEGY]);
+const EitherGuard = passportGuard([CC_STRATEGY, SUBJECT_STRATEGY]);
+
+/**
+ * The global guard. Deny by default: a route is reachable only through the
+ * policy its decorator declares (see auth.decorator.ts).
+ */
+@Injectable()
+export class ApiAuthGuard implements CanActivate {
+  private readonly clientOnly = new ClientOnlyGuard();
+  private readonly either = new EitherGuard();
+
+  constructor(
+    private readonly reflector: Reflector,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const targets = [context.getHandler(), context.getClass()];
+    const request = context.switchToHttp().getRequest<Record<string, unknown>>();
+    request[ERROR_STYLE_REQUEST_KEY] =
+      this.reflector.getAllAndOverride<ErrorStyle>(ERROR_STYLE_KEY, targets) ?? 'json';
+    const policy = this.reflector.getAllAndOverride<AuthPolicy | undefined>(AUTH_POLICY_KEY, targets);
+    switch (policy) {
+      case 'public':
+        return true;
+      case 'cc':
+        return (await this.clientOnly.canActivate(context)) as boolean;
+      case 'either':
+        return (await this.either.canActivate(context)) as boolean;
+      case 'ops':
+        return this.operator(request);
+      default:
+        throw new UnauthorizedError();
+    }
+  }
+
+  private operator(request: Record<string, unknown>): boolean {
+    const expected = this.config.metricsToken;
+    const header = (request.headers as Record<string, string | undefined>).authorization ?? '';
+    const given = header.startsWith('Bearer ') ? header.slice(7) : '';
+    if (!expected || given.length !== expected.length) throw new UnauthorizedError();
+    if (!timingSafeEqual(Buffer.from(given), Buffer.from(expected))) throw new UnauthorizedError();
+    return true;
+  }
+}

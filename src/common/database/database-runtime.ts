@@ -1,0 +1,53 @@
+import pg from 'pg';
+import type { DataSource } from 'typeorm';
+import type { AppConfig } from '../../config/app-config.js';
+import { ensureEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-postgres.js';
+
+export const DATABASE_RUNTIME = Symbol('DATABASE_RUNTIME');
+
+/** Where the database is for this process, and whether this process must stop it. */
+export interface DatabaseRuntime {
+  readonly url: string;
+  /** Set when DATABASE_URL is unset and the embedded server is used. */
+  readonly embedded?: EmbeddedPostgresHandle;
+}
+
+export type ProcessRole = 'api' | 'worker' | 'cli' | 'migrate';
+
+/**
+ * DATABASE_URL when set; otherwise the embedded server under DATA_DIR, which
+ * the API adopts (and stops at shutdown) and the others borrow.
+ */
+export async function resolveDatabase(
+  config: AppConfig,
+  role: ProcessRole,
+  log: (line: string) => void,
+): Promise<DatabaseRuntime> {
+  if (config.databaseUrl) return { url: config.databaseUrl };
+  const embedded = await ensureEmbeddedPostgres({
+    dataDir: config.dataDir,
+    databaseName: 'wallet',
+    adopt: role === 'api',
+    log,
+  });
+  return { url: embedded.url, embedded };
+}
+
+const MIGRATION_LOCK = 7_261_001;
+
+/**
+ * Applies pending migrations under a cluster-wide advisory lock, so an API and
+ * a CLI starting together never migrate twice.
+ */
+export async function migrateWithLock(dataSource: DataSource, url: string): Promise<string[]> {
+  const lockClient = new pg.Client({ connectionString: url, application_name: 'wallet-migrate-lock' });
+  await lockClient.connect();
+  try {
+    await lockClient.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    return applied.map((migration) => migration.name);
+  } finally {
+    await lockClient.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await lockClient.end();
+  }
+}

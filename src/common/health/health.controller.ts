@@ -1,0 +1,64 @@
+import { Controller, Get, Inject, Optional } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { Public } from '../auth/auth.decorator.js';
+import { ServiceUnavailableError } from '../errors/domain-errors.js';
+import { QueueFactory } from '../queue/queue.factory.js';
+
+interface CheckResult {
+  status: 'up' | 'down';
+  latencyMs?: number;
+  message?: string;
+}
+
+async function timed(check: () => Promise<unknown>, timeoutMs = 2000): Promise<CheckResult> {
+  const started = Date.now();
+  try {
+    await Promise.race([
+      check(),
+      new Promise((_, reject) =>
+        setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs),
+      ),
+    ]);
+    return { status: 'up', latencyMs: Date.now() - started };
+  } catch (error) {
+    return { status: 'down', message: error instanceof Error ? error.message : 'unreachable' };
+  }
+}
+
+@ApiTags('Operations')
+@Controller('health')
+export class HealthController {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Optional() @Inject(QueueFactory) private readonly queues?: QueueFactory,
+  ) {}
+
+  @Get('live')
+  @Public()
+  @ApiOperation({ summary: 'Liveness: the process answers' })
+  @ApiOkResponse({ description: '{"status":"ok"}' })
+  live(): { status: 'ok' } {
+    return { status: 'ok' };
+  }
+
+  @Get('ready')
+  @Public()
+  @ApiOperation({ summary: 'Readiness: the database and the queue backend answer' })
+  @ApiOkResponse({ description: '{"status":"ok","checks":{…}}' })
+  @ApiServiceUnavailableResponse({ description: 'A dependency is down' })
+  async ready(): Promise<{ status: 'ok'; checks: Record<string, CheckResult> }> {
+    const checks: Record<string, CheckResult> = {
+      database: await timed(() => this.dataSource.query('SELECT 1')),
+    };
+    if (this.queues) {
+      const queues = this.queues;
+      checks[queues.backend === 'redis' ? 'redis' : 'queue'] = await timed(() => queues.ping());
+    }
+    if (Object.values(checks).some((check) => check.status === 'down')) {
+      throw new ServiceUnavailableError('A dependency is not ready', { checks });
+    }
+    return { status: 'ok', checks };
+  }
+}

@@ -1,0 +1,52 @@
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
+import helmet from 'helmet';
+import type { AppConfig } from '../../config/app-config.js';
+import { BEARER_SCHEME, CC_SCHEME, OPS_SCHEME } from '../auth/auth.decorator.js';
+import { createValidationPipe } from './validation.js';
+
+/** HTTP settings shared by main.ts and the test harness, so tests run the app as served. */
+export function configureApp(app: NestExpressApplication, config: AppConfig): OpenAPIObject {
+  app.set('trust proxy', config.trustProxy);
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  const docsPrefix = `/${config.routePrefix}/docs`;
+  const apiHelmet = helmet();
+  // The interactive page needs its own inline bootstrap script.
+  const docsHelmet = helmet({ contentSecurityPolicy: false });
+  app.use((request: { path: string }, response: unknown, next: () => void) =>
+    (request.path.startsWith(docsPrefix) ? docsHelmet : apiHelmet)(request as never, response as never, next),
+  );
+  app.setGlobalPrefix(config.routePrefix);
+  app.useGlobalPipes(createValidationPipe());
+  const document = buildOpenApi(app, config);
+  SwaggerModule.setup('docs', app, document, {
+    useGlobalPrefix: true,
+    jsonDocumentUrl: 'openapi.json',
+    yamlDocumentUrl: 'openapi.yaml',
+    customSiteTitle: 'Wallet service API v1',
+  });
+  return document;
+}
+
+export function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIObject {
+  const origin = new URL(config.publicBaseUrl).origin;
+  const builder = new DocumentBuilder()
+    .setTitle('Digital Wallet, Identity and Messaging Service')
+    .setDescription(
+      'Interface v1. Errors use the ErrorResponse body (name, message, detail); the token endpoint uses its own body. ' +
+        'See the README for authentication (client assertions, user tokens) and webhooks.',
+    )
+    .setVersion('1.0.0')
+    .addServer(origin)
+    .addOAuth2(
+      {
+        type: 'oauth2',
+        flows: { clientCredentials: { tokenUrl: `${config.publicBaseUrl}oauth/token`, scopes: {} } },
+      },
+      CC_SCHEME,
+    )
+    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, BEARER_SCHEME)
+    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN' }, OPS_SCHEME);
+  return SwaggerModule.createDocument(app, builder.build());
+}

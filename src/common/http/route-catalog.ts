@@ -1,0 +1,106 @@
+import { Inject, Injectable, OnModuleInit, RequestMethod } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
+import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { AUTH_POLICY_KEY, type AuthPolicy } from '../auth/auth.decorator.js';
+import { ERROR_STYLE_KEY, type ErrorStyle } from '../errors/error-style.js';
+
+export interface RouteEntry {
+  readonly method: string;
+  /** Full path as Express sees it, e.g. `/v1/users/:uuid`. */
+  readonly path: string;
+  readonly policy: AuthPolicy | undefined;
+  readonly errorStyle: ErrorStyle;
+  readonly handler: string;
+  readonly pattern: RegExp;
+}
+
+/**
+ * Every route of the application with its auth policy and error style, built
+ * once at start-up. Deny by default: a route without a policy stops the start.
+ * The exception filter asks it for the error style of requests that failed
+ * before routing (malformed JSON, oversized bodies).
+ */
+@Injectable()
+export class RouteCatalog implements OnModuleInit {
+  private entries: RouteEntry[] = [];
+
+  constructor(
+    private readonly discovery: DiscoveryService,
+    private readonly scanner: MetadataScanner,
+    private readonly reflector: Reflector,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  onModuleInit(): void {
+    const entries: RouteEntry[] = [];
+    for (const wrapper of this.discovery.getControllers()) {
+      const instance = wrapper.instance as Record<string, unknown> | undefined;
+      const type = wrapper.metatype as (new (...args: never[]) => unknown) | undefined;
+      if (!instance || !type) continue;
+      const controllerPaths = toArray(
+        Reflect.getMetadata(PATH_METADATA, type) as string | string[] | undefined,
+      );
+      const prototype = Object.getPrototypeOf(instance) as object;
+      for (const name of this.scanner.getAllMethodNames(prototype)) {
+        const handler = (prototype as Record<string, unknown>)[name] as (...args: unknown[]) => unknown;
+        const methodPath = Reflect.getMetadata(PATH_METADATA, handler) as string | string[] | undefined;
+        const requestMethod = Reflect.getMetadata(METHOD_METADATA, handler) as RequestMethod | undefined;
+        if (methodPath === undefined || requestMethod === undefined) continue;
+        const policy = this.reflector.getAllAndOverride<AuthPolicy | undefined>(AUTH_POLICY_KEY, [
+          handler,
+          type,
+        ]);
+        const errorStyle =
+          this.reflector.getAllAndOverride<ErrorStyle | undefined>(ERROR_STYLE_KEY, [handler, type]) ??
+          'json';
+        for (const base of controllerPaths.length ? controllerPaths : ['']) {
+          for (const sub of toArray(methodPath)) {
+            const path = joinPath(this.config.routePrefix, base, sub);
+            entries.push({
+              method: RequestMethod[requestMethod],
+              path,
+              policy,
+              errorStyle,
+              handler: `${type.name}.${name}`,
+              pattern: new RegExp(`^${path.replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`),
+            });
+          }
+        }
+      }
+    }
+    const unguarded = entries.filter((entry) => entry.policy === undefined);
+    if (unguarded.length > 0) {
+      throw new Error(
+        `Routes without an auth policy (deny by default; add @AuthEither, @AuthClient, @Public or @AuthOperator): ${unguarded
+          .map((entry) => `${entry.method} ${entry.path} (${entry.handler})`)
+          .join(', ')}`,
+      );
+    }
+    this.entries = entries.sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method));
+  }
+
+  all(): readonly RouteEntry[] {
+    return this.entries;
+  }
+
+  /** The error style for a request path (any method), `json` when no route matches. */
+  errorStyleFor(method: string, path: string): ErrorStyle {
+    const candidates = this.entries.filter((entry) => entry.pattern.test(path));
+    const exact = candidates.find((entry) => entry.method === method.toUpperCase());
+    return (exact ?? candidates[0])?.errorStyle ?? 'json';
+  }
+}
+
+function toArray(value: string | string[] | undefined): string[] {
+  if (value === undefined) return [];
+  return Array.isArray(value) ? value : [value];
+}
+
+function joinPath(...parts: string[]): string {
+  const joined = parts
+    .map((part) => part.replace(/^\/+|\/+$/g, ''))
+    .filter(Boolean)
+    .join('/');
+  return `/${joined}`;
+}

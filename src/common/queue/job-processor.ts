@@ -1,0 +1,24 @@
+import { SetMetadata } from '@nestjs/common';
+import type { Job, Queue, WorkerOptions } from 'bullmq';
+import type { QueueName } from './queue-names.js';
+
+export const JOB_PROCESSOR_KEY = 'wallet:job-processor';
+
+export interface JobProcessorOptions {
+  queue: QueueName;
+  concurrency?: number;
+}
+
+/**
+ * Marks a provider as the consumer of a queue. Processors are provided only by
+ * the worker module; the worker host discovers them and starts one BullMQ
+ * worker each.
+ */
+export const JobProcessor = (options: JobProcessorOptions) => SetMetadata(JOB_PROCESSOR_KEY, options);
+
+export interface JobHandler {
+  process(job: Job): Promise<unknown>;
+  /** Registers repeatable jobs (job schedulers) once the worker starts. */
+  schedule?(queue: Queue): Promise<void>;
+  workerOptions?(): Omit<WorkerOptions, 'connection'>;
+}

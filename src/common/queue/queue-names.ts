@@ -1,0 +1,10 @@
+/** Every queue and job name, in one place. */
+export const QUEUES = {
+  maintenance: 'maintenance',
+} as const;
+
+export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
+
+export const JOBS = {
+  pruneUsedAssertions: 'prune-used-assertions',
+} as const;

@@ -1,0 +1,122 @@
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import {
+  createPostgresBackend,
+  Queue,
+  Worker,
+  type JobsOptions,
+  type PostgresPoolConfig,
+  type Processor,
+  type WorkerOptions,
+} from 'bullmq';
+import { Redis } from 'ioredis';
+import type { QueueName } from './queue-names.js';
+
+/** Which BullMQ backend this deployment uses: Redis (REDIS_URL) or PostgreSQL (the database itself). */
+export type QueueConnection = { kind: 'redis'; url: string } | { kind: 'postgres'; url: string };
+
+export const QUEUE_CONNECTION = Symbol('QUEUE_CONNECTION');
+
+/** The schema that holds BullMQ's PostgreSQL backend tables, apart from ours. */
+export const BULLMQ_PG_SCHEMA = 'bullmq';
+
+export const DEFAULT_JOB_OPTIONS: JobsOptions = {
+  removeOnComplete: { age: 3600, count: 10_000 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+};
+
+/**
+ * The one factory for queues and workers, so that producers and processors
+ * never know which backend runs underneath.
+ */
+@Injectable()
+export class QueueFactory implements OnApplicationShutdown {
+  private readonly queues = new Map<string, Queue>();
+  private readonly workers: Worker[] = [];
+  private redis?: Redis;
+  private readonly workerConnections: Redis[] = [];
+
+  constructor(@Inject(QUEUE_CONNECTION) readonly connection: QueueConnection) {}
+
+  get backend(): QueueConnection['kind'] {
+    return this.connection.kind;
+  }
+
+  /** Readiness of the queue backend: a round trip to Redis, or a query on the PostgreSQL backend. */
+  async ping(): Promise<void> {
+    if (this.connection.kind === 'redis') {
+      await this.sharedRedis().ping();
+      return;
+    }
+    await this.queue('maintenance').getJobCounts('wait');
+  }
+
+  /** The producer side of a queue (one instance per name per process). */
+  queue(name: QueueName): Queue {
+    let queue = this.queues.get(name);
+    if (!queue) {
+      const opts = { defaultJobOptions: DEFAULT_JOB_OPTIONS };
+      queue =
+        this.connection.kind === 'redis'
+          ? new Queue(name, { ...opts, connection: this.sharedRedis() })
+          : (new Queue(
+              name,
+              { ...opts, connection: this.pgConnection(false) },
+              createPostgresBackend,
+            ) as unknown as Queue);
+      this.queues.set(name, queue);
+    }
+    return queue;
+  }
+
+  /** A consumer. Call only from the worker side (the worker process, or the API in embedded mode). */
+  worker<T = unknown, R = unknown>(
+    name: QueueName,
+    processor: Processor<T, R>,
+    options: Omit<WorkerOptions, 'connection'> = {},
+  ): Worker<T, R> {
+    let worker: Worker<T, R>;
+    if (this.connection.kind === 'redis') {
+      // Workers block on their connection: each gets its own.
+      const connection = new Redis(this.connection.url, { maxRetriesPerRequest: null });
+      this.workerConnections.push(connection);
+      worker = new Worker<T, R>(name, processor, { ...options, connection });
+    } else {
+      worker = new Worker(
+        name,
+        processor as Processor,
+        { ...options, connection: this.pgConnection(true) },
+        createPostgresBackend,
+      ) as unknown as Worker<T, R>;
+    }
+    this.workers.push(worker as unknown as Worker);
+    return worker;
+  }
+
+  async closeWorkers(): Promise<void> {
+    await Promise.allSettled(this.workers.splice(0).map((worker) => worker.close()));
+    for (const connection of this.workerConnections.splice(0)) connection.disconnect();
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.closeWorkers();
+    await Promise.allSettled([...this.queues.values()].map((queue) => queue.close()));
+    this.queues.clear();
+    this.redis?.disconnect();
+  }
+
+  private sharedRedis(): Redis {
+    if (this.connection.kind !== 'redis') throw new Error('not a Redis queue backend');
+    this.redis ??= new Redis(this.connection.url, { maxRetriesPerRequest: null });
+    return this.redis;
+  }
+
+  private pgConnection(blocking: boolean): PostgresPoolConfig {
+    return {
+      connectionString: this.connection.url,
+      schema: BULLMQ_PG_SCHEMA,
+      migrate: true,
+      max: blocking ? 4 : 3,
+      application_name: blocking ? 'wallet-queue-worker' : 'wallet-queue',
+    };
+  }
+}

@@ -1,0 +1,32 @@
+import type { DataSourceOptions } from 'typeorm';
+import { MIGRATIONS } from '../migrations/index.js';
+import { ApplicationKeyEntity } from './modules/apps/entities/application-key.entity.js';
+import { ApplicationEntity } from './modules/apps/entities/application.entity.js';
+import { UsedAssertionEntity } from './modules/auth/entities/used-assertion.entity.js';
+
+/**
+ * Composition root of the persistence layer: every entity and migration, one
+ * set of options for the API, the worker, the CLI, the migration runner and the
+ * tests. The schema comes from migrations only (synchronize is never on).
+ */
+export const ENTITIES = [ApplicationEntity, ApplicationKeyEntity, UsedAssertionEntity];
+
+export function dataSourceOptions(url: string, poolSize: number, applicationName: string): DataSourceOptions {
+  return {
+    type: 'postgres',
+    url,
+    entities: ENTITIES,
+    migrations: MIGRATIONS,
+    migrationsTableName: 'schema_migrations',
+    synchronize: false,
+    migrationsRun: false,
+    logging: false,
+    extra: {
+      max: poolSize,
+      application_name: applicationName,
+      connectionTimeoutMillis: 10_000,
+      // Guard rails: no statement or idle transaction holds locks forever.
+      options: '-c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000',
+    },
+  };
+}

@@ -1,0 +1,52 @@
+import { DynamicModule, Global, Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { LoggerModule } from 'nestjs-pino';
+import {
+  DATABASE_RUNTIME,
+  type DatabaseRuntime,
+  type ProcessRole,
+} from './common/database/database-runtime.js';
+import { pinoParams } from './common/logging/logging.js';
+import { QUEUE_CONNECTION, QueueFactory, type QueueConnection } from './common/queue/queue.factory.js';
+import { APP_CONFIG, type AppConfig } from './config/app-config.js';
+import { dataSourceOptions } from './data-source.js';
+
+export interface RuntimeOptions {
+  config: AppConfig;
+  database: DatabaseRuntime;
+  role: ProcessRole;
+}
+
+/**
+ * What every process (API, worker, CLI) shares: config, logger, the database
+ * and the queue factory. Built from a runtime resolved before Nest starts.
+ */
+@Global()
+@Module({})
+export class InfrastructureModule {
+  static forRoot({ config, database, role }: RuntimeOptions): DynamicModule {
+    const queueConnection: QueueConnection = config.redisUrl
+      ? { kind: 'redis', url: config.redisUrl }
+      : { kind: 'postgres', url: database.url };
+    return {
+      module: InfrastructureModule,
+      imports: [
+        DiscoveryModule,
+        LoggerModule.forRoot(pinoParams(config, { service: 'wallet', role })),
+        TypeOrmModule.forRoot({
+          ...dataSourceOptions(database.url, config.databasePoolSize, `wallet-${role}`),
+          retryAttempts: 3,
+          retryDelay: 1000,
+        }),
+      ],
+      providers: [
+        { provide: APP_CONFIG, useValue: config },
+        { provide: DATABASE_RUNTIME, useValue: database },
+        { provide: QUEUE_CONNECTION, useValue: queueConnection },
+        QueueFactory,
+      ],
+      exports: [APP_CONFIG, DATABASE_RUNTIME, QUEUE_CONNECTION, QueueFactory, DiscoveryModule],
+    };
+  }
+}

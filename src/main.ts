@@ -1,0 +1,32 @@
+import 'reflect-metadata';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import { Logger } from 'nestjs-pino';
+import { AppModule } from './app.module.js';
+import { onShutdownSignal, prepareRuntime } from './bootstrap.js';
+import { configureApp } from './common/http/configure-app.js';
+
+/** The HTTP API (and, on the embedded database, the queue worker too). */
+async function main(): Promise<void> {
+  const { config, database, logger } = await prepareRuntime('api');
+  try {
+    const app = await NestFactory.create<NestExpressApplication>(
+      AppModule.forRoot({ config, database, role: 'api', runWorker: database.embedded !== undefined }),
+      { bodyParser: false, bufferLogs: true },
+    );
+    app.useLogger(app.get(Logger));
+    configureApp(app, config);
+    await app.listen(config.port);
+    logger.info({ port: config.port, baseUrl: config.publicBaseUrl }, 'API listening');
+    onShutdownSignal(logger, async () => {
+      await app.close();
+      await database.embedded?.stop();
+    });
+  } catch (error) {
+    logger.fatal({ err: error }, 'API failed to start');
+    await database.embedded?.stop();
+    process.exit(1);
+  }
+}
+
+await main();

@@ -1,0 +1,151 @@
+import { randomUUID, type KeyObject } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { NotFoundError, ValidationFailedError } from '../../common/errors/domain-errors.js';
+import { ApplicationKeyEntity } from './entities/application-key.entity.js';
+import { ApplicationEntity } from './entities/application.entity.js';
+import { keyObjectFromJwk, parsePublicKey } from './public-key.js';
+
+export interface CreatedApp {
+  appId: string;
+  clientId: string;
+  keyId: string;
+}
+
+export interface AppSummary {
+  appId: string;
+  name: string;
+  status: string;
+  webhookUrl: string | null;
+  createdAt: string;
+  keys: { keyId: string; status: string; createdAt: string; revokedAt: string | null }[];
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** The application registry: each application is a tenant, with its keys and webhook URL. */
+@Injectable()
+export class AppsService {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async create(input: { name: string; publicKey: string; webhookUrl?: string }): Promise<CreatedApp> {
+    const name = input.name.trim();
+    if (name.length === 0 || name.length > 200) {
+      throw ValidationFailedError.single('name', 'invalid', 'name must be 1 to 200 characters');
+    }
+    const webhookUrl = input.webhookUrl === undefined ? null : validateWebhookUrl(input.webhookUrl);
+    const key = await parsePublicKey(input.publicKey);
+    const appId = randomUUID();
+    await this.dataSource.transaction(async (manager) => {
+      await manager.insert(ApplicationEntity, { id: appId, name, status: 'active', webhookUrl });
+      await manager.insert(ApplicationKeyEntity, {
+        appId,
+        keyId: key.keyId,
+        publicJwk: key.jwk,
+        status: 'active',
+      });
+    });
+    return { appId, clientId: appId, keyId: key.keyId };
+  }
+
+  async list(): Promise<AppSummary[]> {
+    const apps = await this.dataSource.getRepository(ApplicationEntity).find({ order: { createdAt: 'ASC' } });
+    const keys = await this.dataSource
+      .getRepository(ApplicationKeyEntity)
+      .find({ order: { createdAt: 'ASC' } });
+    return apps.map((app) => ({
+      appId: app.id,
+      name: app.name,
+      status: app.status,
+      webhookUrl: app.webhookUrl,
+      createdAt: app.createdAt.toISOString(),
+      keys: keys
+        .filter((key) => key.appId === app.id)
+        .map((key) => ({
+          keyId: key.keyId,
+          status: key.status,
+          createdAt: key.createdAt.toISOString(),
+          revokedAt: key.revokedAt?.toISOString() ?? null,
+        })),
+    }));
+  }
+
+  async setWebhook(appId: string, url: string): Promise<{ appId: string; webhookUrl: string }> {
+    await this.require(appId);
+    const webhookUrl = validateWebhookUrl(url);
+    await this.dataSource.getRepository(ApplicationEntity).update({ id: appId }, { webhookUrl });
+    return { appId, webhookUrl };
+  }
+
+  async addKey(appId: string, publicKey: string): Promise<{ appId: string; keyId: string }> {
+    await this.require(appId);
+    const key = await parsePublicKey(publicKey);
+    const repo = this.dataSource.getRepository(ApplicationKeyEntity);
+    const existing = await repo.findOneBy({ appId, keyId: key.keyId });
+    if (existing)
+      throw ValidationFailedError.single('publicKey', 'duplicate', 'this key is already registered');
+    await repo.insert({ appId, keyId: key.keyId, publicJwk: key.jwk, status: 'active' });
+    return { appId, keyId: key.keyId };
+  }
+
+  async revokeKey(
+    appId: string,
+    keyId: string,
+  ): Promise<{ appId: string; keyId: string; status: 'revoked' }> {
+    await this.require(appId);
+    const result = await this.dataSource
+      .getRepository(ApplicationKeyEntity)
+      .update({ appId, keyId, status: 'active' }, { status: 'revoked', revokedAt: new Date() });
+    if (!result.affected)
+      throw new NotFoundError(keyId, 'No active key with that keyId for this application');
+    return { appId, keyId, status: 'revoked' };
+  }
+
+  /** The active key `keyId` of the active application `appId`, or undefined. */
+  async findActiveKey(appId: string, keyId: string): Promise<KeyObject | undefined> {
+    if (!UUID.test(appId)) return undefined;
+    const row = await this.dataSource
+      .getRepository(ApplicationKeyEntity)
+      .createQueryBuilder('k')
+      .innerJoin(ApplicationEntity, 'a', 'a.id = k.app_id')
+      .where('k.app_id = :appId AND k.key_id = :keyId', { appId, keyId })
+      .andWhere(`k.status = 'active' AND a.status = 'active'`)
+      .getOne();
+    return row ? keyObjectFromJwk(row.publicJwk) : undefined;
+  }
+
+  async isActive(appId: string): Promise<boolean> {
+    if (!UUID.test(appId)) return false;
+    return this.dataSource.getRepository(ApplicationEntity).existsBy({ id: appId, status: 'active' });
+  }
+
+  private async require(appId: string): Promise<ApplicationEntity> {
+    const app = UUID.test(appId)
+      ? await this.dataSource.getRepository(ApplicationEntity).findOneBy({ id: appId })
+      : null;
+    if (!app) throw new NotFoundError(appId, 'Application not found');
+    return app;
+  }
+}
+
+/** Webhook URLs are absolute http(s) URLs without credentials; delivery applies the SSRF rules. */
+export function validateWebhookUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw ValidationFailedError.single(
+      'webhookUrl',
+      'invalid',
+      'webhook URL must be an absolute http(s) URL',
+    );
+  }
+  if (!['http:', 'https:'].includes(url.protocol)) {
+    throw ValidationFailedError.single('webhookUrl', 'invalid', 'webhook URL must use http or https');
+  }
+  if (url.username || url.password) {
+    throw ValidationFailedError.single('webhookUrl', 'invalid', 'webhook URL must not carry credentials');
+  }
+  return url.toString();
+}

@@ -1,0 +1,125 @@
+import { Injectable } from '@nestjs/common';
+import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { printJson, readKeyFile, requireOption, unknownSubcommand } from '../../../common/cli/output.js';
+import { AppsService } from '../apps.service.js';
+
+interface AppsOptions {
+  name?: string;
+  publicKey?: string;
+  webhookUrl?: string;
+  url?: string;
+  appId?: string;
+  keyId?: string;
+}
+
+@Injectable()
+abstract class AppsSubCommand extends CommandRunner {
+  constructor(protected readonly apps: AppsService) {
+    super();
+  }
+
+  @Option({ flags: '--name <name>', description: 'application name' })
+  parseName(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--public-key <file>', description: 'EC P-256 public key file, PEM (SPKI) or JWK' })
+  parsePublicKey(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--webhook-url <url>', description: 'URL that receives webhooks' })
+  parseWebhookUrl(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--url <url>', description: 'URL that receives webhooks' })
+  parseUrl(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--app-id <id>', description: 'application id' })
+  parseAppId(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--key-id <kid>', description: 'keyId (RFC 7638 thumbprint)' })
+  parseKeyId(value: string): string {
+    return value;
+  }
+}
+
+@SubCommand({ name: 'create', description: 'register an application with its first public key' })
+export class AppsCreateCommand extends AppsSubCommand {
+  async run(_args: string[], options: AppsOptions): Promise<void> {
+    const name = requireOption(options.name, '--name');
+    const publicKey = await readKeyFile(requireOption(options.publicKey, '--public-key'));
+    printJson(await this.apps.create({ name, publicKey, webhookUrl: options.webhookUrl }));
+  }
+}
+
+@SubCommand({ name: 'list', description: 'list applications with their keys' })
+export class AppsListCommand extends AppsSubCommand {
+  async run(): Promise<void> {
+    printJson(await this.apps.list());
+  }
+}
+
+@SubCommand({ name: 'set-webhook', description: "set an application's webhook URL" })
+export class AppsSetWebhookCommand extends AppsSubCommand {
+  async run(_args: string[], options: AppsOptions): Promise<void> {
+    printJson(
+      await this.apps.setWebhook(
+        requireOption(options.appId, '--app-id'),
+        requireOption(options.url, '--url'),
+      ),
+    );
+  }
+}
+
+@SubCommand({ name: 'add-key', description: 'register another public key for an application' })
+export class AppsAddKeyCommand extends AppsSubCommand {
+  async run(_args: string[], options: AppsOptions): Promise<void> {
+    const appId = requireOption(options.appId, '--app-id');
+    const publicKey = await readKeyFile(requireOption(options.publicKey, '--public-key'));
+    printJson(await this.apps.addKey(appId, publicKey));
+  }
+}
+
+@SubCommand({ name: 'revoke-key', description: "revoke one of an application's keys" })
+export class AppsRevokeKeyCommand extends AppsSubCommand {
+  async run(_args: string[], options: AppsOptions): Promise<void> {
+    printJson(
+      await this.apps.revokeKey(
+        requireOption(options.appId, '--app-id'),
+        requireOption(options.keyId, '--key-id'),
+      ),
+    );
+  }
+}
+
+@Command({
+  name: 'apps',
+  description: 'administer client applications',
+  subCommands: [
+    AppsCreateCommand,
+    AppsListCommand,
+    AppsSetWebhookCommand,
+    AppsAddKeyCommand,
+    AppsRevokeKeyCommand,
+  ],
+})
+export class AppsCommand extends CommandRunner {
+  async run(args: string[]): Promise<void> {
+    unknownSubcommand(this.command, args);
+  }
+}
+
+export const APPS_COMMANDS = [
+  AppsCommand,
+  AppsCreateCommand,
+  AppsListCommand,
+  AppsSetWebhookCommand,
+  AppsAddKeyCommand,
+  AppsRevokeKeyCommand,
+];

@@ -1,0 +1,56 @@
+import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { printJson, requireOption, unknownSubcommand } from '../../../common/cli/output.js';
+import { SigningKeysService } from '../signing-keys.service.js';
+
+@SubCommand({ name: 'rotate', description: 'add a new service signing key; older keys stay published' })
+export class KeysRotateCommand extends CommandRunner {
+  constructor(private readonly keys: SigningKeysService) {
+    super();
+  }
+
+  async run(): Promise<void> {
+    printJson(await this.keys.rotate());
+  }
+}
+
+@SubCommand({ name: 'retire', description: 'stop publishing an old service signing key' })
+export class KeysRetireCommand extends CommandRunner {
+  constructor(private readonly keys: SigningKeysService) {
+    super();
+  }
+
+  @Option({ flags: '--key-id <kid>', description: 'kid of the key to retire' })
+  parseKeyId(value: string): string {
+    return value;
+  }
+
+  async run(_args: string[], options: { keyId?: string }): Promise<void> {
+    printJson(await this.keys.retire(requireOption(options.keyId, '--key-id')));
+  }
+}
+
+@SubCommand({ name: 'list', description: 'list the published service signing keys' })
+export class KeysListCommand extends CommandRunner {
+  constructor(private readonly keys: SigningKeysService) {
+    super();
+  }
+
+  async run(): Promise<void> {
+    const current = await this.keys.current();
+    const { keys } = await this.keys.jwks();
+    printJson(keys.map((key) => ({ kid: key.kid, current: key.kid === current.kid })));
+  }
+}
+
+@Command({
+  name: 'keys',
+  description: "the service's signing keys (access tokens, webhooks)",
+  subCommands: [KeysRotateCommand, KeysRetireCommand, KeysListCommand],
+})
+export class KeysCommand extends CommandRunner {
+  async run(args: string[]): Promise<void> {
+    unknownSubcommand(this.command, args);
+  }
+}
+
+export const KEYS_COMMANDS = [KeysCommand, KeysRotateCommand, KeysRetireCommand, KeysListCommand];

@@ -1,0 +1,20 @@
+import { Controller, Get, Header } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import type { JWK } from 'jose';
+import { Public } from '../../common/auth/auth.decorator.js';
+import { SigningKeysService } from './signing-keys.service.js';
+
+@ApiTags('Token')
+@Controller('.well-known')
+export class JwksController {
+  constructor(private readonly keys: SigningKeysService) {}
+
+  @Get('jwks.json')
+  @Public()
+  @Header('Cache-Control', 'public, max-age=300')
+  @ApiOperation({ summary: 'Public keys that sign access tokens and webhooks (JWKS)' })
+  @ApiOkResponse({ description: 'A JSON Web Key Set' })
+  jwks(): Promise<{ keys: JWK[] }> {
+    return this.keys.jwks();
+  }
+}

@@ -1,0 +1,183 @@
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
+import {
+  calculateJwkThumbprint,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  type CryptoKey,
+  type JWK,
+} from 'jose';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { NotFoundError, ValidationFailedError } from '../../common/errors/domain-errors.js';
+
+interface StoredKey {
+  kid: string;
+  createdAt: string;
+  retiredAt: string | null;
+  privateJwk: JWK;
+}
+
+interface KeyFile {
+  keys: StoredKey[];
+}
+
+export interface SigningKey {
+  readonly kid: string;
+  readonly privateKey: CryptoKey;
+  readonly publicJwk: JWK;
+  readonly publicKeyObject: KeyObject;
+  readonly createdAt: string;
+  readonly retiredAt: string | null;
+}
+
+/**
+ * The service's ES256 signing keys (access tokens, webhooks), kept in a JWK set
+ * file: SIGNING_KEYS_FILE in production (must exist), generated once under
+ * DATA_DIR/keys in development. The newest key that is not retired signs; every
+ * key not retired is published in the JWKS. Every process (API, worker, CLI)
+ * re-reads the file when it changes, so `keys rotate` reaches them all.
+ */
+@Injectable()
+export class SigningKeysService implements OnModuleInit {
+  private keys: SigningKey[] = [];
+  private mtimeMs = -1;
+  private lastCheck = 0;
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  async onModuleInit(): Promise<void> {
+    await this.ensureFile();
+    await this.refresh(true);
+  }
+
+  /** The key that signs now. */
+  async current(): Promise<SigningKey> {
+    await this.refresh();
+    const active = this.keys.filter((key) => key.retiredAt === null);
+    const key = active[active.length - 1];
+    if (!key) throw new Error(`no active signing key in ${this.config.signingKeysFile}`);
+    return key;
+  }
+
+  /** A published (not retired) key by kid, for verifying access tokens. */
+  async publicKey(kid: string): Promise<KeyObject | undefined> {
+    await this.refresh();
+    return this.keys.find((key) => key.kid === kid && key.retiredAt === null)?.publicKeyObject;
+  }
+
+  async jwks(): Promise<{ keys: JWK[] }> {
+    await this.refresh();
+    return {
+      keys: this.keys
+        .filter((key) => key.retiredAt === null)
+        .map((key) => ({ ...key.publicJwk, kid: key.kid, alg: 'ES256', use: 'sig' })),
+    };
+  }
+
+  /** Adds a new key that signs from now on; older keys stay published. */
+  async rotate(): Promise<{ kid: string; published: string[] }> {
+    const file = await this.readFile();
+    const fresh = await generateStoredKey();
+    file.keys.push(fresh);
+    await this.writeFile(file);
+    await this.refresh(true);
+    return { kid: fresh.kid, published: file.keys.filter((k) => k.retiredAt === null).map((k) => k.kid) };
+  }
+
+  /** Stops publishing a key (tokens it signed stop verifying). The signing key cannot be retired. */
+  async retire(kid: string): Promise<{ kid: string; retiredAt: string }> {
+    const file = await this.readFile();
+    const active = file.keys.filter((k) => k.retiredAt === null);
+    const target = active.find((k) => k.kid === kid);
+    if (!target) throw new NotFoundError(kid, 'No published signing key with that kid');
+    if (active[active.length - 1] === target) {
+      throw ValidationFailedError.single(
+        'keyId',
+        'invalid',
+        'the current signing key cannot be retired; rotate first',
+      );
+    }
+    target.retiredAt = new Date().toISOString();
+    await this.writeFile(file);
+    await this.refresh(true);
+    return { kid, retiredAt: target.retiredAt };
+  }
+
+  private async ensureFile(): Promise<void> {
+    const file = this.config.signingKeysFile;
+    try {
+      await fs.access(file);
+      return;
+    } catch {
+      if (this.config.signingKeysFileExplicit) {
+        throw new Error(
+          `SIGNING_KEYS_FILE ${file} does not exist (create it with: npm run --silent cli -- keys rotate)`,
+        );
+      }
+    }
+    await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    const initial: KeyFile = { keys: [await generateStoredKey()] };
+    // 'wx': when two processes start at once, the first file wins and the other reads it.
+    await fs.writeFile(file, JSON.stringify(initial, null, 2), { mode: 0o600, flag: 'wx' }).catch((error) => {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    });
+  }
+
+  private async readFile(): Promise<KeyFile> {
+    const text = await fs.readFile(this.config.signingKeysFile, 'utf8');
+    const parsed = JSON.parse(text) as KeyFile;
+    if (!Array.isArray(parsed.keys))
+      throw new Error(`${this.config.signingKeysFile} is not a signing key file`);
+    return parsed;
+  }
+
+  private async writeFile(file: KeyFile): Promise<void> {
+    const target = this.config.signingKeysFile;
+    await fs.mkdir(path.dirname(target), { recursive: true, mode: 0o700 });
+    const temporary = `${target}.${process.pid}.tmp`;
+    await fs.writeFile(temporary, JSON.stringify(file, null, 2), { mode: 0o600 });
+    await fs.rename(temporary, target);
+  }
+
+  private async refresh(force = false): Promise<void> {
+    const now = Date.now();
+    if (!force && now - this.lastCheck < 1000) return;
+    this.lastCheck = now;
+    const stat = await fs.stat(this.config.signingKeysFile);
+    if (!force && stat.mtimeMs === this.mtimeMs) return;
+    const file = await this.readFile();
+    const loaded: SigningKey[] = [];
+    for (const stored of file.keys) {
+      const { d: _d, ...publicJwk } = stored.privateJwk;
+      if (stored.privateJwk.kty !== 'EC' || stored.privateJwk.crv !== 'P-256') {
+        throw new Error(`signing key ${stored.kid} is not an EC P-256 key`);
+      }
+      loaded.push({
+        kid: stored.kid,
+        privateKey: (await importJWK(stored.privateJwk, 'ES256')) as CryptoKey,
+        publicJwk,
+        publicKeyObject: createPublicKey({
+          key: publicJwk as import('node:crypto').JsonWebKey,
+          format: 'jwk',
+        }),
+        createdAt: stored.createdAt,
+        retiredAt: stored.retiredAt,
+      });
+    }
+    this.keys = loaded;
+    this.mtimeMs = stat.mtimeMs;
+  }
+}
+
+async function generateStoredKey(): Promise<StoredKey> {
+  const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+  const privateJwk = await exportJWK(privateKey);
+  const kid = await calculateJwkThumbprint(
+    { kty: 'EC', crv: privateJwk.crv, x: privateJwk.x, y: privateJwk.y },
+    'sha256',
+  );
+  return { kid, createdAt: new Date().toISOString(), retiredAt: null, privateJwk };
+}

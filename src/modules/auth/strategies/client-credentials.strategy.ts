@@ -1,0 +1,66 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { PassportStrategy } from '@nestjs/passport';
+import { decodeProtectedHeader } from 'jose';
+import { ExtractJwt, Strategy } from 'passport-jwt';
+import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import type { ClientPrincipal } from '../../../common/auth/principal.js';
+import { AppsService } from '../../apps/apps.service.js';
+import { SigningKeysService } from '../signing-keys.service.js';
+import { ACCESS_TOKEN_TYP } from '../token.service.js';
+
+interface AccessTokenPayload {
+  client_id?: unknown;
+  token_use?: unknown;
+  sub?: unknown;
+}
+
+/**
+ * "OAuth2ClientCredentials": an access token issued by POST /oauth/app/token,
+ * signed ES256 by one of the service's published keys (looked up by kid).
+ */
+@Injectable()
+export class ClientCredentialsStrategy extends PassportStrategy(Strategy, 'cc') {
+  constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
+    signingKeys: SigningKeysService,
+    private readonly apps: AppsService,
+  ) {
+    super({
+      jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
+      algorithms: ['ES256'],
+      issuer: config.publicBaseUrl,
+      audience: config.publicBaseUrl,
+      ignoreExpiration: false,
+      secretOrKeyProvider: (
+        _request: unknown,
+        rawJwt: string,
+        done: (err: unknown, key?: string) => void,
+      ) => {
+        let header: ReturnType<typeof decodeProtectedHeader>;
+        try {
+          header = decodeProtectedHeader(rawJwt);
+        } catch {
+          return done(new Error('malformed token'));
+        }
+        if (header.alg !== 'ES256' || header.typ !== ACCESS_TOKEN_TYP || typeof header.kid !== 'string') {
+          return done(new Error('not an access token'));
+        }
+        signingKeys.publicKey(header.kid).then(
+          (key) =>
+            key
+              ? done(null, key.export({ type: 'spki', format: 'pem' }) as string)
+              : done(new Error('unknown kid')),
+          (error: unknown) => done(error),
+        );
+      },
+    });
+  }
+
+  /** Returning false (not throwing) lets the "either" policy try the bearer strategy next. */
+  async validate(payload: AccessTokenPayload): Promise<ClientPrincipal | false> {
+    if (payload.token_use !== 'access' || typeof payload.client_id !== 'string') return false;
+    if (payload.sub !== payload.client_id) return false;
+    if (!(await this.apps.isActive(payload.client_id))) return false;
+    return { kind: 'client', appId: payload.client_id };
+  }
+}

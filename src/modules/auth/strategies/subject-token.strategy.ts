@@ -1,0 +1,73 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { PassportStrategy } from '@nestjs/passport';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { ExtractJwt, Strategy } from 'passport-jwt';
+import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import type { SubjectPrincipal } from '../../../common/auth/principal.js';
+import { AppsService } from '../../apps/apps.service.js';
+import { MAX_ASSERTION_LIFETIME_SECONDS } from '../token.service.js';
+
+interface SubjectTokenPayload {
+  iss?: unknown;
+  sub?: unknown;
+  iat?: unknown;
+  exp?: unknown;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * "BearerAuth": a user token that the application signs with one of its own
+ * registered keys: alg ES256, kid, iss = appId, sub = the user or company,
+ * aud = {base_url}, lifetime at most 3600 s.
+ */
+@Injectable()
+export class SubjectTokenStrategy extends PassportStrategy(Strategy, 'subject') {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    apps: AppsService,
+  ) {
+    super({
+      jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
+      algorithms: ['ES256'],
+      // Exactly {base_url}: a client assertion (aud = …/oauth/token) is never accepted here.
+      audience: config.publicBaseUrl,
+      ignoreExpiration: false,
+      jsonWebTokenOptions: { clockTolerance: config.clockSkewSeconds },
+      secretOrKeyProvider: (
+        _request: unknown,
+        rawJwt: string,
+        done: (err: unknown, key?: string) => void,
+      ) => {
+        let kid: unknown;
+        let iss: unknown;
+        try {
+          const header = decodeProtectedHeader(rawJwt);
+          if (header.alg !== 'ES256') return done(new Error('alg must be ES256'));
+          kid = header.kid;
+          iss = decodeJwt(rawJwt).iss;
+        } catch {
+          return done(new Error('malformed token'));
+        }
+        if (typeof kid !== 'string' || typeof iss !== 'string')
+          return done(new Error('kid and iss are required'));
+        apps.findActiveKey(iss, kid).then(
+          (key) =>
+            key
+              ? done(null, key.export({ type: 'spki', format: 'pem' }) as string)
+              : done(new Error('unknown application key')),
+          (error: unknown) => done(error),
+        );
+      },
+    });
+  }
+
+  validate(payload: SubjectTokenPayload): SubjectPrincipal | false {
+    const { iss, sub, iat, exp } = payload;
+    if (typeof iss !== 'string' || typeof sub !== 'string' || !UUID.test(sub) || sub === iss) return false;
+    if (typeof iat !== 'number' || typeof exp !== 'number') return false;
+    if (exp - iat > MAX_ASSERTION_LIFETIME_SECONDS) return false;
+    if (iat > Math.floor(Date.now() / 1000) + this.config.clockSkewSeconds) return false;
+    return { kind: 'subject', appId: iss, subject: sub.toLowerCase() };
+  }
+}

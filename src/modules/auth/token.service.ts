@@ -1,0 +1,116 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT, type JWTPayload } from 'jose';
+import { DataSource } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { TokenRequestError } from '../../common/errors/domain-errors.js';
+import { AppsService } from '../apps/apps.service.js';
+import { UsedAssertionEntity } from './entities/used-assertion.entity.js';
+import { SigningKeysService } from './signing-keys.service.js';
+
+export const ACCESS_TOKEN_TYP = 'at+jwt';
+export const MAX_ASSERTION_LIFETIME_SECONDS = 3600;
+
+export interface IssuedToken {
+  type: 'Bearer';
+  accessToken: string;
+  expiresIn: number;
+}
+
+const refuse = (message: string) => new TokenRequestError(401, 'invalid_client', message);
+
+/** OAuth 2.0 client credentials with a JWT client assertion (RFC 7523), ES256 only. */
+@Injectable()
+export class TokenService {
+  private readonly audiences: string[];
+
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly apps: AppsService,
+    private readonly signingKeys: SigningKeysService,
+    @InjectDataSource() private readonly dataSource: DataSource,
+  ) {
+    this.audiences = [`${config.publicBaseUrl}oauth/token`, `${config.publicBaseUrl}oauth/app/token`];
+  }
+
+  async issue(input: { appId: string; token: string; grantType: string }): Promise<IssuedToken> {
+    if (input.grantType !== 'client_credentials') {
+      throw new TokenRequestError(400, 'unsupported_grant_type', 'grantType must be client_credentials', [
+        { path: 'grantType', message: 'grantType must be client_credentials', type: 'invalid' },
+      ]);
+    }
+    const payload = await this.verifyAssertion(input.appId, input.token);
+    await this.rememberJti(input.appId, payload);
+    return this.signAccessToken(input.appId);
+  }
+
+  private async verifyAssertion(appId: string, assertion: string): Promise<JWTPayload> {
+    let header: ReturnType<typeof decodeProtectedHeader>;
+    try {
+      header = decodeProtectedHeader(assertion);
+    } catch {
+      throw refuse('the assertion is not a JWS in compact form');
+    }
+    if (header.alg !== 'ES256') throw refuse('the assertion must be signed with ES256');
+    if (typeof header.kid !== 'string' || header.kid.length === 0)
+      throw refuse('the assertion header has no kid');
+    const key = await this.apps.findActiveKey(appId, header.kid);
+    if (!key) throw refuse('unknown application or key');
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(assertion, key, {
+        algorithms: ['ES256'],
+        issuer: appId,
+        subject: appId,
+        audience: this.audiences,
+        clockTolerance: this.config.clockSkewSeconds,
+        requiredClaims: ['iss', 'sub', 'aud', 'iat', 'exp'],
+      }));
+    } catch (error) {
+      if (error instanceof joseErrors.JWTExpired) throw refuse('the assertion has expired');
+      if (error instanceof joseErrors.JWTClaimValidationFailed) {
+        throw refuse(`the assertion claim ${error.claim} is not valid`);
+      }
+      throw refuse('the assertion signature is not valid');
+    }
+    const now = Math.floor(Date.now() / 1000);
+    const iat = payload.iat as number;
+    const exp = payload.exp as number;
+    if (iat > now + this.config.clockSkewSeconds) throw refuse('the assertion iat is in the future');
+    if (exp - iat > MAX_ASSERTION_LIFETIME_SECONDS) {
+      throw refuse(`the assertion lifetime exceeds ${MAX_ASSERTION_LIFETIME_SECONDS} seconds`);
+    }
+    return payload;
+  }
+
+  /** An assertion that carries a jti can be used once (RFC 7523 §3, item 7). */
+  private async rememberJti(appId: string, payload: JWTPayload): Promise<void> {
+    if (typeof payload.jti !== 'string') return;
+    if (payload.jti.length > 200) throw refuse('the assertion jti is too long');
+    const inserted = await this.dataSource
+      .createQueryBuilder()
+      .insert()
+      .into(UsedAssertionEntity)
+      .values({ appId, jti: payload.jti, expiresAt: new Date((payload.exp as number) * 1000) })
+      .orIgnore()
+      .returning('jti')
+      .execute();
+    if ((inserted.raw as unknown[]).length === 0) throw refuse('the assertion was already used');
+  }
+
+  private async signAccessToken(appId: string): Promise<IssuedToken> {
+    const key = await this.signingKeys.current();
+    const ttl = this.config.accessTokenTtlSeconds;
+    const accessToken = await new SignJWT({ client_id: appId, token_use: 'access' })
+      .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: ACCESS_TOKEN_TYP })
+      .setIssuer(this.config.publicBaseUrl)
+      .setAudience(this.config.publicBaseUrl)
+      .setSubject(appId)
+      .setIssuedAt()
+      .setExpirationTime(`${ttl}s`)
+      .setJti(randomUUID())
+      .sign(key.privateKey);
+    return { type: 'Bearer', accessToken, expiresIn: ttl };
+  }
+}

@@ -1,0 +1,12 @@
+import { Module } from '@nestjs/common';
+import { WorkerHost } from './common/queue/worker-host.js';
+import { PruneUsedAssertionsProcessor } from './modules/auth/prune-used-assertions.processor.js';
+
+/**
+ * The consumers of every queue. Imported by the worker process, and by the API
+ * only on the embedded database (so the quick start needs one process).
+ */
+@Module({
+  providers: [WorkerHost, PruneUsedAssertionsProcessor],
+})
+export class WorkerProcessorsModule {}

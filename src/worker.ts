@@ -1,0 +1,41 @@
+import 'reflect-metadata';
+import { Module, type DynamicModule } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { Logger } from 'nestjs-pino';
+import { onShutdownSignal, prepareRuntime } from './bootstrap.js';
+import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
+import { WorkerProcessorsModule } from './worker.module.js';
+
+@Module({})
+class WorkerAppModule {
+  static forRoot(options: RuntimeOptions): DynamicModule {
+    return {
+      module: WorkerAppModule,
+      imports: [InfrastructureModule.forRoot(options), WorkerProcessorsModule],
+    };
+  }
+}
+
+/** The queue worker process: no HTTP routes; run one or more beside the API. */
+async function main(): Promise<void> {
+  const { config, database, logger } = await prepareRuntime('worker');
+  try {
+    const app = await NestFactory.createApplicationContext(
+      WorkerAppModule.forRoot({ config, database, role: 'worker' }),
+      { bufferLogs: true },
+    );
+    app.useLogger(app.get(Logger));
+    await app.init();
+    logger.info({ backend: config.redisUrl ? 'redis' : 'postgres' }, 'worker running');
+    onShutdownSignal(logger, async () => {
+      await app.close();
+      await database.embedded?.stop();
+    });
+  } catch (error) {
+    logger.fatal({ err: error }, 'worker failed to start');
+    await database.embedded?.stop();
+    process.exit(1);
+  }
+}
+
+await main();
