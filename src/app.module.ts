@@ -14,6 +14,8 @@ import { WorkerProcessorsModule } from './worker.module.js';
 export interface AppModuleOptions extends RuntimeOptions {
   /** Host the queue consumers in this process (the embedded database's single-process mode). */
   runWorker: boolean;
+  /** Extra modules (the test suite's fixtures). */
+  extraModules?: DynamicModule['imports'];
 }
 
 /** The HTTP API. */
@@ -27,6 +29,7 @@ export class AppModule implements NestModule {
         AppsModule,
         AuthModule,
         ...(options.runWorker ? [WorkerProcessorsModule] : []),
+        ...(options.extraModules ?? []),
       ],
       controllers: [HealthController, MetricsController],
       providers: [

@@ -66,7 +66,9 @@ export class ApiExceptionFilter implements ExceptionFilter {
       this.logger.error({ err: exception, trackingId }, 'unhandled error');
     }
     const style =
-      request[ERROR_STYLE_REQUEST_KEY] ?? this.routes?.errorStyleFor(request.method, request.path) ?? 'json';
+      request[ERROR_STYLE_REQUEST_KEY] ??
+      this.routes?.errorStyleFor(request.method, pathOf(request)) ??
+      'json';
     if (problem.retryAfterSeconds !== undefined)
       response.setHeader('Retry-After', String(problem.retryAfterSeconds));
     if (style === 'text' && problem.status < 500) {
@@ -181,4 +183,9 @@ function oauthErrorIdFor(status: number): string {
   if (status === 401) return 'invalid_client';
   if (status === 429) return 'rate_limited';
   return 'invalid_request';
+}
+
+/** The request path without the query; originalUrl, because mounted middleware rewrites request.path. */
+function pathOf(request: Request): string {
+  return (request.originalUrl ?? request.url).split('?')[0];
 }

@@ -1,12 +1,12 @@
-import { Body, Controller, HttpCode, Post, UseGuards } from '@nestjs/common';
+import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiOkResponse,
   ApiOperation,
+  ApiTooManyRequestsResponse,
   ApiTags,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
-import { ThrottlerGuard } from '@nestjs/throttler';
 import { Public } from '../../common/auth/auth.decorator.js';
 import { UseErrorStyle } from '../../common/errors/error-style.js';
 import { TokenErrorDto, TokenRequestDto, TokenResponseDto } from './dto/token.dto.js';
@@ -20,12 +20,12 @@ export class TokenController {
 
   @Post('token')
   @Public()
-  @UseGuards(ThrottlerGuard)
   @HttpCode(200)
   @ApiOperation({ summary: 'Exchange a signed client assertion for an access token (client credentials)' })
   @ApiOkResponse({ type: TokenResponseDto })
   @ApiBadRequestResponse({ type: TokenErrorDto })
   @ApiUnauthorizedResponse({ type: TokenErrorDto })
+  @ApiTooManyRequestsResponse({ type: TokenErrorDto, description: 'TOKEN_RATE_LIMIT_PER_MINUTE exceeded' })
   token(@Body() body: TokenRequestDto): Promise<TokenResponseDto> {
     return this.tokens.issue(body);
   }

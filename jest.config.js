@@ -1,0 +1,19 @@
+/** Jest in ESM mode (Nest 12 and jose 6 are ESM-only): see docs/decisions/0001-esm-and-tooling.md. */
+const common = {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
+  },
+  globalSetup: '<rootDir>/test/support/global-setup.mjs',
+  globalTeardown: '<rootDir>/test/support/global-teardown.mjs',
+  testTimeout: 60_000,
+};
+
+export default {
+  ...common,
+  testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
+  // Two cores: two workers keep the suite fast without starving the database server.
+  maxWorkers: 2,
+};

@@ -1,0 +1,190 @@
+import { createHmac } from 'node:crypto';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
+import request from 'supertest';
+import { AppsService } from '../src/modules/apps/apps.service.js';
+import { clientAssertion, newKeyPair, registerClient, unsignedJwt, type TestClient } from './support/auth.js';
+import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
+
+describe('POST /v1/oauth/app/token', () => {
+  let t: TestApp;
+  let client: TestClient;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    client = await registerClient(t.app);
+  });
+  afterAll(() => t.close());
+
+  const exchange = (body: Record<string, unknown>) => request(t.http).post('/v1/oauth/app/token').send(body);
+  const withAssertion = async (token: string, overrides: Record<string, unknown> = {}) =>
+    exchange({ appId: client.appId, token, grantType: 'client_credentials', ...overrides });
+
+  const expectRefused = (response: request.Response, status = 401) => {
+    expect(response.status).toBe(status);
+    expect(response.body).toEqual({
+      errorId: status === 401 ? 'invalid_client' : expect.any(String),
+      code: status,
+      message: expect.any(String),
+      ...(status === 400 ? { detail: expect.any(Array) } : {}),
+    });
+  };
+
+  it('issues an ES256 access token for a valid assertion', async () => {
+    const response = await withAssertion(await clientAssertion(client));
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ type: 'Bearer', accessToken: expect.any(String), expiresIn: 900 });
+    const header = decodeProtectedHeader(response.body.accessToken);
+    expect(header).toMatchObject({ alg: 'ES256', typ: 'at+jwt', kid: expect.any(String) });
+    const claims = decodeJwt(response.body.accessToken);
+    expect(claims).toMatchObject({
+      iss: TEST_BASE_URL,
+      aud: TEST_BASE_URL,
+      sub: client.appId,
+      client_id: client.appId,
+    });
+    expect((claims.exp as number) - (claims.iat as number)).toBe(900);
+  });
+
+  it('accepts the alternative audience {base_url}oauth/app/token', async () => {
+    const token = await clientAssertion(client, { claims: { aud: `${TEST_BASE_URL}oauth/app/token` } });
+    expect((await withAssertion(token)).status).toBe(200);
+  });
+
+  it('refuses an unknown application', async () => {
+    const other = { ...client, appId: '6f1c1d7e-4a1b-4c4e-9f8a-2b1c3d4e5f60' };
+    const response = await exchange({
+      appId: other.appId,
+      token: await clientAssertion(other),
+      grantType: 'client_credentials',
+    });
+    expectRefused(response);
+  });
+
+  it('refuses an unknown kid', async () => {
+    expectRefused(
+      await withAssertion(await clientAssertion(client, { header: { kid: 'not-a-registered-key' } })),
+    );
+  });
+
+  it('refuses a revoked key', async () => {
+    const second = newKeyPair();
+    const added = await t.app.get(AppsService).addKey(client.appId, second.publicPem);
+    const viaSecond = { ...client, keyId: added.keyId, key: second };
+    expect((await withAssertion(await clientAssertion(viaSecond))).status).toBe(200);
+    await t.app.get(AppsService).revokeKey(client.appId, added.keyId);
+    expectRefused(await withAssertion(await clientAssertion(viaSecond)));
+  });
+
+  it('refuses an expired assertion', async () => {
+    const iat = Math.floor(Date.now() / 1000) - 7200;
+    expectRefused(await withAssertion(await clientAssertion(client, { iat, lifetimeSeconds: 3600 })));
+  });
+
+  it('refuses a lifetime over 3600 seconds', async () => {
+    expectRefused(await withAssertion(await clientAssertion(client, { lifetimeSeconds: 3601 })));
+  });
+
+  it('refuses a wrong audience', async () => {
+    expectRefused(await withAssertion(await clientAssertion(client, { claims: { aud: TEST_BASE_URL } })));
+    expectRefused(
+      await withAssertion(
+        await clientAssertion(client, { claims: { aud: 'https://elsewhere.example/v1/oauth/token' } }),
+      ),
+    );
+  });
+
+  it('refuses iss or sub other than the appId', async () => {
+    expectRefused(await withAssertion(await clientAssertion(client, { claims: { sub: 'someone-else' } })));
+    expectRefused(await withAssertion(await clientAssertion(client, { claims: { iss: 'someone-else' } })));
+  });
+
+  it('refuses an iat in the future', async () => {
+    const iat = Math.floor(Date.now() / 1000) + 600;
+    expectRefused(await withAssertion(await clientAssertion(client, { iat, lifetimeSeconds: 600 })));
+  });
+
+  it('refuses a tampered signature', async () => {
+    const token = await clientAssertion(client);
+    const [header, payload, signature] = token.split('.');
+    const flipped = signature.slice(0, -2) + (signature.endsWith('AA') ? 'BB' : 'AA');
+    expectRefused(await withAssertion(`${header}.${payload}.${flipped}`));
+    const otherPayload = Buffer.from(JSON.stringify({ ...decodeJwt(token), exp: 9999999999 })).toString(
+      'base64url',
+    );
+    expectRefused(await withAssertion(`${header}.${otherPayload}.${signature}`));
+  });
+
+  it('refuses an assertion signed by another key under the registered kid', async () => {
+    expectRefused(
+      await withAssertion(await clientAssertion(client, { privateKey: newKeyPair().privateKey })),
+    );
+  });
+
+  it('refuses alg none', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const token = unsignedJwt(
+      { alg: 'none', kid: client.keyId },
+      { iss: client.appId, sub: client.appId, aud: `${TEST_BASE_URL}oauth/token`, iat: now, exp: now + 600 },
+    );
+    expectRefused(await withAssertion(token));
+  });
+
+  it('refuses HS256 signed with the public key as the secret', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const unsigned = unsignedJwt(
+      { alg: 'HS256', kid: client.keyId },
+      { iss: client.appId, sub: client.appId, aud: `${TEST_BASE_URL}oauth/token`, iat: now, exp: now + 600 },
+    ).slice(0, -1);
+    const signature = createHmac('sha256', client.key.publicPem).update(unsigned).digest('base64url');
+    expectRefused(await withAssertion(`${unsigned}.${signature}`));
+  });
+
+  it('refuses a replayed assertion that carries a jti', async () => {
+    const token = await clientAssertion(client, { claims: { jti: 'one-time-id' } });
+    expect((await withAssertion(token)).status).toBe(200);
+    expectRefused(await withAssertion(token));
+  });
+
+  it('refuses a wrong grantType with 400 unsupported_grant_type', async () => {
+    const response = await withAssertion(await clientAssertion(client), { grantType: 'password' });
+    expect(response.status).toBe(400);
+    expect(response.body).toEqual({
+      errorId: 'unsupported_grant_type',
+      code: 400,
+      message: expect.any(String),
+      detail: [{ path: 'grantType', message: expect.any(String), type: 'invalid' }],
+    });
+  });
+
+  it('refuses missing fields with 400 and a detail item per field', async () => {
+    const response = await exchange({});
+    expect(response.status).toBe(400);
+    expect(response.body.errorId).toBe('invalid_request');
+    expect(response.body.code).toBe(400);
+    const paths = (response.body.detail as { path: string; type: string }[]).map((item) => [
+      item.path,
+      item.type,
+    ]);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        ['appId', 'required'],
+        ['token', 'required'],
+        ['grantType', 'required'],
+      ]),
+    );
+  });
+
+  it('answers malformed JSON with the token error body', async () => {
+    const response = await request(t.http)
+      .post('/v1/oauth/app/token')
+      .set('Content-Type', 'application/json')
+      .send('{"appId": ');
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ errorId: 'invalid_request', code: 400, detail: expect.any(Array) });
+  });
+
+  it('refuses a token that is not a JWT', async () => {
+    expectRefused(await withAssertion('not.a.jwt'));
+    expectRefused(await withAssertion('garbage'));
+  });
+});
