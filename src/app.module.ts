@@ -5,10 +5,11 @@ import { ApiExceptionFilter } from './common/errors/api-exception.filter.js';
 import { HealthController } from './common/health/health.controller.js';
 import { JsonBodyMiddleware } from './common/http/json-body.middleware.js';
 import { RouteCatalog } from './common/http/route-catalog.js';
-import { HttpMetricsMiddleware, MetricsController, MetricsRegistry } from './common/metrics/metrics.js';
+import { HttpMetricsMiddleware, MetricsController } from './common/metrics/metrics.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
 import { AppsModule } from './modules/apps/apps.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
+import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { WorkerProcessorsModule } from './worker.module.js';
 
 export interface AppModuleOptions extends RuntimeOptions {
@@ -28,13 +29,13 @@ export class AppModule implements NestModule {
         InfrastructureModule.forRoot(options),
         AppsModule,
         AuthModule,
+        WebhooksModule,
         ...(options.runWorker ? [WorkerProcessorsModule] : []),
         ...(options.extraModules ?? []),
       ],
       controllers: [HealthController, MetricsController],
       providers: [
         RouteCatalog,
-        MetricsRegistry,
         { provide: APP_GUARD, useClass: ApiAuthGuard },
         { provide: APP_FILTER, useClass: ApiExceptionFilter },
       ],

@@ -8,6 +8,8 @@ import { AppsModule } from './modules/apps/apps.module.js';
 import { APPS_COMMANDS } from './modules/apps/commands/apps.command.js';
 import { SigningKeysModule } from './modules/auth/signing-keys.module.js';
 import { KEYS_COMMANDS } from './modules/auth/commands/keys.command.js';
+import { WEBHOOKS_COMMANDS } from './modules/webhooks/commands/webhooks.command.js';
+import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
 /** Admin commands: JSON on stdout, logs and errors on stderr, non-zero exit on failure. */
 @Module({})
@@ -15,15 +17,39 @@ class CliModule {
   static forRoot(options: RuntimeOptions): DynamicModule {
     return {
       module: CliModule,
-      imports: [InfrastructureModule.forRoot(options), AppsModule, SigningKeysModule],
-      providers: [...APPS_COMMANDS, ...KEYS_COMMANDS],
+      imports: [InfrastructureModule.forRoot(options), AppsModule, SigningKeysModule, WebhooksModule],
+      providers: [...APPS_COMMANDS, ...KEYS_COMMANDS, ...WEBHOOKS_COMMANDS],
     };
+  }
+}
+
+/** Thrown from commander's exit hook so that usage errors and --help unwind through `finally` instead of exiting. */
+class CommanderExit extends Error {
+  constructor(readonly exitCode: number) {
+    super('commander exit');
   }
 }
 
 async function main(): Promise<void> {
   const { config, database } = await prepareRuntime('cli');
+  const embedded = database.embedded;
+  let stopped = false;
+  // Safety net: commander exits directly on usage errors of subcommands (no exit hook there). A server this
+  // process started must not outlive it: ask it for a fast shutdown (synchronous, all 'exit' allows).
+  process.once('exit', () => {
+    if (embedded?.owned && !stopped) {
+      try {
+        process.kill(embedded.pid, 'SIGINT');
+      } catch {
+        /* already gone */
+      }
+    }
+  });
   const fail = (error: unknown) => {
+    if (error instanceof CommanderExit) {
+      process.exitCode = error.exitCode;
+      return;
+    }
     process.stderr.write(`error: ${describeError(error)}\n`);
     process.exitCode = 1;
   };
@@ -32,16 +58,16 @@ async function main(): Promise<void> {
       logger: false,
       cliName: 'wallet',
       errorHandler: (error: Error & { exitCode?: number; code?: string }) => {
-        // commander reports usage problems and --help this way.
-        if (error.code === 'commander.helpDisplayed' || error.code === 'commander.help') return;
-        if (error.code !== 'commander.version') process.exitCode = error.exitCode || 1;
+        // commander reports usage problems and --help this way (it has printed them already); 0 for --help.
+        throw new CommanderExit(typeof error.exitCode === 'number' ? error.exitCode : 1);
       },
       serviceErrorHandler: fail,
     });
   } catch (error) {
     fail(error);
   } finally {
-    await database.embedded?.stop();
+    await embedded?.stop();
+    stopped = true;
   }
   process.exit(process.exitCode ?? 0);
 }

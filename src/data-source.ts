@@ -3,13 +3,21 @@ import { MIGRATIONS } from '../migrations/index.js';
 import { ApplicationKeyEntity } from './modules/apps/entities/application-key.entity.js';
 import { ApplicationEntity } from './modules/apps/entities/application.entity.js';
 import { UsedAssertionEntity } from './modules/auth/entities/used-assertion.entity.js';
+import { WebhookAttemptEntity } from './modules/webhooks/entities/webhook-attempt.entity.js';
+import { WebhookEventEntity } from './modules/webhooks/entities/webhook-event.entity.js';
 
 /**
  * Composition root of the persistence layer: every entity and migration, one
  * set of options for the API, the worker, the CLI, the migration runner and the
  * tests. The schema comes from migrations only (synchronize is never on).
  */
-export const ENTITIES = [ApplicationEntity, ApplicationKeyEntity, UsedAssertionEntity];
+export const ENTITIES = [
+  ApplicationEntity,
+  ApplicationKeyEntity,
+  UsedAssertionEntity,
+  WebhookEventEntity,
+  WebhookAttemptEntity,
+];
 
 export function dataSourceOptions(url: string, poolSize: number, applicationName: string): DataSourceOptions {
   return {

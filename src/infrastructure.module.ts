@@ -8,6 +8,7 @@ import {
   type ProcessRole,
 } from './common/database/database-runtime.js';
 import { pinoParams } from './common/logging/logging.js';
+import { MetricsRegistry } from './common/metrics/metrics.js';
 import { QUEUE_CONNECTION, QueueFactory, type QueueConnection } from './common/queue/queue.factory.js';
 import { APP_CONFIG, type AppConfig } from './config/app-config.js';
 import { dataSourceOptions } from './data-source.js';
@@ -27,7 +28,7 @@ export interface RuntimeOptions {
 export class InfrastructureModule {
   static forRoot({ config, database, role }: RuntimeOptions): DynamicModule {
     const queueConnection: QueueConnection = config.redisUrl
-      ? { kind: 'redis', url: config.redisUrl }
+      ? { kind: 'redis', url: config.redisUrl, prefix: config.queuePrefix }
       : { kind: 'postgres', url: database.url };
     return {
       module: InfrastructureModule,
@@ -45,8 +46,16 @@ export class InfrastructureModule {
         { provide: DATABASE_RUNTIME, useValue: database },
         { provide: QUEUE_CONNECTION, useValue: queueConnection },
         QueueFactory,
+        MetricsRegistry,
       ],
-      exports: [APP_CONFIG, DATABASE_RUNTIME, QUEUE_CONNECTION, QueueFactory, DiscoveryModule],
+      exports: [
+        APP_CONFIG,
+        DATABASE_RUNTIME,
+        QUEUE_CONNECTION,
+        QueueFactory,
+        MetricsRegistry,
+        DiscoveryModule,
+      ],
     };
   }
 }

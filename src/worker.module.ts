@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { WebhooksWorkerModule } from './modules/webhooks/webhooks-worker.module.js';
 import { WorkerHost } from './common/queue/worker-host.js';
 import { PruneUsedAssertionsProcessor } from './modules/auth/prune-used-assertions.processor.js';
 
@@ -7,6 +8,7 @@ import { PruneUsedAssertionsProcessor } from './modules/auth/prune-used-assertio
  * only on the embedded database (so the quick start needs one process).
  */
 @Module({
+  imports: [WebhooksWorkerModule],
   providers: [WorkerHost, PruneUsedAssertionsProcessor],
 })
 export class WorkerProcessorsModule {}

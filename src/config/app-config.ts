@@ -16,6 +16,8 @@ export interface AppConfig {
   readonly databasePoolSize: number;
   /** Unset: BullMQ on its PostgreSQL backend. */
   readonly redisUrl: string | undefined;
+  /** Key prefix of every queue (several deployments or test runs can share one Redis). */
+  readonly queuePrefix: string;
   readonly dataDir: string;
   /** Service signing keys (JWK set file). Required in production. */
   readonly signingKeysFile: string;
@@ -27,6 +29,10 @@ export interface AppConfig {
   readonly metricsToken: string | undefined;
   readonly webhookAllowPrivateUrls: boolean;
   readonly webhookRetryDelaysMs: readonly number[];
+  /** Timeout of one delivery attempt. */
+  readonly webhookTimeoutMs: number;
+  /** How often the worker looks for events the queue lost (Redis flushed, relay down). */
+  readonly webhookSweepIntervalMs: number;
   readonly clearingSimDelayMs: number;
   readonly tokenRateLimitPerMinute: number;
   readonly trustProxy: boolean;
@@ -142,6 +148,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 500),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    queuePrefix: (() => {
+      const prefix = str('QUEUE_PREFIX') ?? 'wallet';
+      if (!/^[A-Za-z0-9_-]{1,40}$/.test(prefix))
+        problems.push('QUEUE_PREFIX must be 1-40 of A-Z a-z 0-9 _ -');
+      return prefix;
+    })(),
     dataDir,
     signingKeysFile: path.resolve(signingKeysFileRaw ?? path.join(dataDir, 'keys', 'signing-keys.json')),
     signingKeysFileExplicit: signingKeysFileRaw !== undefined,
@@ -152,6 +164,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     metricsToken: str('METRICS_TOKEN'),
     webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),
     webhookRetryDelaysMs: webhookRetryDelaysMs.filter((d): d is number => d !== undefined),
+    webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    webhookSweepIntervalMs: int('WEBHOOK_SWEEP_INTERVAL_MS', 5_000, 50, 600_000),
     clearingSimDelayMs: int('CLEARING_SIM_DELAY_MS', 1000, 0, 3_600_000),
     tokenRateLimitPerMinute: int('TOKEN_RATE_LIMIT_PER_MINUTE', 60, 1, 100_000),
     trustProxy: bool('TRUST_PROXY', false),

@@ -1,6 +1,17 @@
 import { Body, Controller, Get, HttpCode, Module, Param, ParseUUIDPipe, Post } from '@nestjs/common';
 import { Type } from 'class-transformer';
-import { IsIn, IsInt, IsNotEmpty, IsOptional, IsString, Length, Min, ValidateNested } from 'class-validator';
+import {
+  IsDefined,
+  IsIn,
+  IsInt,
+  IsNotEmpty,
+  IsObject,
+  IsOptional,
+  IsString,
+  Length,
+  Min,
+  ValidateNested,
+} from 'class-validator';
 import { AuthClient, AuthEither, Public } from '../../src/common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '../../src/common/auth/principal.js';
 import { assertReachable } from '../../src/common/auth/tenancy.js';
@@ -21,7 +32,7 @@ export class EchoDto {
   @IsString() @IsNotEmpty() name: string;
   @IsInt() @Min(1) count: number;
   @IsIn(['a', 'b']) kind: string;
-  @ValidateNested() @Type(() => AddressDto) address: AddressDto;
+  @IsDefined() @IsObject() @ValidateNested() @Type(() => AddressDto) address: AddressDto;
   @IsOptional() @IsString() note?: string;
 }
 

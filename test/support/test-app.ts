@@ -43,6 +43,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     DATABASE_URL: database.url,
     DATA_DIR: dataDir,
     PUBLIC_BASE_URL: TEST_BASE_URL,
+    // Test files share one Redis: each app gets queues of its own.
+    QUEUE_PREFIX: `t${database.url.split('/').pop()}`,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
     ...options.env,

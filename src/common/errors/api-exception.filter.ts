@@ -116,7 +116,8 @@ export class ApiExceptionFilter implements ExceptionFilter {
           status,
           name: 'NotFoundError',
           message: 'Resource not found',
-          detail: { item: request.path },
+          // pathOf, not request.path: under the global prefix's not-found router, path lacks the prefix.
+          detail: { item: pathOf(request) },
         };
       }
       if (status === HttpStatus.TOO_MANY_REQUESTS) {

@@ -1,8 +1,11 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import helmet from 'helmet';
 import type { AppConfig } from '../../config/app-config.js';
 import { BEARER_SCHEME, CC_SCHEME, OPS_SCHEME } from '../auth/auth.decorator.js';
+import { requestId } from '../logging/logging.js';
+import { mountQueueDashboard } from '../queue/queue-dashboard.js';
 import { createValidationPipe } from './validation.js';
 
 /** HTTP settings shared by main.ts and the test harness, so tests run the app as served. */
@@ -11,12 +14,31 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): Op
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   const docsPrefix = `/${config.routePrefix}/docs`;
+  const dashboardPrefix = `/${config.routePrefix}/queues`;
   const apiHelmet = helmet();
   // The interactive page needs its own inline bootstrap script.
   const docsHelmet = helmet({ contentSecurityPolicy: false });
   app.use((request: { path: string }, response: unknown, next: () => void) =>
-    (request.path.startsWith(docsPrefix) ? docsHelmet : apiHelmet)(request as never, response as never, next),
+    (request.path.startsWith(docsPrefix) || request.path.startsWith(dashboardPrefix)
+      ? docsHelmet
+      : apiHelmet)(request as never, response as never, next),
   );
+  // Nest's own not-found handler lives under the prefix: answer everything else here, in the same body.
+  const prefix = `/${config.routePrefix}`;
+  app.use((request: IncomingMessage & { path: string }, response: ServerResponse, next: () => void) => {
+    if (request.path === prefix || request.path.startsWith(`${prefix}/`)) return next();
+    requestId(request, response);
+    response.statusCode = 404;
+    response.setHeader('Content-Type', 'application/json; charset=utf-8');
+    response.end(
+      JSON.stringify({
+        name: 'NotFoundError',
+        message: 'Resource not found',
+        detail: { item: request.path },
+      }),
+    );
+  });
+  mountQueueDashboard(app, config);
   app.setGlobalPrefix(config.routePrefix);
   app.useGlobalPipes(createValidationPipe());
   const document = buildOpenApi(app, config);
@@ -47,6 +69,9 @@ export function buildOpenApi(app: NestExpressApplication, config: AppConfig): Op
       CC_SCHEME,
     )
     .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, BEARER_SCHEME)
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN' }, OPS_SCHEME);
+    .addBearerAuth(
+      { type: 'http', scheme: 'bearer', bearerFormat: 'opaque', description: 'METRICS_TOKEN' },
+      OPS_SCHEME,
+    );
   return SwaggerModule.createDocument(app, builder.build());
 }

@@ -7,7 +7,7 @@ const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * Parses JSON bodies inside Nest (so parse and size errors reach the one
- * exception filter): strict JSON only, BODY_LIMIT bytes at most, and a body of
+ * exception filter): strict JSON objects only, BODY_LIMIT bytes at most, and a body of
  * any other content type is refused (multipart is left to upload routes).
  */
 @Injectable()
@@ -31,6 +31,10 @@ export class JsonBodyMiddleware implements NestMiddleware {
     await new Promise<void>((resolve, reject) =>
       this.parse(request, response, (error?: unknown) => (error ? reject(error) : resolve())),
     );
+    // `strict` lets arrays through; every request body of the interface is an object.
+    if (Array.isArray(request.body)) {
+      throw ValidationFailedError.single('', 'invalid', 'Request body must be a JSON object');
+    }
     next();
   }
 }

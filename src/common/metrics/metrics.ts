@@ -4,7 +4,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import { AuthOperator } from '../auth/auth.decorator.js';
 
-/** One Prometheus registry per process. */
+/** One Prometheus registry per process; feature modules register their own collectors on it. */
 @Injectable()
 export class MetricsRegistry {
   readonly registry = new Registry();

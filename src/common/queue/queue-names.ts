@@ -1,10 +1,13 @@
 /** Every queue and job name, in one place. */
 export const QUEUES = {
   maintenance: 'maintenance',
+  webhooks: 'webhooks',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
 export const JOBS = {
   pruneUsedAssertions: 'prune-used-assertions',
+  sweepWebhooks: 'sweep-webhooks',
+  deliverWebhook: 'deliver',
 } as const;

@@ -11,8 +11,12 @@ import {
 import { Redis } from 'ioredis';
 import type { QueueName } from './queue-names.js';
 
-/** Which BullMQ backend this deployment uses: Redis (REDIS_URL) or PostgreSQL (the database itself). */
-export type QueueConnection = { kind: 'redis'; url: string } | { kind: 'postgres'; url: string };
+/**
+ * Which BullMQ backend this deployment uses: Redis (REDIS_URL, keys under `prefix`) or PostgreSQL (the
+ * database itself, in schema `bullmq`).
+ */
+export type QueueConnection =
+  { kind: 'redis'; url: string; prefix?: string } | { kind: 'postgres'; url: string };
 
 export const QUEUE_CONNECTION = Symbol('QUEUE_CONNECTION');
 
@@ -57,7 +61,7 @@ export class QueueFactory implements OnApplicationShutdown {
       const opts = { defaultJobOptions: DEFAULT_JOB_OPTIONS };
       queue =
         this.connection.kind === 'redis'
-          ? new Queue(name, { ...opts, connection: this.sharedRedis() })
+          ? new Queue(name, { ...opts, prefix: this.connection.prefix, connection: this.sharedRedis() })
           : (new Queue(
               name,
               { ...opts, connection: this.pgConnection(false) },
@@ -79,7 +83,7 @@ export class QueueFactory implements OnApplicationShutdown {
       // Workers block on their connection: each gets its own.
       const connection = new Redis(this.connection.url, { maxRetriesPerRequest: null });
       this.workerConnections.push(connection);
-      worker = new Worker<T, R>(name, processor, { ...options, connection });
+      worker = new Worker<T, R>(name, processor, { ...options, prefix: this.connection.prefix, connection });
     } else {
       worker = new Worker(
         name,
@@ -101,7 +105,10 @@ export class QueueFactory implements OnApplicationShutdown {
     await this.closeWorkers();
     await Promise.allSettled([...this.queues.values()].map((queue) => queue.close()));
     this.queues.clear();
+    // Forget the connection: a second disconnect() of an ended ioredis client arms a 2 s timer
+    // that never clears (it waits for a 'close' already emitted) and holds the process open.
     this.redis?.disconnect();
+    this.redis = undefined;
   }
 
   private sharedRedis(): Redis {

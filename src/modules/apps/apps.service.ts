@@ -1,8 +1,10 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { NotFoundError, ValidationFailedError } from '../../common/errors/domain-errors.js';
+import { assertPublicHost, PrivateAddressError } from '../../common/net/public-address.js';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { ApplicationKeyEntity } from './entities/application-key.entity.js';
 import { ApplicationEntity } from './entities/application.entity.js';
 import { keyObjectFromJwk, parsePublicKey } from './public-key.js';
@@ -27,14 +29,17 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The application registry: each application is a tenant, with its keys and webhook URL. */
 @Injectable()
 export class AppsService {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   async create(input: { name: string; publicKey: string; webhookUrl?: string }): Promise<CreatedApp> {
     const name = input.name.trim();
     if (name.length === 0 || name.length > 200) {
       throw ValidationFailedError.single('name', 'invalid', 'name must be 1 to 200 characters');
     }
-    const webhookUrl = input.webhookUrl === undefined ? null : validateWebhookUrl(input.webhookUrl);
+    const webhookUrl = input.webhookUrl === undefined ? null : await this.checkWebhookUrl(input.webhookUrl);
     const key = await parsePublicKey(input.publicKey);
     const appId = randomUUID();
     await this.dataSource.transaction(async (manager) => {
@@ -73,7 +78,7 @@ export class AppsService {
 
   async setWebhook(appId: string, url: string): Promise<{ appId: string; webhookUrl: string }> {
     await this.require(appId);
-    const webhookUrl = validateWebhookUrl(url);
+    const webhookUrl = await this.checkWebhookUrl(url);
     await this.dataSource.getRepository(ApplicationEntity).update({ id: appId }, { webhookUrl });
     return { appId, webhookUrl };
   }
@@ -118,6 +123,27 @@ export class AppsService {
   async isActive(appId: string): Promise<boolean> {
     if (!UUID.test(appId)) return false;
     return this.dataSource.getRepository(ApplicationEntity).existsBy({ id: appId, status: 'active' });
+  }
+
+  /**
+   * Format, then SSRF: a host that resolves to a non-public address is refused (unless
+   * WEBHOOK_ALLOW_PRIVATE_URLS). A host that does not resolve (yet) is accepted: every delivery checks the
+   * address it actually connects to.
+   */
+  private async checkWebhookUrl(raw: string): Promise<string> {
+    const url = validateWebhookUrl(raw);
+    try {
+      await assertPublicHost(new URL(url), this.config.webhookAllowPrivateUrls);
+    } catch (error) {
+      if (error instanceof PrivateAddressError) {
+        throw ValidationFailedError.single(
+          'webhookUrl',
+          'invalid',
+          `webhook URLs must point to public addresses: ${error.message}`,
+        );
+      }
+    }
+    return url;
   }
 
   private async require(appId: string): Promise<ApplicationEntity> {

@@ -1,8 +1,9 @@
-import { MiddlewareConsumer, Module, NestModule, RequestMethod } from '@nestjs/common';
+import { MiddlewareConsumer, Module, NestModule, OnModuleInit, RequestMethod } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
 import { AppsModule } from '../apps/apps.module.js';
 import { JwksController } from './jwks.controller.js';
 import { SigningKeysModule } from './signing-keys.module.js';
+import { SigningKeysService } from './signing-keys.service.js';
 import { ClientCredentialsStrategy } from './strategies/client-credentials.strategy.js';
 import { SubjectTokenStrategy } from './strategies/subject-token.strategy.js';
 import { TokenRateLimitMiddleware } from './token-rate-limit.middleware.js';
@@ -15,7 +16,14 @@ import { TokenService } from './token.service.js';
   controllers: [TokenController, JwksController],
   providers: [TokenService, ClientCredentialsStrategy, SubjectTokenStrategy],
 })
-export class AuthModule implements NestModule {
+export class AuthModule implements NestModule, OnModuleInit {
+  constructor(private readonly signingKeys: SigningKeysService) {}
+
+  /** The API does not start without a key to sign with (a missing SIGNING_KEYS_FILE stops it here). */
+  async onModuleInit(): Promise<void> {
+    await this.signingKeys.current();
+  }
+
   configure(consumer: MiddlewareConsumer): void {
     consumer
       .apply(TokenRateLimitMiddleware)

@@ -49,8 +49,7 @@ export class SigningKeysService implements OnModuleInit {
   constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
 
   async onModuleInit(): Promise<void> {
-    await this.ensureFile();
-    await this.refresh(true);
+    if (await this.ensureFile()) await this.refresh(true);
   }
 
   /** The key that signs now. */
@@ -79,7 +78,7 @@ export class SigningKeysService implements OnModuleInit {
 
   /** Adds a new key that signs from now on; older keys stay published. */
   async rotate(): Promise<{ kid: string; published: string[] }> {
-    const file = await this.readFile();
+    const file = (await this.ensureFile()) ? await this.readFile() : { keys: [] };
     const fresh = await generateStoredKey();
     file.keys.push(fresh);
     await this.writeFile(file);
@@ -106,17 +105,18 @@ export class SigningKeysService implements OnModuleInit {
     return { kid, retiredAt: target.retiredAt };
   }
 
-  private async ensureFile(): Promise<void> {
+  /**
+   * Makes sure the key file exists: generated in development; in production
+   * (SIGNING_KEYS_FILE) it is never invented here, and false is returned so
+   * that `keys rotate` can create it while anything that signs fails.
+   */
+  private async ensureFile(): Promise<boolean> {
     const file = this.config.signingKeysFile;
     try {
       await fs.access(file);
-      return;
+      return true;
     } catch {
-      if (this.config.signingKeysFileExplicit) {
-        throw new Error(
-          `SIGNING_KEYS_FILE ${file} does not exist (create it with: npm run --silent cli -- keys rotate)`,
-        );
-      }
+      if (this.config.signingKeysFileExplicit) return false;
     }
     await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
     const initial: KeyFile = { keys: [await generateStoredKey()] };
@@ -124,10 +124,22 @@ export class SigningKeysService implements OnModuleInit {
     await fs.writeFile(file, JSON.stringify(initial, null, 2), { mode: 0o600, flag: 'wx' }).catch((error) => {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     });
+    return true;
   }
 
   private async readFile(): Promise<KeyFile> {
-    const text = await fs.readFile(this.config.signingKeysFile, 'utf8');
+    let text: string;
+    try {
+      text = await fs.readFile(this.config.signingKeysFile, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        throw new Error(
+          `SIGNING_KEYS_FILE ${this.config.signingKeysFile} does not exist (create it with: npm run --silent cli -- keys rotate)`,
+          { cause: error },
+        );
+      }
+      throw error;
+    }
     const parsed = JSON.parse(text) as KeyFile;
     if (!Array.isArray(parsed.keys))
       throw new Error(`${this.config.signingKeysFile} is not a signing key file`);
@@ -146,7 +158,11 @@ export class SigningKeysService implements OnModuleInit {
     const now = Date.now();
     if (!force && now - this.lastCheck < 1000) return;
     this.lastCheck = now;
-    const stat = await fs.stat(this.config.signingKeysFile);
+    const stat = await fs.stat(this.config.signingKeysFile).catch(() => undefined);
+    if (!stat) {
+      await this.readFile(); // throws the explanatory error
+      return;
+    }
     if (!force && stat.mtimeMs === this.mtimeMs) return;
     const file = await this.readFile();
     const loaded: SigningKey[] = [];

@@ -1,0 +1,46 @@
+import { timingSafeEqual } from 'node:crypto';
+import { createBullBoard } from '@bull-board/api';
+import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
+import { ExpressAdapter } from '@bull-board/express';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Request, Response } from 'express';
+import type { AppConfig } from '../../config/app-config.js';
+import { QUEUES } from './queue-names.js';
+import { QueueFactory } from './queue.factory.js';
+
+/**
+ * Bull Board at {prefix}/queues, behind the operator token (METRICS_TOKEN):
+ * `Authorization: Bearer <token>`, or HTTP Basic with the token as password
+ * (so a browser can open it). Without METRICS_TOKEN nobody gets in.
+ */
+export function mountQueueDashboard(app: NestExpressApplication, config: AppConfig): string {
+  const basePath = `/${config.routePrefix}/queues`;
+  const board = new ExpressAdapter();
+  board.setBasePath(basePath);
+  const queues = app.get(QueueFactory);
+  createBullBoard({
+    queues: Object.values(QUEUES).map(
+      (name) => new BullMQAdapter(queues.queue(name), { readOnlyMode: true }),
+    ),
+    serverAdapter: board,
+  });
+  app.use(basePath, operatorOnly(config.metricsToken), board.getRouter());
+  return basePath;
+}
+
+function operatorOnly(token: string | undefined) {
+  return (request: Request, response: Response, next: NextFunction) => {
+    const header = request.headers.authorization ?? '';
+    let given = '';
+    if (header.startsWith('Bearer ')) given = header.slice(7);
+    else if (header.startsWith('Basic ')) {
+      const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8');
+      given = decoded.slice(decoded.indexOf(':') + 1);
+    }
+    if (token && given.length === token.length && timingSafeEqual(Buffer.from(given), Buffer.from(token))) {
+      return next();
+    }
+    response.setHeader('WWW-Authenticate', 'Basic realm="queues"');
+    response.status(401).json({ name: 'UnauthorizedError', message: 'Missing or invalid credentials' });
+  };
+}

@@ -1,0 +1,184 @@
+import path from 'node:path';
+import { ConfigError, loadConfig, parseDuration } from './app-config.js';
+
+/** Runs loadConfig and returns the ConfigError it throws (fails the test if it does not throw one). */
+function configError(env: Record<string, string | undefined>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig', () => {
+  describe('defaults (empty environment)', () => {
+    const config = loadConfig({});
+
+    it('listens on port 3000 under http://localhost:3000/v1/', () => {
+      expect(config.port).toBe(3000);
+      expect(config.publicBaseUrl).toBe('http://localhost:3000/v1/');
+      expect(config.routePrefix).toBe('v1');
+    });
+
+    it('is a development configuration on the embedded database and the PostgreSQL queue backend', () => {
+      expect(config.nodeEnv).toBe('development');
+      expect(config.databaseUrl).toBeUndefined();
+      expect(config.redisUrl).toBeUndefined();
+      expect(config.databasePoolSize).toBe(10);
+      expect(config.logLevel).toBe('info');
+    });
+
+    it('resolves DATA_DIR to an absolute path and keeps the signing keys under it', () => {
+      expect(config.dataDir).toBe(path.resolve('./data'));
+      expect(path.isAbsolute(config.dataDir)).toBe(true);
+      expect(config.signingKeysFile).toBe(path.join(config.dataDir, 'keys', 'signing-keys.json'));
+      expect(config.signingKeysFileExplicit).toBe(false);
+    });
+
+    it('parses the default webhook retry schedule to milliseconds', () => {
+      expect(config.webhookRetryDelaysMs).toEqual([
+        5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 50_400_000, 72_000_000, 86_400_000,
+      ]);
+    });
+
+    it('has the remaining documented defaults', () => {
+      expect(config.clearingSimDelayMs).toBe(1000);
+      expect(config.bodyLimitBytes).toBe(102_400);
+      expect(config.accessTokenTtlSeconds).toBe(900);
+      expect(config.clockSkewSeconds).toBe(60);
+      expect(config.tokenRateLimitPerMinute).toBe(60);
+      expect(config.webhookAllowPrivateUrls).toBe(false);
+      expect(config.trustProxy).toBe(false);
+      expect(config.metricsToken).toBeUndefined();
+    });
+
+    it('is silent by default under NODE_ENV=test', () => {
+      expect(loadConfig({ NODE_ENV: 'test' }).logLevel).toBe('silent');
+    });
+  });
+
+  describe('explicit settings', () => {
+    it('derives the base URL from PORT when PUBLIC_BASE_URL is unset', () => {
+      const config = loadConfig({ PORT: '8080' });
+      expect(config.port).toBe(8080);
+      expect(config.publicBaseUrl).toBe('http://localhost:8080/v1/');
+    });
+
+    it('takes the route prefix from the path of PUBLIC_BASE_URL', () => {
+      const config = loadConfig({ PUBLIC_BASE_URL: 'https://pay.example.com/wallet/v1/' });
+      expect(config.publicBaseUrl).toBe('https://pay.example.com/wallet/v1/');
+      expect(config.routePrefix).toBe('wallet/v1');
+    });
+
+    it('reads URLs, sizes, durations and booleans', () => {
+      const config = loadConfig({
+        DATABASE_URL: 'postgresql://u:p@db:5432/wallet',
+        REDIS_URL: 'rediss://cache:6380',
+        DATA_DIR: '/var/lib/wallet',
+        SIGNING_KEYS_FILE: '/etc/wallet/keys.json',
+        WEBHOOK_RETRY_DELAYS: '250ms, 2s,1m',
+        BODY_LIMIT: '2mb',
+        WEBHOOK_ALLOW_PRIVATE_URLS: 'yes',
+        TRUST_PROXY: '1',
+        LOG_LEVEL: 'debug',
+        NODE_ENV: 'production',
+      });
+      expect(config.databaseUrl).toBe('postgresql://u:p@db:5432/wallet');
+      expect(config.redisUrl).toBe('rediss://cache:6380');
+      expect(config.dataDir).toBe('/var/lib/wallet');
+      expect(config.signingKeysFile).toBe('/etc/wallet/keys.json');
+      expect(config.signingKeysFileExplicit).toBe(true);
+      expect(config.webhookRetryDelaysMs).toEqual([250, 2000, 60_000]);
+      expect(config.bodyLimitBytes).toBe(2 * 1024 * 1024);
+      expect(config.webhookAllowPrivateUrls).toBe(true);
+      expect(config.trustProxy).toBe(true);
+      expect(config.logLevel).toBe('debug');
+      expect(config.nodeEnv).toBe('production');
+    });
+
+    it('treats blank values as unset', () => {
+      const config = loadConfig({ PORT: '  ', DATABASE_URL: '', LOG_LEVEL: ' ' });
+      expect(config.port).toBe(3000);
+      expect(config.databaseUrl).toBeUndefined();
+      expect(config.logLevel).toBe('info');
+    });
+  });
+
+  describe('invalid settings', () => {
+    it.each([
+      ['PORT', 'abc'],
+      ['PORT', '70000'],
+      ['PUBLIC_BASE_URL', 'http://localhost:3000/api/'],
+      ['PUBLIC_BASE_URL', 'ftp://localhost/v1/'],
+      ['DATABASE_URL', 'mysql://x'],
+      ['REDIS_URL', 'http://x'],
+      ['WEBHOOK_RETRY_DELAYS', '5x'],
+      ['WEBHOOK_RETRY_DELAYS', '5s,,1m'],
+      ['BODY_LIMIT', 'tiny'],
+      ['BODY_LIMIT', '512b'],
+      ['NODE_ENV', 'staging'],
+      ['LOG_LEVEL', 'loud'],
+      ['WEBHOOK_ALLOW_PRIVATE_URLS', 'maybe'],
+      ['TRUST_PROXY', 'sometimes'],
+      ['ACCESS_TOKEN_TTL_SECONDS', '30'],
+      ['DATABASE_POOL_SIZE', '0'],
+    ])('%s=%s throws a ConfigError naming the variable', (name, value) => {
+      const error = configError({ [name]: value });
+      expect(error.name).toBe('ConfigError');
+      expect(error.message).toMatch(/^Invalid configuration:/);
+      expect(error.message).toContain(name);
+      // One problem only: the other (default) settings are fine.
+      expect(error.message.split('\n  - ')).toHaveLength(2);
+    });
+
+    it('names every bad setting in one error', () => {
+      const error = configError({
+        PORT: 'abc',
+        DATABASE_URL: 'mysql://x',
+        REDIS_URL: 'http://x',
+        BODY_LIMIT: 'tiny',
+        LOG_LEVEL: 'loud',
+      });
+      const problems = error.message.split('\n  - ').slice(1);
+      expect(problems).toHaveLength(5);
+      for (const name of ['PORT', 'DATABASE_URL', 'REDIS_URL', 'BODY_LIMIT', 'LOG_LEVEL']) {
+        expect(problems.filter((line) => line.startsWith(name))).toHaveLength(1);
+      }
+    });
+
+    it('requires SIGNING_KEYS_FILE in production', () => {
+      const error = configError({ NODE_ENV: 'production' });
+      expect(error.message).toContain('SIGNING_KEYS_FILE is required when NODE_ENV=production');
+      expect(() => loadConfig({ NODE_ENV: 'production', SIGNING_KEYS_FILE: '/keys.json' })).not.toThrow();
+    });
+  });
+
+  it('returns a frozen object', () => {
+    const config = loadConfig({});
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(() => {
+      (config as { port: number }).port = 1;
+    }).toThrow(TypeError);
+    expect(config.port).toBe(3000);
+  });
+});
+
+describe('parseDuration', () => {
+  it.each([
+    ['0ms', 0],
+    ['250ms', 250],
+    ['5s', 5_000],
+    ['5m', 300_000],
+    ['2h', 7_200_000],
+    ['1d', 86_400_000],
+    [' 30s ', 30_000],
+  ])('%j is %d ms', (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+
+  it.each(['', '5', '5x', '1.5s', '-5s', 's', '5 s', '5S'])('%j is not a duration', (text) => {
+    expect(parseDuration(text)).toBeUndefined();
+  });
+});

@@ -1,0 +1,16 @@
+import { Injectable } from '@nestjs/common';
+import type { Job } from 'bullmq';
+import { JobProcessor, type JobHandler } from '../../common/queue/job-processor.js';
+import { QUEUES } from '../../common/queue/queue-names.js';
+import { WebhookDeliveryService, type DeliveryOutcome } from './webhook-delivery.service.js';
+
+/** Consumes delivery jobs. Retries are scheduled by the delivery service in the database, not by BullMQ. */
+@Injectable()
+@JobProcessor({ queue: QUEUES.webhooks, concurrency: 50 })
+export class WebhookDeliveryProcessor implements JobHandler {
+  constructor(private readonly delivery: WebhookDeliveryService) {}
+
+  process(job: Job<{ eventId: string }>): Promise<DeliveryOutcome> {
+    return this.delivery.deliver(job.data.eventId);
+  }
+}

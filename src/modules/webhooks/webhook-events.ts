@@ -1,0 +1,13 @@
+/** Event names as the interface spells them (kyc_steep_update is spelled so on purpose). */
+export const WEBHOOK_EVENTS = {
+  transferUpdate: 'transfer_update',
+  kycStepUpdate: 'kyc_steep_update',
+  test: 'webhook_test',
+} as const;
+
+export type WebhookEventName = (typeof WEBHOOK_EVENTS)[keyof typeof WEBHOOK_EVENTS];
+
+/** The NOTIFY channel the outbox trigger speaks on; payload `<eventId>.<generation>`. */
+export const WEBHOOK_NOTIFY_CHANNEL = 'webhook_events';
+
+export const deliveryJobId = (eventId: string, generation: number) => `${eventId}.${generation}`;

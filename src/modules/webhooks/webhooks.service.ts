@@ -1,0 +1,154 @@
+import { randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import { NotFoundError, ValidationFailedError } from '../../common/errors/domain-errors.js';
+import { ApplicationEntity } from '../apps/entities/application.entity.js';
+import { WebhookAttemptEntity } from './entities/webhook-attempt.entity.js';
+import { WebhookEventEntity, type WebhookEventStatus } from './entities/webhook-event.entity.js';
+import { WEBHOOK_EVENTS, WEBHOOK_NOTIFY_CHANNEL, type WebhookEventName } from './webhook-events.js';
+
+export interface EmitInput {
+  appId: string;
+  event: WebhookEventName;
+  /** Events of one subject reach the receiver in the order they were emitted. */
+  subject?: string;
+  data: Record<string, unknown>;
+}
+
+export interface EventView {
+  eventId: string;
+  appId: string;
+  event: string;
+  subject: string | null;
+  status: WebhookEventStatus;
+  attempts: number;
+  replays: number;
+  createdAt: string;
+  nextAttemptAt: string | null;
+  deliveredAt: string | null;
+  lastError: string | null;
+  payload: WebhookEventEntity['payload'];
+  deliveries: {
+    attempt: number;
+    startedAt: string;
+    durationMs: number;
+    statusCode: number | null;
+    outcome: string;
+    error: string | null;
+  }[];
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The outbox's producer side. `emit` writes the event with the caller's
+ * transaction manager, so the event exists exactly when the change commits;
+ * producers never touch the queue (the relay does, after commit).
+ */
+@Injectable()
+export class WebhooksService {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async emit(manager: EntityManager, input: EmitInput): Promise<string> {
+    const id = randomUUID();
+    const payload = { event: input.event, timestamp: Math.floor(Date.now() / 1000), data: input.data };
+    await manager.query(
+      `INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at)
+       VALUES ($1, $2, $3, $4, $5, 'pending', now())`,
+      [id, input.appId, input.event, input.subject ?? null, JSON.stringify(payload)],
+    );
+    return id;
+  }
+
+  /** Queues a `webhook_test` event so an integrator can try a receiver before any money moves. */
+  async sendTest(appId: string): Promise<{ eventId: string }> {
+    const eventId = await this.dataSource.transaction(async (manager) => {
+      if (!UUID.test(appId) || !(await manager.existsBy(ApplicationEntity, { id: appId }))) {
+        throw new NotFoundError(appId, 'Application not found');
+      }
+      return this.emit(manager, {
+        appId,
+        event: WEBHOOK_EVENTS.test,
+        data: { message: 'Test webhook from the wallet service: your receiver is reachable and verifies.' },
+      });
+    });
+    return { eventId };
+  }
+
+  async list(filter: { appId?: string; status?: string; limit?: number }): Promise<EventView[]> {
+    if (filter.appId !== undefined && !UUID.test(filter.appId)) {
+      throw ValidationFailedError.single('appId', 'invalid', 'appId must be a uuid');
+    }
+    if (filter.status !== undefined && !['pending', 'delivered', 'failed'].includes(filter.status)) {
+      throw ValidationFailedError.single('status', 'invalid', 'status must be pending, delivered or failed');
+    }
+    const events = await this.dataSource.getRepository(WebhookEventEntity).find({
+      where: {
+        ...(filter.appId ? { appId: filter.appId } : {}),
+        ...(filter.status ? { status: filter.status as WebhookEventStatus } : {}),
+      },
+      order: { seq: 'DESC' },
+      take: Math.min(filter.limit ?? 100, 1000),
+    });
+    const attempts = events.length
+      ? await this.dataSource
+          .getRepository(WebhookAttemptEntity)
+          .createQueryBuilder('a')
+          .where('a.event_id IN (:...ids)', { ids: events.map((event) => event.id) })
+          .orderBy('a.attempt', 'ASC')
+          .getMany()
+      : [];
+    return events.map((event) => ({
+      eventId: event.id,
+      appId: event.appId,
+      event: event.event,
+      subject: event.subject,
+      status: event.status,
+      attempts: event.attempts,
+      replays: event.replays,
+      createdAt: event.createdAt.toISOString(),
+      nextAttemptAt: event.nextAttemptAt?.toISOString() ?? null,
+      deliveredAt: event.deliveredAt?.toISOString() ?? null,
+      lastError: event.lastError,
+      payload: event.payload,
+      deliveries: attempts
+        .filter((attempt) => attempt.eventId === event.id)
+        .map((attempt) => ({
+          attempt: attempt.attempt,
+          startedAt: attempt.startedAt.toISOString(),
+          durationMs: attempt.durationMs,
+          statusCode: attempt.statusCode,
+          outcome: attempt.outcome,
+          error: attempt.error,
+        })),
+    }));
+  }
+
+  /** Sends an event again (failed or already delivered), with the same Webhook-Id and a fresh set of attempts. */
+  async replay(eventId: string): Promise<{ eventId: string; status: 'pending' }> {
+    if (!UUID.test(eventId))
+      throw ValidationFailedError.single('eventId', 'invalid', 'eventId must be a uuid');
+    await this.dataSource.transaction(async (manager) => {
+      const rows = (await manager.query(
+        `UPDATE webhook_events
+            SET status = 'pending', attempts = 0, replays = replays + 1, generation = generation + 1,
+                next_attempt_at = now(), lease_until = NULL, last_error = NULL, delivered_at = NULL
+          WHERE id = $1 AND status <> 'pending'
+          RETURNING generation`,
+        [eventId],
+      )) as [{ generation: number }[], number];
+      const updated = rows[0];
+      if (updated.length === 0) {
+        const exists = await manager.existsBy(WebhookEventEntity, { id: eventId });
+        if (!exists) throw new NotFoundError(eventId, 'Webhook event not found');
+        throw ValidationFailedError.single('eventId', 'invalid', 'the event is still pending delivery');
+      }
+      await manager.query('SELECT pg_notify($1, $2)', [
+        WEBHOOK_NOTIFY_CHANNEL,
+        `${eventId}.${updated[0].generation}`,
+      ]);
+    });
+    return { eventId, status: 'pending' };
+  }
+}

@@ -1,0 +1,274 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { MIGRATIONS } from '../migrations/index.js';
+import {
+  childEnv,
+  CLI_JS,
+  freePort,
+  isProcessRunning,
+  MAIN_JS,
+  ROOT,
+  runNode,
+  waitFor,
+  type ProcessResult,
+} from './support/processes.js';
+
+/**
+ * `npm start` with no DATABASE_URL: the API runs the embedded PostgreSQL under
+ * DATA_DIR. Real processes throughout: start, graceful stop, restart on the
+ * same data, and recovery after the API was killed (-9) and left its server
+ * running as an orphan.
+ */
+describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)', () => {
+  let dataDir: string;
+  let clusterDir: string;
+  let keyFile: string;
+  let api: RunningApi | undefined;
+  /** Every API process this file started, to make sure none outlives it. */
+  const started: ChildProcess[] = [];
+
+  interface RunningApi {
+    child: ChildProcess;
+    port: number;
+    output: () => string;
+    exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  }
+
+  beforeAll(() => {
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-embedded-'));
+    chmodSync(dataDir, 0o755); // the server runs as the postgres user when we are root
+    clusterDir = path.join(dataDir, 'postgres');
+    keyFile = path.join(dataDir, 'client-key.pem');
+    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    writeFileSync(keyFile, publicKey.export({ type: 'spki', format: 'pem' }) as string);
+  });
+
+  afterAll(async () => {
+    for (const child of started) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+    for (const pid of postmasters()) {
+      try {
+        process.kill(pid, 'SIGQUIT'); // immediate shutdown
+      } catch {
+        /* gone meanwhile */
+      }
+    }
+    const allGone = await waitFor(() => postmasters().length === 0, 5_000);
+    for (const pid of postmasters()) process.kill(pid, 'SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+    expect(allGone).toBe(true);
+  });
+
+  const env = (port?: number) =>
+    childEnv({ DATA_DIR: dataDir, LOG_LEVEL: 'info', ...(port ? { PORT: String(port) } : {}) });
+
+  const cli = (args: string[]): Promise<ProcessResult> => runNode(CLI_JS, args, env());
+
+  /** postmaster.pid: line 1 the server's PID, line 4 its port. */
+  const postmasterPid = (): { pid: number; port: number } => {
+    const lines = readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n');
+    return { pid: Number(lines[0]), port: Number(lines[3]) };
+  };
+
+  /** PIDs of live postmasters on this data directory (backends are named `postgres: …`, without -D). */
+  const postmasters = (): number[] => {
+    const found: number[] = [];
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+        const at = argv.indexOf('-D');
+        if (at >= 0 && clusterDir && path.resolve(argv[at + 1] ?? '') === clusterDir) {
+          if (isProcessRunning(Number(entry))) found.push(Number(entry));
+        }
+      } catch {
+        /* exited while we looked */
+      }
+    }
+    return found;
+  };
+
+  const withWalletDb = async <T>(use: (client: pg.Client) => Promise<T>): Promise<T> => {
+    const password = readFileSync(path.join(dataDir, 'postgres.credentials'), 'utf8').trim();
+    const { port } = postmasterPid();
+    const client = new pg.Client({
+      connectionString: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/wallet`,
+    });
+    await client.connect();
+    try {
+      return await use(client);
+    } finally {
+      await client.end();
+    }
+  };
+
+  const get = (port: number, route: string) => fetch(`http://127.0.0.1:${port}/v1/${route}`);
+
+  /** Starts the API and waits (bounded) until GET /v1/health/ready answers 200. */
+  const startApi = async (): Promise<RunningApi> => {
+    const port = await freePort();
+    const child = spawn(process.execPath, [MAIN_JS], { cwd: ROOT, env: env(port), stdio: 'pipe' });
+    started.push(child);
+    let output = '';
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('exit', (code, signal) => resolve({ code, signal })),
+    );
+    const ready = await waitFor(
+      async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return true;
+        try {
+          return (await get(port, 'health/ready')).status === 200;
+        } catch {
+          return false; // not listening yet
+        }
+      },
+      45_000,
+      200,
+    );
+    if (!ready || child.exitCode !== null || child.signalCode !== null) {
+      child.kill('SIGKILL');
+      throw new Error(`the API did not become ready (exit ${child.exitCode}):\n${output.slice(-3000)}`);
+    }
+    return { child, port, output: () => output, exited };
+  };
+
+  /** Sends `signal` and waits (bounded) for the exit. */
+  const stopApi = async (running: RunningApi, signal: NodeJS.Signals, timeoutMs = 20_000) => {
+    running.child.kill(signal);
+    const outcome = await Promise.race([
+      running.exited,
+      new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref()),
+    ]);
+    if (outcome === 'timeout') throw new Error(`the API did not exit within ${timeoutMs} ms of ${signal}`);
+    return outcome;
+  };
+
+  const jwksKids = async (port: number): Promise<string[]> => {
+    const response = await get(port, '.well-known/jwks.json');
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { keys: { kid: string; kty: string; alg: string }[] };
+    for (const key of body.keys) expect(key).toMatchObject({ kty: 'EC', alg: 'ES256' });
+    return body.keys.map((key) => key.kid);
+  };
+
+  let kid: string;
+  let appId: string;
+  let firstServerPid: number;
+
+  it('starts the embedded server, applies the migrations and serves requests', async () => {
+    api = await startApi();
+    expect(existsSync(path.join(clusterDir, 'postmaster.pid'))).toBe(true);
+    firstServerPid = postmasterPid().pid;
+    expect(isProcessRunning(firstServerPid)).toBe(true);
+    expect(postmasters()).toEqual([firstServerPid]);
+    expect(api.output()).toContain('embedded PostgreSQL running');
+    expect(api.output()).toContain('migrations applied');
+
+    const applied = await withWalletDb((client) =>
+      client.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY id'),
+    );
+    expect(applied.rows.map((row) => row.name)).toEqual(MIGRATIONS.map((migration) => migration.name));
+    const tables = await withWalletDb((client) =>
+      client.query<{ name: string }>(`SELECT to_regclass('public.applications')::text AS name`),
+    );
+    expect(tables.rows).toEqual([{ name: 'applications' }]);
+
+    const kids = await jwksKids(api.port);
+    expect(kids).toHaveLength(1);
+    kid = kids[0];
+  }, 50_000);
+
+  it('lets the CLI borrow the running server (no second server)', async () => {
+    const result = await cli(['apps', 'create', '--name', 'embedded app', '--public-key', keyFile]);
+    expect(result.code).toBe(0);
+    const created = JSON.parse(result.stdout) as { appId: string; clientId: string; keyId: string };
+    expect(created.clientId).toBe(created.appId);
+    appId = created.appId;
+    expect(postmasterPid().pid).toBe(firstServerPid);
+    expect(postmasters()).toEqual([firstServerPid]);
+    expect(isProcessRunning(firstServerPid)).toBe(true);
+  }, 20_000);
+
+  it('stops on SIGTERM with exit 0 and stops the server with it', async () => {
+    const running = api as RunningApi;
+    expect(await stopApi(running, 'SIGTERM')).toEqual({ code: 0, signal: null });
+    api = undefined;
+    expect(await waitFor(() => !isProcessRunning(firstServerPid), 5_000)).toBe(true);
+    expect(postmasters()).toEqual([]);
+    expect(existsSync(path.join(clusterDir, 'postmaster.pid'))).toBe(false);
+    expect(running.output()).toContain('"msg":"stopped"');
+  }, 30_000);
+
+  it('restarts on the same DATA_DIR with its keys and data', async () => {
+    api = await startApi();
+    const serverPid = postmasterPid().pid;
+    expect(postmasters()).toEqual([serverPid]);
+    expect(api.output()).not.toContain('migrations applied');
+    expect(await jwksKids(api.port)).toEqual([kid]);
+
+    const listed = await cli(['apps', 'list']);
+    expect(listed.code).toBe(0);
+    const apps = JSON.parse(listed.stdout) as { appId: string; name: string }[];
+    expect(apps).toEqual([expect.objectContaining({ appId, name: 'embedded app' })]);
+  }, 40_000);
+
+  it('after kill -9 the server survives as an orphan, and the next start reuses it', async () => {
+    const running = api as RunningApi;
+    const orphan = postmasterPid();
+    expect(await stopApi(running, 'SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+    api = undefined;
+    // Give a dying server time to show itself: it must still be up, alone, with the same pid file.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(isProcessRunning(orphan.pid)).toBe(true);
+    expect(postmasters()).toEqual([orphan.pid]);
+    expect(postmasterPid()).toEqual(orphan);
+
+    api = await startApi();
+    expect(postmasterPid()).toEqual(orphan);
+    expect(postmasters()).toEqual([orphan.pid]);
+    expect(await jwksKids(api.port)).toEqual([kid]);
+    const count = await withWalletDb((client) =>
+      client.query<{ n: string }>('SELECT count(*) AS n FROM applications WHERE id = $1', [appId]),
+    );
+    expect(count.rows).toEqual([{ n: '1' }]);
+
+    // It adopted the orphan: a graceful stop stops that server too.
+    expect(await stopApi(api, 'SIGTERM')).toEqual({ code: 0, signal: null });
+    api = undefined;
+    expect(await waitFor(() => !isProcessRunning(orphan.pid), 5_000)).toBe(true);
+    expect(postmasters()).toEqual([]);
+  }, 45_000);
+
+  it('the CLI alone starts the server when none runs and stops it again, also on usage errors', async () => {
+    const listed = await cli(['apps', 'list']);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ appId })]);
+    expect(listed.stderr).toContain('embedded PostgreSQL running'); // its logs go to stderr, never stdout
+    expect(postmasters()).toEqual([]);
+
+    const unknown = await cli(['frobnicate']);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr).toMatch(/unknown command 'frobnicate'/);
+    expect(postmasters()).toEqual([]);
+
+    const badOption = await cli(['apps', 'list', '--colour', 'red']);
+    expect(badOption.code).not.toBe(0);
+    expect(badOption.stderr).toMatch(/unknown option '--colour'/);
+    expect(await waitFor(() => postmasters().length === 0, 5_000)).toBe(true);
+  }, 30_000);
+});

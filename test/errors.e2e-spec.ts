@@ -1,0 +1,435 @@
+import request from 'supertest';
+import { accessToken, registerClient } from './support/auth.js';
+import { FixtureModule } from './support/fixture.module.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+/** A body that passes every rule of the fixture's EchoDto. */
+const validEcho = () => ({
+  name: 'Ada',
+  count: 2,
+  kind: 'a',
+  address: { streetName: 'Main Street', zipCode: '12345' },
+});
+
+interface Item {
+  path: string;
+  message: string;
+  type: string;
+}
+
+describe('error bodies through HTTP', () => {
+  let t: TestApp;
+  let token: string;
+
+  beforeAll(async () => {
+    t = await startTestApp({ extraModules: [FixtureModule] });
+    token = await accessToken(t.http, await registerClient(t.app));
+  });
+  afterAll(() => t.close());
+
+  const echo = (body: unknown) =>
+    request(t.http)
+      .post('/v1/test-fixtures/echo')
+      .set('Authorization', `Bearer ${token}`)
+      .send(body as object);
+
+  const rawEcho = (contentType: string, text: string) =>
+    request(t.http)
+      .post('/v1/test-fixtures/echo')
+      .set('Authorization', `Bearer ${token}`)
+      .set('Content-Type', contentType)
+      .send(text);
+
+  /** Asserts the validation error body and returns its items. */
+  const expectValidation = (response: request.Response): Item[] => {
+    expect(response.status).toBe(400);
+    expect(response.headers['content-type']).toMatch(/^application\/json/);
+    expect(response.body).toEqual({
+      name: 'ValidationError',
+      message: expect.any(String),
+      detail: { items: expect.any(Array) },
+    });
+    const items = response.body.detail.items as Item[];
+    expect(items.length).toBeGreaterThan(0);
+    for (const item of items) {
+      expect(item).toEqual({
+        path: expect.any(String),
+        message: expect.any(String),
+        type: expect.stringMatching(/^(required|invalid|notfound|duplicate)$/),
+      });
+      expect(item.message.length).toBeGreaterThan(0);
+    }
+    // The handler never ran: there is no echo of the body or of the principal.
+    expect(response.body).not.toHaveProperty('body');
+    expect(response.body).not.toHaveProperty('principal');
+    return items;
+  };
+
+  const byPath = (items: Item[]) => Object.fromEntries(items.map((item) => [item.path, item.type]));
+
+  describe('control', () => {
+    it('a valid body reaches the handler', async () => {
+      const response = await echo(validEcho());
+      expect(response.status).toBe(200);
+      expect(response.body.body).toEqual(validEcho());
+      expect(response.body.principal).toMatchObject({ kind: 'client' });
+    });
+  });
+
+  describe('400 validation', () => {
+    it('names every missing required field with type required', async () => {
+      const items = expectValidation(await echo({}));
+      expect(byPath(items)).toEqual(
+        expect.objectContaining({
+          name: 'required',
+          count: 'required',
+          kind: 'required',
+          address: 'required',
+        }),
+      );
+      expect(items.find((item) => item.path === 'note')).toBeUndefined();
+      const nested = expectValidation(await echo({ ...validEcho(), address: {} }));
+      expect(byPath(nested)).toEqual({ 'address.streetName': 'required', 'address.zipCode': 'required' });
+    });
+
+    it('treats null as missing', async () => {
+      const items = expectValidation(await echo({ ...validEcho(), name: null }));
+      expect(items).toEqual([{ path: 'name', message: expect.any(String), type: 'required' }]);
+    });
+
+    it('names wrong types with type invalid', async () => {
+      const items = expectValidation(
+        await echo({ ...validEcho(), name: 42, count: '2', kind: 'c', note: { nested: true } }),
+      );
+      expect(byPath(items)).toEqual({ name: 'invalid', count: 'invalid', kind: 'invalid', note: 'invalid' });
+    });
+
+    it('refuses a count below the minimum and a non-integer count', async () => {
+      expect(byPath(expectValidation(await echo({ ...validEcho(), count: 0 })))).toEqual({
+        count: 'invalid',
+      });
+      expect(byPath(expectValidation(await echo({ ...validEcho(), count: 1.5 })))).toEqual({
+        count: 'invalid',
+      });
+    });
+
+    it('uses the nested body path for nested fields', async () => {
+      const items = expectValidation(
+        await echo({ ...validEcho(), address: { streetName: 'Main Street', zipCode: '1' } }),
+      );
+      expect(items).toEqual([{ path: 'address.zipCode', message: expect.any(String), type: 'invalid' }]);
+
+      const missing = expectValidation(await echo({ ...validEcho(), address: { zipCode: '12345' } }));
+      expect(missing).toEqual([
+        { path: 'address.streetName', message: expect.any(String), type: 'required' },
+      ]);
+    });
+
+    it('refuses a nested object that is not an object', async () => {
+      const items = expectValidation(await echo({ ...validEcho(), address: 'Main Street 1' }));
+      expect(items.map((item) => item.path)).toContain('address');
+      expect(byPath(items).address).toBe('invalid');
+    });
+
+    it('refuses an unknown property at the top level', async () => {
+      const items = expectValidation(await echo({ ...validEcho(), isAdmin: true }));
+      expect(items).toEqual([
+        { path: 'isAdmin', message: expect.stringContaining('isAdmin'), type: 'invalid' },
+      ]);
+    });
+
+    it('refuses an unknown property in a nested object', async () => {
+      const items = expectValidation(
+        await echo({ ...validEcho(), address: { streetName: 'Main Street', zipCode: '12345', floor: 3 } }),
+      );
+      expect(items).toEqual([
+        { path: 'address.floor', message: expect.stringContaining('floor'), type: 'invalid' },
+      ]);
+    });
+
+    it('refuses malformed JSON', async () => {
+      const items = expectValidation(await rawEcho('application/json', '{"name": "Ada",'));
+      expect(items).toEqual([{ path: '', message: expect.any(String), type: 'invalid' }]);
+    });
+
+    it('refuses malformed JSON before authentication', async () => {
+      const response = await request(t.http)
+        .post('/v1/test-fixtures/echo')
+        .set('Content-Type', 'application/json')
+        .send('{not json');
+      expect(expectValidation(response)).toEqual([
+        { path: '', message: expect.any(String), type: 'invalid' },
+      ]);
+    });
+
+    it('refuses a body that is not JSON (text/plain)', async () => {
+      const items = expectValidation(await rawEcho('text/plain', JSON.stringify(validEcho())));
+      expect(items).toEqual([
+        { path: '', message: expect.stringContaining('application/json'), type: 'invalid' },
+      ]);
+    });
+
+    it('refuses a form-encoded body', async () => {
+      const items = expectValidation(await rawEcho('application/x-www-form-urlencoded', 'name=Ada&count=2'));
+      expect(items).toEqual([{ path: '', message: expect.any(String), type: 'invalid' }]);
+    });
+
+    it('refuses a JSON array as the body', async () => {
+      const items = expectValidation(await rawEcho('application/json', JSON.stringify([validEcho()])));
+      expect(items).toEqual([{ path: '', message: expect.any(String), type: 'invalid' }]);
+    });
+
+    it('refuses a JSON string as the body', async () => {
+      const items = expectValidation(await rawEcho('application/json', '"Ada"'));
+      expect(items).toEqual([{ path: '', message: expect.any(String), type: 'invalid' }]);
+    });
+
+    it('refuses a JSON null or number as the body', async () => {
+      expect(expectValidation(await rawEcho('application/json', 'null'))).toEqual([
+        { path: '', message: expect.any(String), type: 'invalid' },
+      ]);
+      expect(expectValidation(await rawEcho('application/json', '42'))).toEqual([
+        { path: '', message: expect.any(String), type: 'invalid' },
+      ]);
+    });
+
+    it('reports a duplicate with type duplicate', async () => {
+      const response = await request(t.http).get('/v1/test-fixtures/duplicate');
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({
+        name: 'ValidationError',
+        message: expect.any(String),
+        detail: { items: [{ path: 'taxId', message: 'taxId is already registered', type: 'duplicate' }] },
+      });
+    });
+  });
+
+  describe('404 not found', () => {
+    it('answers an unknown route with the not found body', async () => {
+      const response = await request(t.http).get('/v1/no-such-route');
+      expect(response.status).toBe(404);
+      expect(response.body).toEqual({
+        name: 'NotFoundError',
+        message: expect.any(String),
+        detail: { item: '/v1/no-such-route' },
+      });
+    });
+
+    it('answers a path outside /v1/ with the same body and a request id', async () => {
+      const response = await request(t.http).get('/nothing-here');
+      expect(response.status).toBe(404);
+      expect(response.headers['x-request-id']).toEqual(expect.any(String));
+      expect(response.body).toEqual({
+        name: 'NotFoundError',
+        message: expect.any(String),
+        detail: { item: '/nothing-here' },
+      });
+    });
+
+    it('answers an unknown method on a known path with the not found body', async () => {
+      const response = await request(t.http)
+        .delete('/v1/test-fixtures/cc-only?x=1')
+        .set('Authorization', `Bearer ${token}`);
+      expect(response.status).toBe(404);
+      expect(response.body).toEqual({
+        name: 'NotFoundError',
+        message: expect.any(String),
+        detail: { item: '/v1/test-fixtures/cc-only' },
+      });
+    });
+
+    it('answers an unknown resource with the not found body naming it', async () => {
+      const uuid = '0b8f3c1e-8a52-4f5e-9d7c-1a2b3c4d5e6f';
+      const response = await request(t.http)
+        .get(`/v1/test-fixtures/resources/${uuid}`)
+        .set('Authorization', `Bearer ${token}`);
+      expect(response.status).toBe(404);
+      expect(response.body).toEqual({
+        name: 'NotFoundError',
+        message: 'Resource not found',
+        detail: { item: uuid },
+      });
+    });
+  });
+
+  describe('401 unauthorized', () => {
+    it('has exactly name and message, no detail', async () => {
+      const response = await request(t.http).post('/v1/test-fixtures/echo').send(validEcho());
+      expect(response.status).toBe(401);
+      expect(response.body).toStrictEqual({ name: 'UnauthorizedError', message: expect.any(String) });
+      expect(Object.keys(response.body as object).sort()).toEqual(['message', 'name']);
+    });
+
+    it('checks credentials before the body: an invalid body without credentials is 401', async () => {
+      const response = await request(t.http).post('/v1/test-fixtures/echo').send({});
+      expect(response.status).toBe(401);
+      expect(response.body).toStrictEqual({ name: 'UnauthorizedError', message: expect.any(String) });
+    });
+  });
+
+  describe('403 forbidden', () => {
+    it('carries the reason', async () => {
+      const response = await request(t.http).get('/v1/test-fixtures/forbidden');
+      expect(response.status).toBe(403);
+      expect(response.body).toEqual({
+        name: 'ForbiddenError',
+        message: 'The resource is in a state that does not allow this',
+        detail: { reason: 'INVALID_STATE' },
+      });
+    });
+  });
+
+  describe('500 internal server error', () => {
+    it('carries the request id as trackingId and nothing of the thrown error', async () => {
+      const response = await request(t.http).get('/v1/test-fixtures/crash');
+      expect(response.status).toBe(500);
+      const requestId = response.headers['x-request-id'];
+      expect(requestId).toEqual(expect.any(String));
+      expect(requestId.length).toBeGreaterThan(0);
+      expect(response.body).toEqual({
+        name: 'InternalServerError',
+        message: expect.any(String),
+        detail: { trackingId: requestId },
+      });
+      expect(response.text).not.toContain('secret_table');
+      expect(response.text).not.toContain('relation');
+      expect(response.text).not.toContain('character 42');
+      expect(response.text).not.toMatch(/\bat .*\.(ts|js):\d+/);
+      expect(response.text).not.toContain('stack');
+    });
+
+    it('uses the caller’s well-formed X-Request-Id as trackingId', async () => {
+      const response = await request(t.http)
+        .get('/v1/test-fixtures/crash')
+        .set('X-Request-Id', 'trace-0001.a_b');
+      expect(response.status).toBe(500);
+      expect(response.headers['x-request-id']).toBe('trace-0001.a_b');
+      expect(response.body.detail).toEqual({ trackingId: 'trace-0001.a_b' });
+    });
+  });
+
+  describe('413 payload too large', () => {
+    it('refuses a body over the default BODY_LIMIT (100kb)', async () => {
+      const response = await echo({ ...validEcho(), note: 'x'.repeat(101 * 1024) });
+      expect(response.status).toBe(413);
+      expect(response.body).toStrictEqual({ name: 'PayloadTooLargeError', message: expect.any(String) });
+    });
+
+    it('accepts a body just under the default limit', async () => {
+      const response = await echo({ ...validEcho(), note: 'x'.repeat(90 * 1024) });
+      expect(response.status).toBe(200);
+      expect((response.body.body as { note: string }).note).toHaveLength(90 * 1024);
+    });
+
+    it('refuses an oversized body before authentication', async () => {
+      const response = await request(t.http)
+        .post('/v1/test-fixtures/echo')
+        .send({ ...validEcho(), note: 'x'.repeat(200 * 1024) });
+      expect(response.status).toBe(413);
+      expect(response.body).toStrictEqual({ name: 'PayloadTooLargeError', message: expect.any(String) });
+    });
+  });
+
+  describe('text error style (SMS and SIM swap routes)', () => {
+    it('answers an invalid body with NO ROUTES as text/html', async () => {
+      const response = await request(t.http).post('/v1/test-fixtures/text').send({ name: 'Ada' });
+      expect(response.status).toBe(400);
+      expect(response.headers['content-type']).toMatch(/^text\/html/);
+      expect(response.text).toBe('NO ROUTES');
+    });
+
+    it('answers malformed JSON with NO ROUTES too (style found before routing)', async () => {
+      const response = await request(t.http)
+        .post('/v1/test-fixtures/text')
+        .set('Content-Type', 'application/json')
+        .send('{"name":');
+      expect(response.status).toBe(400);
+      expect(response.headers['content-type']).toMatch(/^text\/html/);
+      expect(response.text).toBe('NO ROUTES');
+    });
+
+    it('runs the handler for a valid body', async () => {
+      const response = await request(t.http).post('/v1/test-fixtures/text').send(validEcho());
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual({ ok: true, name: 'Ada' });
+    });
+  });
+
+  describe('X-Request-Id', () => {
+    it('is on every response, success or error', async () => {
+      const responses = [
+        await request(t.http).get('/v1/health/live'),
+        await request(t.http).get('/v1/no-such-route'),
+        await request(t.http).post('/v1/test-fixtures/echo').send(validEcho()),
+        await echo({}),
+      ];
+      for (const response of responses) {
+        expect(response.headers['x-request-id']).toMatch(/^[A-Za-z0-9._-]{8,64}$/);
+      }
+      const ids = responses.map((response) => response.headers['x-request-id']);
+      expect(new Set(ids).size).toBe(ids.length);
+    });
+
+    it('echoes a well-formed incoming id', async () => {
+      const response = await request(t.http).get('/v1/no-such-route').set('X-Request-Id', 'abcd-1234-EFGH');
+      expect(response.headers['x-request-id']).toBe('abcd-1234-EFGH');
+    });
+
+    it('replaces an ill-formed incoming id with a fresh one', async () => {
+      for (const incoming of ['short', 'has spaces in it', 'x'.repeat(65), 'inject\u00e9d-header']) {
+        const response = await request(t.http).get('/v1/no-such-route').set('X-Request-Id', incoming);
+        expect(response.headers['x-request-id']).not.toBe(incoming);
+        expect(response.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+      }
+    });
+  });
+
+  describe('security headers', () => {
+    it('sets helmet headers and hides x-powered-by on success and on errors', async () => {
+      for (const response of [
+        await request(t.http).get('/v1/health/live'),
+        await request(t.http).get('/v1/no-such-route'),
+        await request(t.http).get('/v1/test-fixtures/crash'),
+      ]) {
+        expect(response.headers['x-content-type-options']).toBe('nosniff');
+        expect(response.headers['x-powered-by']).toBeUndefined();
+      }
+    });
+  });
+});
+
+describe('BODY_LIMIT', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp({ extraModules: [FixtureModule], env: { BODY_LIMIT: '2kb' } });
+  });
+  afterAll(() => t.close());
+
+  it('refuses a 3 KB body with 413 when BODY_LIMIT is 2kb', async () => {
+    const body = JSON.stringify({ ...validEcho(), note: 'x'.repeat(3 * 1024) });
+    expect(Buffer.byteLength(body)).toBeGreaterThan(3 * 1024);
+    const json = await request(t.http)
+      .post('/v1/test-fixtures/echo')
+      .set('Content-Type', 'application/json')
+      .send(body);
+    expect(json.status).toBe(413);
+    expect(json.body).toStrictEqual({ name: 'PayloadTooLargeError', message: expect.any(String) });
+  });
+
+  it('answers an oversized body on a text-style route with NO ROUTES (docs/decisions/0004)', async () => {
+    const response = await request(t.http)
+      .post('/v1/test-fixtures/text')
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify({ ...validEcho(), note: 'x'.repeat(3 * 1024) }));
+    expect(response.status).toBe(400);
+    expect(response.headers['content-type']).toMatch(/^text\/html/);
+    expect(response.text).toBe('NO ROUTES');
+  });
+
+  it('still accepts a body under 2kb', async () => {
+    const response = await request(t.http).post('/v1/test-fixtures/text').send(validEcho());
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ ok: true, name: 'Ada' });
+  });
+});

@@ -1,0 +1,403 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import { Controller, Get, Module } from '@nestjs/common';
+import { DiscoveryModule, NestFactory } from '@nestjs/core';
+import { generateKeyPair, SignJWT, type JWTPayload } from 'jose';
+import request from 'supertest';
+import { RouteCatalog } from '../src/common/http/route-catalog.js';
+import { APP_CONFIG, loadConfig } from '../src/config/app-config.js';
+import { SigningKeysService } from '../src/modules/auth/signing-keys.service.js';
+import {
+  accessToken,
+  clientAssertion,
+  registerClient,
+  subjectToken,
+  unsignedJwt,
+  type TestClient,
+} from './support/auth.js';
+import { FIXTURE_RESOURCES, FixtureModule } from './support/fixture.module.js';
+import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
+
+const validEcho = () => ({
+  name: 'Ada',
+  count: 1,
+  kind: 'b',
+  address: { streetName: 'Main Street', zipCode: '1234' },
+});
+
+describe('authentication and authorization on fixture routes', () => {
+  let t: TestApp;
+  let appA: TestClient;
+  let appB: TestClient;
+  let tokenA: string;
+  let tokenB: string;
+  const ownerA1 = randomUUID();
+  const ownerA2 = randomUUID();
+  const resourceOfA1 = randomUUID();
+  const appLevelResourceOfA = randomUUID();
+  const resourceOfB = randomUUID();
+
+  beforeAll(async () => {
+    t = await startTestApp({ extraModules: [FixtureModule] });
+    appA = await registerClient(t.app, 'app-a');
+    appB = await registerClient(t.app, 'app-b');
+    tokenA = await accessToken(t.http, appA);
+    tokenB = await accessToken(t.http, appB);
+    FIXTURE_RESOURCES.set(resourceOfA1, { appId: appA.appId, ownerIds: [ownerA1] });
+    FIXTURE_RESOURCES.set(appLevelResourceOfA, { appId: appA.appId, ownerIds: [] });
+    FIXTURE_RESOURCES.set(resourceOfB, { appId: appB.appId, ownerIds: [randomUUID()] });
+  });
+  afterAll(async () => {
+    FIXTURE_RESOURCES.clear();
+    await t.close();
+  });
+
+  const withAuth = (test: request.Test, authorization?: string) =>
+    authorization === undefined ? test : test.set('Authorization', authorization);
+  const ccOnly = (authorization?: string) =>
+    withAuth(request(t.http).get('/v1/test-fixtures/cc-only'), authorization);
+  const echo = (authorization?: string) =>
+    withAuth(request(t.http).post('/v1/test-fixtures/echo'), authorization).send(validEcho());
+  const resource = (uuid: string, authorization?: string) =>
+    withAuth(request(t.http).get(`/v1/test-fixtures/resources/${uuid}`), authorization);
+  const bearer = (token: string) => `Bearer ${token}`;
+
+  const expectUnauthorized = (response: request.Response) => {
+    expect(response.status).toBe(401);
+    expect(response.body).toStrictEqual({ name: 'UnauthorizedError', message: expect.any(String) });
+  };
+  const expectNotFound = (response: request.Response, item: string) => {
+    expect(response.status).toBe(404);
+    expect(response.body).toEqual({ name: 'NotFoundError', message: 'Resource not found', detail: { item } });
+  };
+  /** Refused on every protected fixture route. */
+  const expectRefusedEverywhere = async (authorization: string) => {
+    expectUnauthorized(await ccOnly(authorization));
+    expectUnauthorized(await echo(authorization));
+    expectUnauthorized(await resource(resourceOfA1, authorization));
+  };
+
+  describe('missing or malformed credentials', () => {
+    it('refuses a request without an Authorization header', async () => {
+      expectUnauthorized(await ccOnly());
+      expectUnauthorized(await echo());
+      expectUnauthorized(await resource(resourceOfA1));
+    });
+
+    it('refuses a garbage token', async () => {
+      await expectRefusedEverywhere('Bearer garbage');
+      await expectRefusedEverywhere('Bearer a.b.c');
+    });
+
+    it('refuses Bearer with an empty token', async () => {
+      await expectRefusedEverywhere('Bearer ');
+      await expectRefusedEverywhere('Bearer');
+    });
+
+    it('refuses another scheme carrying a valid access token', async () => {
+      await expectRefusedEverywhere(`Basic ${tokenA}`);
+      await expectRefusedEverywhere(tokenA);
+    });
+
+    it('refuses a client assertion used as a bearer token', async () => {
+      await expectRefusedEverywhere(bearer(await clientAssertion(appA)));
+      await expectRefusedEverywhere(
+        bearer(await clientAssertion(appA, { claims: { aud: `${TEST_BASE_URL}oauth/app/token` } })),
+      );
+    });
+  });
+
+  describe('client principal (access token)', () => {
+    it('is accepted on the cc-only route', async () => {
+      const response = await ccOnly(bearer(tokenA));
+      expect(response.status).toBe(200);
+      expect(response.body).toStrictEqual({ kind: 'client', appId: appA.appId });
+    });
+
+    it('is accepted on the either routes', async () => {
+      const response = await echo(bearer(tokenA));
+      expect(response.status).toBe(200);
+      expect(response.body).toStrictEqual({
+        body: validEcho(),
+        principal: { kind: 'client', appId: appA.appId },
+      });
+      expect((await resource(resourceOfA1, bearer(tokenA))).status).toBe(200);
+    });
+
+    it('accepts the lowercase scheme name', async () => {
+      const response = await ccOnly(`bearer ${tokenA}`);
+      expect(response.status).toBe(200);
+      expect(response.body).toStrictEqual({ kind: 'client', appId: appA.appId });
+    });
+  });
+
+  describe('access tokens signed with the service key (forged in-process, to isolate each check)', () => {
+    /** Signs access-token-like JWTs with the service's real current key. */
+    const serviceSigned = async (header: Record<string, unknown>, claims: JWTPayload = {}) => {
+      const key = await t.app.get(SigningKeysService).current();
+      const now = Math.floor(Date.now() / 1000);
+      return new SignJWT({
+        client_id: appA.appId,
+        token_use: 'access',
+        iss: TEST_BASE_URL,
+        aud: TEST_BASE_URL,
+        sub: appA.appId,
+        iat: now,
+        exp: now + 300,
+        jti: randomUUID(),
+        ...claims,
+      })
+        .setProtectedHeader({ alg: 'ES256', kid: key.kid, ...header })
+        .sign(key.privateKey);
+    };
+
+    it('control: the same construction with typ at+jwt is accepted', async () => {
+      const response = await ccOnly(bearer(await serviceSigned({ typ: 'at+jwt' })));
+      expect(response.status).toBe(200);
+      expect(response.body).toStrictEqual({ kind: 'client', appId: appA.appId });
+    });
+
+    it('refuses a wrong or missing typ header', async () => {
+      expectUnauthorized(await ccOnly(bearer(await serviceSigned({ typ: 'JWT' }))));
+      expectUnauthorized(await ccOnly(bearer(await serviceSigned({}))));
+    });
+
+    it('refuses wrong claims: token_use, sub other than client_id, issuer, audience, expired', async () => {
+      const now = Math.floor(Date.now() / 1000);
+      for (const claims of [
+        { token_use: 'id' },
+        { sub: appB.appId },
+        { iss: 'https://elsewhere.example/v1/' },
+        { aud: 'https://elsewhere.example/v1/' },
+        { iat: now - 7200, exp: now - 3600 },
+      ]) {
+        expectUnauthorized(await ccOnly(bearer(await serviceSigned({ typ: 'at+jwt' }, claims))));
+      }
+    });
+
+    it('refuses a token signed by another key under the service kid', async () => {
+      const key = await t.app.get(SigningKeysService).current();
+      const { privateKey } = await generateKeyPair('ES256');
+      const now = Math.floor(Date.now() / 1000);
+      const forged = await new SignJWT({ client_id: appA.appId, token_use: 'access' })
+        .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'at+jwt' })
+        .setIssuer(TEST_BASE_URL)
+        .setAudience(TEST_BASE_URL)
+        .setSubject(appA.appId)
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(privateKey);
+      await expectRefusedEverywhere(bearer(forged));
+    });
+  });
+
+  describe('subject principal (user token signed by the application)', () => {
+    it('is accepted on the either routes with the subject as principal', async () => {
+      const token = await subjectToken(appA, ownerA1);
+      const response = await echo(bearer(token));
+      expect(response.status).toBe(200);
+      expect(response.body.principal).toStrictEqual({ kind: 'subject', appId: appA.appId, subject: ownerA1 });
+      const own = await resource(resourceOfA1, bearer(token));
+      expect(own.status).toBe(200);
+      expect(own.body).toEqual({ uuid: resourceOfA1 });
+    });
+
+    it('is refused on the cc-only route', async () => {
+      expectUnauthorized(await ccOnly(bearer(await subjectToken(appA, ownerA1))));
+    });
+
+    it('normalises an upper-case subject uuid', async () => {
+      const response = await echo(bearer(await subjectToken(appA, ownerA1.toUpperCase())));
+      expect(response.status).toBe(200);
+      expect(response.body.principal).toStrictEqual({ kind: 'subject', appId: appA.appId, subject: ownerA1 });
+    });
+  });
+
+  describe('attacks on the subject token', () => {
+    const now = () => Math.floor(Date.now() / 1000);
+    const claimsOf = (client: TestClient, subject: string) => ({
+      iss: client.appId,
+      sub: subject,
+      aud: TEST_BASE_URL,
+      iat: now(),
+      exp: now() + 600,
+    });
+
+    it('refuses alg none', async () => {
+      const token = unsignedJwt({ alg: 'none', kid: appA.keyId }, claimsOf(appA, ownerA1));
+      await expectRefusedEverywhere(bearer(token));
+      await expectRefusedEverywhere(bearer(token.slice(0, -1)));
+    });
+
+    it('refuses HS256 signed with the application public key PEM as the secret', async () => {
+      const unsigned = unsignedJwt(
+        { alg: 'HS256', kid: appA.keyId, typ: 'JWT' },
+        claimsOf(appA, ownerA1),
+      ).slice(0, -1);
+      const signature = createHmac('sha256', appA.key.publicPem).update(unsigned).digest('base64url');
+      await expectRefusedEverywhere(bearer(`${unsigned}.${signature}`));
+    });
+
+    it('refuses an unknown kid and a missing kid', async () => {
+      await expectRefusedEverywhere(
+        bearer(await subjectToken(appA, ownerA1, { header: { kid: 'no-such-key-id' } })),
+      );
+      await expectRefusedEverywhere(
+        bearer(await subjectToken(appA, ownerA1, { header: { kid: undefined } })),
+      );
+    });
+
+    it('refuses a wrong audience (token endpoint, other host, missing)', async () => {
+      for (const options of [
+        { claims: { aud: `${TEST_BASE_URL}oauth/token` } },
+        { claims: { aud: 'https://elsewhere.example/v1/' } },
+        { omit: ['aud'] },
+      ]) {
+        await expectRefusedEverywhere(bearer(await subjectToken(appA, ownerA1, options)));
+      }
+    });
+
+    it('refuses iss of another application', async () => {
+      // Signed with A's key under A's kid, claiming to come from B.
+      await expectRefusedEverywhere(
+        bearer(await subjectToken(appA, ownerA1, { claims: { iss: appB.appId } })),
+      );
+      // Claiming B with B's kid, but signed with A's key.
+      await expectRefusedEverywhere(
+        bearer(
+          await subjectToken(appB, ownerA1, { header: { kid: appB.keyId }, privateKey: appA.key.privateKey }),
+        ),
+      );
+      // A missing iss.
+      await expectRefusedEverywhere(bearer(await subjectToken(appA, ownerA1, { omit: ['iss'] })));
+    });
+
+    it('refuses an expired token', async () => {
+      const iat = now() - 7200;
+      await expectRefusedEverywhere(bearer(await subjectToken(appA, ownerA1, { iat, lifetimeSeconds: 600 })));
+    });
+
+    it('refuses a lifetime over 3600 seconds, and accepts exactly 3600', async () => {
+      await expectRefusedEverywhere(bearer(await subjectToken(appA, ownerA1, { lifetimeSeconds: 3601 })));
+      expect((await echo(bearer(await subjectToken(appA, ownerA1, { lifetimeSeconds: 3600 })))).status).toBe(
+        200,
+      );
+    });
+
+    it('refuses a token without iat or exp, or issued in the future', async () => {
+      await expectRefusedEverywhere(bearer(await subjectToken(appA, ownerA1, { omit: ['exp'] })));
+      await expectRefusedEverywhere(bearer(await subjectToken(appA, ownerA1, { omit: ['iat'] })));
+      await expectRefusedEverywhere(
+        bearer(await subjectToken(appA, ownerA1, { iat: now() + 900, lifetimeSeconds: 600 })),
+      );
+    });
+
+    it('refuses sub equal to the appId, a non-uuid sub and a missing sub', async () => {
+      await expectRefusedEverywhere(bearer(await subjectToken(appA, appA.appId)));
+      await expectRefusedEverywhere(bearer(await subjectToken(appA, 'not-a-uuid')));
+      await expectRefusedEverywhere(bearer(await subjectToken(appA, ownerA1, { omit: ['sub'] })));
+    });
+
+    it('refuses a tampered payload', async () => {
+      const token = await subjectToken(appA, ownerA1);
+      const [header, , signature] = token.split('.');
+      const payload = Buffer.from(JSON.stringify(claimsOf(appA, ownerA2))).toString('base64url');
+      await expectRefusedEverywhere(bearer(`${header}.${payload}.${signature}`));
+    });
+  });
+
+  describe('a disabled application', () => {
+    it('loses its access tokens and its user tokens at once', async () => {
+      const app = await registerClient(t.app, 'to-be-disabled');
+      const token = await accessToken(t.http, app);
+      const userToken = await subjectToken(app, ownerA1);
+      expect((await ccOnly(bearer(token))).status).toBe(200);
+      expect((await echo(bearer(userToken))).status).toBe(200);
+
+      await t.dataSource.query(`UPDATE applications SET status = 'disabled' WHERE id = $1`, [app.appId]);
+
+      expectUnauthorized(await ccOnly(bearer(token)));
+      expectUnauthorized(await echo(bearer(token)));
+      expectUnauthorized(await echo(bearer(userToken)));
+    });
+  });
+
+  describe('tenancy: another owner or another application is 404', () => {
+    it('a subject reaches its own resource only', async () => {
+      expect((await resource(resourceOfA1, bearer(await subjectToken(appA, ownerA1)))).status).toBe(200);
+      expectNotFound(await resource(resourceOfA1, bearer(await subjectToken(appA, ownerA2))), resourceOfA1);
+    });
+
+    it('a subject does not reach an application-level resource of its own application', async () => {
+      expectNotFound(
+        await resource(appLevelResourceOfA, bearer(await subjectToken(appA, ownerA1))),
+        appLevelResourceOfA,
+      );
+      expect((await resource(appLevelResourceOfA, bearer(tokenA))).status).toBe(200);
+    });
+
+    it('a client principal reaches every resource of its application', async () => {
+      const response = await resource(resourceOfA1, bearer(tokenA));
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual({ uuid: resourceOfA1 });
+    });
+
+    it("another application's resource is 404 to its client and to its subjects", async () => {
+      expectNotFound(await resource(resourceOfA1, bearer(tokenB)), resourceOfA1);
+      // Even when B's user token names A's owner as its subject.
+      expectNotFound(await resource(resourceOfA1, bearer(await subjectToken(appB, ownerA1))), resourceOfA1);
+      expectNotFound(await resource(resourceOfB, bearer(tokenA)), resourceOfB);
+      expect((await resource(resourceOfB, bearer(tokenB))).status).toBe(200);
+    });
+
+    it('an unknown resource is the same 404', async () => {
+      const unknown = randomUUID();
+      expectNotFound(await resource(unknown, bearer(tokenA)), unknown);
+    });
+  });
+});
+
+describe('route catalog of the real application', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  it('declares one policy per route', () => {
+    const routes = t.app
+      .get(RouteCatalog)
+      .all()
+      .map((route) => `${route.method} ${route.path} -> ${route.policy}`);
+    expect(routes).toEqual([
+      'GET /v1/.well-known/jwks.json -> public',
+      'GET /v1/health/live -> public',
+      'GET /v1/health/ready -> public',
+      'GET /v1/metrics -> ops',
+      'POST /v1/oauth/app/token -> public',
+    ]);
+  });
+});
+
+@Controller('unguarded')
+class UnguardedController {
+  @Get()
+  open(): { open: true } {
+    return { open: true };
+  }
+}
+
+describe('deny by default', () => {
+  it('refuses to start with a route that declares no auth policy', async () => {
+    // The route catalog alone, as the application builds it; no database is needed to prove the start fails.
+    @Module({
+      imports: [DiscoveryModule],
+      controllers: [UnguardedController],
+      providers: [RouteCatalog, { provide: APP_CONFIG, useValue: loadConfig({ NODE_ENV: 'test' }) }],
+    })
+    class UnguardedAppModule {}
+    await expect(
+      NestFactory.createApplicationContext(UnguardedAppModule, { logger: false, abortOnError: false }),
+    ).rejects.toThrow(/without an auth policy.*GET \/v1\/unguarded \(UnguardedController\.open\)/);
+  });
+});

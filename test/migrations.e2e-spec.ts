@@ -1,0 +1,70 @@
+import { DataSource } from 'typeorm';
+import { MIGRATIONS } from '../migrations/index.js';
+import { dataSourceOptions } from '../src/data-source.js';
+import { createTestDatabase } from './support/database.js';
+
+/** The SQL TypeORM would run to make the database match the entities (nothing, when there is no drift). */
+async function pendingSchemaChanges(dataSource: DataSource): Promise<string[]> {
+  const sql = await dataSource.driver.createSchemaBuilder().log();
+  return sql.upQueries.map((query) => query.query.replace(/\s+/g, ' ').trim());
+}
+
+const appliedMigrations = async (dataSource: DataSource): Promise<string[]> =>
+  (await dataSource.query<{ name: string }[]>('SELECT name FROM schema_migrations ORDER BY id')).map(
+    (row) => row.name,
+  );
+
+describe('migrations and entities', () => {
+  let database: { url: string; drop: () => Promise<void> };
+  let dataSource: DataSource;
+  const allMigrations = MIGRATIONS.map((migration) => new migration().name);
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    dataSource = new DataSource(dataSourceOptions(database.url, 2, 'drift'));
+    await dataSource.initialize();
+  });
+  afterAll(async () => {
+    if (dataSource?.isInitialized) await dataSource.destroy();
+    await database?.drop();
+  });
+
+  const expectNoDrift = async () => {
+    const pending = await pendingSchemaChanges(dataSource);
+    if (pending.length > 0) {
+      throw new Error(
+        `The entities and the migrations describe different schemas; TypeORM would run:\n  ${pending.join(';\n  ')}`,
+      );
+    }
+    expect(pending).toEqual([]);
+  };
+
+  it('starts from a database with every migration applied', async () => {
+    expect(allMigrations.length).toBeGreaterThan(0);
+    await expect(appliedMigrations(dataSource)).resolves.toEqual(allMigrations);
+    await expect(dataSource.showMigrations()).resolves.toBe(false);
+  });
+
+  it('has entities that match the migrated schema (no drift)', async () => {
+    await expectNoDrift();
+  });
+
+  it('applies nothing when migrated again', async () => {
+    await expect(dataSource.runMigrations({ transaction: 'each' })).resolves.toEqual([]);
+    await expect(appliedMigrations(dataSource)).resolves.toEqual(allMigrations);
+  });
+
+  it('reverts the last migration and applies it again (down/up round trip)', async () => {
+    const last = allMigrations[allMigrations.length - 1];
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    await expect(appliedMigrations(dataSource)).resolves.toEqual(allMigrations.slice(0, -1));
+    await expect(dataSource.showMigrations()).resolves.toBe(true);
+
+    const applied = await dataSource.runMigrations({ transaction: 'each' });
+    expect(applied.map((migration) => migration.name)).toEqual([last]);
+    await expect(appliedMigrations(dataSource)).resolves.toEqual(allMigrations);
+
+    // The round trip leaves the same schema the entities describe.
+    await expectNoDrift();
+  });
+});

@@ -1,0 +1,119 @@
+import request from 'supertest';
+import { RouteCatalog } from '../src/common/http/route-catalog.js';
+import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
+
+const METRICS_TOKEN = 'operator-token-for-tests';
+
+describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { METRICS_TOKEN } });
+  });
+  afterAll(() => t.close());
+
+  it('GET /v1/health/live answers without credentials', async () => {
+    const response = await request(t.http).get('/v1/health/live');
+    expect(response.status).toBe(200);
+    expect(response.body).toEqual({ status: 'ok' });
+  });
+
+  it('GET /v1/health/ready checks the database and the queue backend in use', async () => {
+    const response = await request(t.http).get('/v1/health/ready');
+    expect(response.status).toBe(200);
+    const queueCheck = process.env.TEST_REDIS_URL ? 'redis' : 'queue';
+    expect(response.body).toEqual({
+      status: 'ok',
+      checks: {
+        database: { status: 'up', latencyMs: expect.any(Number) },
+        [queueCheck]: { status: 'up', latencyMs: expect.any(Number) },
+      },
+    });
+  });
+
+  it('/v1/metrics needs the operator token', async () => {
+    expect((await request(t.http).get('/v1/metrics')).status).toBe(401);
+    expect(
+      (await request(t.http).get('/v1/metrics').set('Authorization', 'Bearer wrong-token-for-tests!!'))
+        .status,
+    ).toBe(401);
+    const response = await request(t.http).get('/v1/metrics').set('Authorization', `Bearer ${METRICS_TOKEN}`);
+    expect(response.status).toBe(200);
+    expect(response.headers['content-type']).toMatch(/^text\/plain/);
+    expect(response.text).toContain('http_request_duration_seconds');
+    expect(response.text).toMatch(/webhook_events\{status="pending"\} \d+/);
+    expect(response.text).toMatch(/webhook_queue_jobs\{state="waiting"\} \d+/);
+    expect(response.text).toContain('process_cpu_seconds_total');
+  });
+
+  it('/v1/metrics is refused to everyone when METRICS_TOKEN is not configured', async () => {
+    const other = await startTestApp();
+    try {
+      expect((await request(other.http).get('/v1/metrics').set('Authorization', 'Bearer ')).status).toBe(401);
+      expect((await request(other.http).get('/v1/queues/')).status).toBe(401);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('the queue dashboard is behind the same token (bearer or basic password)', async () => {
+    expect((await request(t.http).get('/v1/queues/api/queues')).status).toBe(401);
+    const bearer = await request(t.http)
+      .get('/v1/queues/api/queues')
+      .set('Authorization', `Bearer ${METRICS_TOKEN}`);
+    expect(bearer.status).toBe(200);
+    const names = (bearer.body as { queues: { name: string }[] }).queues.map((queue) => queue.name).sort();
+    expect(names).toEqual(['maintenance', 'webhooks']);
+    const basic = await request(t.http).get('/v1/queues/').auth('operator', METRICS_TOKEN);
+    expect(basic.status).toBe(200);
+    expect(basic.headers['content-type']).toMatch(/text\/html/);
+  });
+
+  it('serves the OpenAPI document with both schemes as the interface declares them', async () => {
+    const response = await request(t.http).get('/v1/openapi.json');
+    expect(response.status).toBe(200);
+    const document = response.body as {
+      openapi: string;
+      info: { version: string };
+      components: { securitySchemes: Record<string, unknown> };
+      paths: Record<string, Record<string, { security?: Record<string, string[]>[] }>>;
+    };
+    expect(document.info.version).toBe('1.0.0');
+    expect(document.components.securitySchemes.OAuth2ClientCredentials).toEqual({
+      type: 'oauth2',
+      flows: { clientCredentials: { tokenUrl: `${TEST_BASE_URL}oauth/token`, scopes: {} } },
+    });
+    expect(document.components.securitySchemes.BearerAuth).toEqual({
+      type: 'http',
+      scheme: 'bearer',
+      bearerFormat: 'JWT',
+    });
+    // Every documented operation declares exactly the schemes its policy accepts.
+    const expected: Record<string, string[][]> = {
+      either: [['OAuth2ClientCredentials'], ['BearerAuth']],
+      cc: [['OAuth2ClientCredentials']],
+      public: [],
+    };
+    for (const route of t.app.get(RouteCatalog).all()) {
+      const operation =
+        document.paths[route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')]?.[route.method.toLowerCase()];
+      if (route.policy === 'ops') {
+        expect(operation).toBeUndefined(); // metrics are not part of the public document
+        continue;
+      }
+      expect(operation).toBeDefined();
+      const schemes = (operation.security ?? []).map((requirement) => Object.keys(requirement)).sort();
+      expect({ route: `${route.method} ${route.path}`, schemes }).toEqual({
+        route: `${route.method} ${route.path}`,
+        schemes: [...expected[route.policy!]].sort(),
+      });
+    }
+  });
+
+  it('serves the interactive documentation page', async () => {
+    const response = await request(t.http).get('/v1/docs');
+    expect(response.status).toBe(200);
+    expect(response.headers['content-type']).toMatch(/text\/html/);
+    expect(response.text).toContain('swagger');
+  });
+});

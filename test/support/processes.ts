@@ -1,0 +1,91 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+/** The repository root (tests run from it); dist/ is built by the global setup. */
+export const ROOT = process.cwd();
+export const MAIN_JS = path.join(ROOT, 'dist/src/main.js');
+export const CLI_JS = path.join(ROOT, 'dist/src/cli.js');
+
+/**
+ * The environment of a spawned entry point: the inherited one without the
+ * database, queue and test-harness settings, plus `overrides`.
+ */
+export function childEnv(overrides: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (name === 'DATABASE_URL' || name === 'REDIS_URL' || name.startsWith('TEST_')) continue;
+    if (name === 'NODE_OPTIONS' || name.startsWith('JEST_')) continue;
+    env[name] = value;
+  }
+  return { ...env, ...overrides };
+}
+
+export interface ProcessResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `node script args…` to completion (killed after `timeoutMs`). */
+export function runNode(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 30_000,
+): Promise<ProcessResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, ...args], { cwd: ROOT, env, stdio: 'pipe' });
+    child.stdin.end();
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
+
+/** True while `pid` exists and is not a zombie (a zombie has exited and only waits to be reaped). */
+export function isProcessRunning(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return false;
+  }
+}
+
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  stepMs = 100,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return true;
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, stepMs));
+  }
+}
