@@ -1,5 +1,16 @@
 import { Foundation1763900000000 } from './1763900000000-Foundation.js';
 import { WebhookOutbox1763900100000 } from './1763900100000-WebhookOutbox.js';
+import { Identity1763900200000 } from './1763900200000-Identity.js';
+import { KycDocumentsAndSessions1763900400000 } from './1763900400000-KycDocumentsAndSessions.js';
+import { WalletLedger1763900500000 } from './1763900500000-WalletLedger.js';
+import { Messaging1763900300000 } from './1763900300000-Messaging.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
-export const MIGRATIONS = [Foundation1763900000000, WebhookOutbox1763900100000];
+export const MIGRATIONS = [
+  Foundation1763900000000,
+  WebhookOutbox1763900100000,
+  Identity1763900200000,
+  Messaging1763900300000,
+  KycDocumentsAndSessions1763900400000,
+  WalletLedger1763900500000,
+];

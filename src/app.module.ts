@@ -9,6 +9,8 @@ import { HttpMetricsMiddleware, MetricsController } from './common/metrics/metri
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
 import { AppsModule } from './modules/apps/apps.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
+import { IdentityModule } from './modules/identity/identity.module.js';
+import { MobileModule } from './modules/mobile/mobile.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { WorkerProcessorsModule } from './worker.module.js';
 
@@ -30,6 +32,8 @@ export class AppModule implements NestModule {
         AppsModule,
         AuthModule,
         WebhooksModule,
+        MobileModule,
+        IdentityModule,
         ...(options.runWorker ? [WorkerProcessorsModule] : []),
         ...(options.extraModules ?? []),
       ],

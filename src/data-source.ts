@@ -3,6 +3,28 @@ import { MIGRATIONS } from '../migrations/index.js';
 import { ApplicationKeyEntity } from './modules/apps/entities/application-key.entity.js';
 import { ApplicationEntity } from './modules/apps/entities/application.entity.js';
 import { UsedAssertionEntity } from './modules/auth/entities/used-assertion.entity.js';
+import { CompanyEntity } from './modules/identity/companies/entities/company.entity.js';
+import {
+  CompanyKycDataEntity,
+  KycHistoryEntity,
+  UserKycDataEntity,
+} from './modules/identity/kyc/entities/kyc-data.entity.js';
+import { UserEntity } from './modules/identity/users/entities/user.entity.js';
+import { DocumentEntity } from './modules/identity/documents/entities/document.entity.js';
+import {
+  KycSessionEntity,
+  KycSessionStepEntity,
+} from './modules/identity/kyc-sessions/entities/kyc-session.entity.js';
+import { SmsMessageEntity } from './modules/mobile/entities/sms-message.entity.js';
+import {
+  OperatedAmountEntity,
+  WalletAccountEntity,
+} from './modules/wallet/accounts/entities/wallet-account.entity.js';
+import {
+  JournalEntryEntity,
+  LedgerAccountEntity,
+  PostingEntity,
+} from './modules/wallet/ledger/entities/ledger.entities.js';
 import { WebhookAttemptEntity } from './modules/webhooks/entities/webhook-attempt.entity.js';
 import { WebhookEventEntity } from './modules/webhooks/entities/webhook-event.entity.js';
 
@@ -17,6 +39,20 @@ export const ENTITIES = [
   UsedAssertionEntity,
   WebhookEventEntity,
   WebhookAttemptEntity,
+  UserEntity,
+  CompanyEntity,
+  UserKycDataEntity,
+  CompanyKycDataEntity,
+  KycHistoryEntity,
+  DocumentEntity,
+  KycSessionEntity,
+  KycSessionStepEntity,
+  SmsMessageEntity,
+  LedgerAccountEntity,
+  JournalEntryEntity,
+  PostingEntity,
+  WalletAccountEntity,
+  OperatedAmountEntity,
 ];
 
 export function dataSourceOptions(url: string, poolSize: number, applicationName: string): DataSourceOptions {

@@ -369,12 +369,42 @@ describe('route catalog of the real application', () => {
       .get(RouteCatalog)
       .all()
       .map((route) => `${route.method} ${route.path} -> ${route.policy}`);
+    // Users and Companies as the interface's tables say (CC = cc, Either = either); KYC data routes as designed.
     expect(routes).toEqual([
       'GET /v1/.well-known/jwks.json -> public',
+      'POST /v1/companies -> either',
+      'DELETE /v1/companies/:uuid -> either',
+      'GET /v1/companies/:uuid -> either',
+      'PATCH /v1/companies/:uuid -> either',
+      'GET /v1/companies/:uuid/documents -> either',
+      'POST /v1/companies/:uuid/documents -> either',
+      'GET /v1/companies/:uuid/kyc-data -> either',
+      'POST /v1/companies/:uuid/kyc-data -> either',
+      'GET /v1/companies/:uuid/kyc-data/history -> cc',
+      'GET /v1/companies/all -> cc',
+      'GET /v1/documents/:uuid -> either',
+      'GET /v1/documents/:uuid/content -> either',
       'GET /v1/health/live -> public',
       'GET /v1/health/ready -> public',
+      'POST /v1/kyc/sessions -> either',
+      'GET /v1/kyc/sessions/:uuid -> either',
+      'POST /v1/kyc/sessions/:uuid/steps/:step -> either',
       'GET /v1/metrics -> ops',
+      'POST /v1/mobile/simSwap -> either',
+      'POST /v1/mobile/sms -> either',
+      'GET /v1/mobile/sms/:uuid -> either',
       'POST /v1/oauth/app/token -> public',
+      'POST /v1/users -> either',
+      'DELETE /v1/users/:uuid -> either',
+      'GET /v1/users/:uuid -> cc',
+      'PATCH /v1/users/:uuid -> either',
+      'GET /v1/users/:uuid/documents -> either',
+      'POST /v1/users/:uuid/documents -> either',
+      'GET /v1/users/:uuid/kyc-data -> either',
+      'PATCH /v1/users/:uuid/kyc-data -> either',
+      'POST /v1/users/:uuid/kyc-data -> either',
+      'GET /v1/users/:uuid/kyc-data/history -> cc',
+      'GET /v1/users/all -> cc',
     ]);
   });
 });

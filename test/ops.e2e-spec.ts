@@ -63,7 +63,7 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
       .set('Authorization', `Bearer ${METRICS_TOKEN}`);
     expect(bearer.status).toBe(200);
     const names = (bearer.body as { queues: { name: string }[] }).queues.map((queue) => queue.name).sort();
-    expect(names).toEqual(['maintenance', 'webhooks']);
+    expect(names).toEqual(['kyc', 'maintenance', 'sms', 'webhooks']);
     const basic = await request(t.http).get('/v1/queues/').auth('operator', METRICS_TOKEN);
     expect(basic.status).toBe(200);
     expect(basic.headers['content-type']).toMatch(/text\/html/);

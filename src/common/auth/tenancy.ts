@@ -42,3 +42,22 @@ export function assertReachable(
 ): void {
   if (!resource || !canReach(principal, resource)) throw new NotFoundError(item, message);
 }
+
+/**
+ * The tenant scopes of `principal` AND the given conditions. A scope that
+ * already fixes a key to another value (a subject asking for someone else's
+ * row by id) is dropped; when none is left the row is unreachable: undefined.
+ */
+export function tenantWhereAnd<T extends { appId: string }>(
+  principal: Principal,
+  ownerKeys: readonly (keyof T & string)[],
+  conditions: Partial<Record<keyof T & string, string>>,
+): Partial<Record<keyof T & string, string>>[] | undefined {
+  const scopes = tenantWhere<T>(principal, ownerKeys).filter((scope) =>
+    Object.entries(conditions).every(([key, value]) => {
+      const fixed = scope[key as keyof T & string];
+      return fixed === undefined || fixed === value;
+    }),
+  );
+  return scopes.length ? scopes.map((scope) => ({ ...scope, ...conditions })) : undefined;
+}

@@ -35,6 +35,36 @@ export class JsonBodyMiddleware implements NestMiddleware {
     if (Array.isArray(request.body)) {
       throw ValidationFailedError.single('', 'invalid', 'Request body must be a JSON object');
     }
+    assertStorableJson(request.body);
     next();
+  }
+}
+
+/** Deeper bodies are refused: no request of the interface nests more than a few levels. */
+export const MAX_JSON_DEPTH = 32;
+
+/**
+ * Refuses what PostgreSQL cannot store or what would exhaust the stack later:
+ * a NUL character in any string or key, and nesting deeper than MAX_JSON_DEPTH.
+ * Walks iteratively, so the check itself cannot overflow.
+ */
+export function assertStorableJson(body: unknown): void {
+  const stack: { value: unknown; depth: number }[] = [{ value: body, depth: 0 }];
+  while (stack.length > 0) {
+    const { value, depth } = stack.pop()!;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000'))
+        throw ValidationFailedError.single('', 'invalid', 'strings must not contain NUL characters');
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_JSON_DEPTH) {
+      throw ValidationFailedError.single('', 'invalid', `JSON nesting deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+    for (const [key, child] of Object.entries(value)) {
+      if (key.includes('\u0000'))
+        throw ValidationFailedError.single('', 'invalid', 'keys must not contain NUL characters');
+      stack.push({ value: child, depth: depth + 1 });
+    }
   }
 }

@@ -2,6 +2,8 @@
 export const QUEUES = {
   maintenance: 'maintenance',
   webhooks: 'webhooks',
+  kyc: 'kyc',
+  sms: 'sms',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
@@ -10,4 +12,7 @@ export const JOBS = {
   pruneUsedAssertions: 'prune-used-assertions',
   sweepWebhooks: 'sweep-webhooks',
   deliverWebhook: 'deliver',
+  verifyKycStep: 'verify-kyc-step',
+  submitSms: 'submit-sms',
+  simulatedSmsReceipt: 'simulated-sms-receipt',
 } as const;

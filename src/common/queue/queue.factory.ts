@@ -1,4 +1,5 @@
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
+import { PinoLogger } from 'nestjs-pino';
 import {
   createPostgresBackend,
   Queue,
@@ -39,7 +40,20 @@ export class QueueFactory implements OnApplicationShutdown {
   private redis?: Redis;
   private readonly workerConnections: Redis[] = [];
 
-  constructor(@Inject(QUEUE_CONNECTION) readonly connection: QueueConnection) {}
+  constructor(
+    @Inject(QUEUE_CONNECTION) readonly connection: QueueConnection,
+    @Optional() private readonly logger?: PinoLogger,
+  ) {}
+
+  /** Connection trouble (Redis down, database restarting) goes to the log, not to stderr as raw traces. */
+  private watch(
+    emitter: { on(event: 'error', listener: (error: Error) => void): unknown },
+    name: string,
+  ): void {
+    emitter.on('error', (error: Error) =>
+      this.logger?.warn({ queue: name, err: error }, 'queue connection error'),
+    );
+  }
 
   get backend(): QueueConnection['kind'] {
     return this.connection.kind;
@@ -67,6 +81,7 @@ export class QueueFactory implements OnApplicationShutdown {
               { ...opts, connection: this.pgConnection(false) },
               createPostgresBackend,
             ) as unknown as Queue);
+      this.watch(queue, name);
       this.queues.set(name, queue);
     }
     return queue;

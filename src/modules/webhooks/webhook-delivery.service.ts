@@ -161,7 +161,7 @@ export class WebhookDeliveryService implements OnModuleDestroy {
               attempts = attempts + 1, last_attempt_at = now()
         WHERE e.id = $1 AND e.status = 'pending'
           AND (e.lease_until IS NULL OR e.lease_until < now())
-          AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= now() + interval '1 second')
+          AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= now() + interval '50 milliseconds')
           AND NOT EXISTS (
             SELECT 1 FROM webhook_events p
              WHERE p.app_id = e.app_id AND p.subject = e.subject AND p.status = 'pending' AND p.seq < e.seq)

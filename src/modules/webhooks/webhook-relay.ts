@@ -10,7 +10,12 @@ import { QueueFactory } from '../../common/queue/queue.factory.js';
 import { WebhookDeliveryService } from './webhook-delivery.service.js';
 import { deliveryJobId, WEBHOOK_NOTIFY_CHANNEL } from './webhook-events.js';
 
-const LIVE_STATES = new Set(['waiting', 'delayed', 'active', 'prioritized', 'waiting-children']);
+/**
+ * Job states in which the queue will still run the job. Not 'active': the sweeper only looks at events
+ * whose lease is free, and a worker that runs a delivery holds the lease; an active job on an event
+ * nobody leases belongs to a worker that died (its job would wait for BullMQ's stalled-job check).
+ */
+const LIVE_STATES = new Set(['waiting', 'delayed', 'prioritized', 'waiting-children']);
 
 /**
  * Moves committed outbox events into the queue (worker side only):
@@ -45,7 +50,8 @@ export class WebhookRelay implements OnApplicationBootstrap, OnApplicationShutdo
     await this.listen();
     this.sweepTimer = setInterval(() => void this.sweep(), this.config.webhookSweepIntervalMs);
     this.sweepTimer.unref();
-    await this.sweep();
+    // At start, anything pending and unleased is due: events written while no worker ran go out now.
+    await this.sweep(0);
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -96,7 +96,8 @@ export class WebhooksService {
           .getRepository(WebhookAttemptEntity)
           .createQueryBuilder('a')
           .where('a.event_id IN (:...ids)', { ids: events.map((event) => event.id) })
-          .orderBy('a.attempt', 'ASC')
+          .orderBy('a.started_at', 'ASC')
+          .addOrderBy('a.id', 'ASC')
           .getMany()
       : [];
     return events.map((event) => ({

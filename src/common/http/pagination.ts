@@ -1,0 +1,102 @@
+import {
+  applyDecorators,
+  CallHandler,
+  ExecutionContext,
+  Injectable,
+  NestInterceptor,
+  UseInterceptors,
+} from '@nestjs/common';
+import { ApiHeader, ApiQuery } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import type { Response } from 'express';
+import { map, type Observable } from 'rxjs';
+import { ValidationFailedError } from '../errors/domain-errors.js';
+
+export const DEFAULT_PAGE_SIZE = 100;
+export const MAX_PAGE_SIZE = 500;
+export const NEXT_CURSOR_HEADER = 'X-Next-Cursor';
+
+/** `?limit=&cursor=` of every list route. */
+export class PageQueryDto {
+  @IsOptional()
+  @Type(() => Number)
+  @Max(MAX_PAGE_SIZE)
+  @Min(1)
+  @IsInt()
+  limit?: number;
+
+  @IsOptional()
+  @MaxLength(200)
+  @IsString()
+  cursor?: string;
+}
+
+/** A page: the items, and the cursor of the next page when there is one. */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+/** Keyset position: (createdAt, id) of the last item served. */
+export interface CursorPosition {
+  createdAt: Date;
+  id: string;
+}
+
+export function encodeCursor(position: CursorPosition): string {
+  return Buffer.from(`${position.createdAt.toISOString()}|${position.id}`).toString('base64url');
+}
+
+export function decodeCursor(cursor: string | undefined): CursorPosition | undefined {
+  if (cursor === undefined) return undefined;
+  const [time, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  const createdAt = new Date(time);
+  if (!id || Number.isNaN(createdAt.getTime()) || !/^[0-9a-f-]{36}$/i.test(id)) {
+    throw ValidationFailedError.single('cursor', 'invalid', 'cursor is not valid');
+  }
+  return { createdAt, id };
+}
+
+/** Builds a page from rows fetched with `limit + 1` (the extra row only says that more exist). */
+export function toPage<R extends { createdAt: Date; id: string }, T>(
+  rows: R[],
+  limit: number,
+  view: (row: R) => T,
+): Page<T> {
+  const more = rows.length > limit;
+  const served = more ? rows.slice(0, limit) : rows;
+  const last = served[served.length - 1];
+  return { items: served.map(view), nextCursor: more && last ? encodeCursor(last) : null };
+}
+
+/** Answers the plain array the interface shows, with the next page's cursor in a header. */
+@Injectable()
+export class PageInterceptor<T> implements NestInterceptor<Page<T>, T[]> {
+  intercept(context: ExecutionContext, next: CallHandler<Page<T>>): Observable<T[]> {
+    const response = context.switchToHttp().getResponse<Response>();
+    return next.handle().pipe(
+      map((page) => {
+        if (page.nextCursor) response.setHeader(NEXT_CURSOR_HEADER, page.nextCursor);
+        return page.items;
+      }),
+    );
+  }
+}
+
+/** A list route: plain array body, `limit`/`cursor` query, `X-Next-Cursor` header. */
+export const Paginated = () =>
+  applyDecorators(
+    UseInterceptors(PageInterceptor),
+    ApiQuery({
+      name: 'limit',
+      required: false,
+      description: `page size, 1-${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`,
+    }),
+    ApiQuery({
+      name: 'cursor',
+      required: false,
+      description: `the ${NEXT_CURSOR_HEADER} of the previous page`,
+    }),
+    ApiHeader({ name: NEXT_CURSOR_HEADER, required: false, description: 'present when another page exists' }),
+  );

@@ -1,0 +1,101 @@
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  ParseUUIDPipe,
+  Patch,
+  Post,
+  Query,
+} from '@nestjs/common';
+import {
+  ApiCreatedResponse,
+  ApiForbiddenResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { AuthClient, AuthEither } from '../../../common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
+import { ErrorResponses } from '../../../common/http/openapi.js';
+import { Paginated, PageQueryDto, type Page } from '../../../common/http/pagination.js';
+import { CompanyKycDataDto, UpdateKycDataDto } from '../kyc/dto/kyc.dto.js';
+import { KycDataService } from '../kyc/kyc-data.service.js';
+import { CompaniesService } from './companies.service.js';
+import { CompanyResponseDto, CreateCompanyDto } from './dto/company.dto.js';
+
+@ApiTags('Companies')
+@Controller('companies')
+@ErrorResponses()
+export class CompaniesController {
+  constructor(
+    private readonly companies: CompaniesService,
+    private readonly kyc: KycDataService,
+  ) {}
+
+  @Post()
+  @AuthEither()
+  @ApiOperation({ summary: 'Register a company (a user token registers the company it names)' })
+  @ApiCreatedResponse({ type: CompanyResponseDto })
+  create(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: CreateCompanyDto,
+  ): Promise<CompanyResponseDto> {
+    return this.companies.create(principal, body);
+  }
+
+  @Get('all')
+  @AuthClient()
+  @Paginated()
+  @ApiOperation({ summary: "The application's companies, oldest first" })
+  @ApiOkResponse({ type: [CompanyResponseDto] })
+  list(
+    @CurrentPrincipal() principal: Principal,
+    @Query() query: PageQueryDto,
+  ): Promise<Page<CompanyResponseDto>> {
+    return this.companies.list(principal, query.limit, query.cursor);
+  }
+
+  @Get(':uuid')
+  @AuthEither()
+  @ApiOperation({ summary: 'A company' })
+  @ApiOkResponse({ type: CompanyResponseDto })
+  @ApiNotFoundResponse({ description: 'Unknown company' })
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+  ): Promise<CompanyResponseDto> {
+    return this.companies.get(principal, uuid);
+  }
+
+  @Patch(':uuid')
+  @AuthEither()
+  @ApiOperation({ summary: "Replace one section of the company's KYC data (UpdateKYCDataRequest)" })
+  @ApiOkResponse({ type: CompanyKycDataDto, description: 'The company KYC data after the change' })
+  @ApiNotFoundResponse({ description: 'Unknown company' })
+  updateKyc(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Body() body: UpdateKycDataDto,
+  ): Promise<CompanyKycDataDto> {
+    return this.kyc.updateCompanySection(principal, uuid, body.dataSection, body.data);
+  }
+
+  @Delete(':uuid')
+  @AuthEither()
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Delete a company (kept for audit; gone from the API)' })
+  @ApiNoContentResponse()
+  @ApiNotFoundResponse({ description: 'Unknown company' })
+  @ApiForbiddenResponse({ description: 'INVALID_STATE: the company owns an account holding money' })
+  async remove(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+  ): Promise<void> {
+    await this.companies.remove(principal, uuid);
+  }
+}

@@ -1,0 +1,127 @@
+import {
+  Body,
+  Controller,
+  Get,
+  Param,
+  ParseUUIDPipe,
+  Post,
+  Query,
+  StreamableFile,
+  UploadedFile,
+  UseInterceptors,
+} from '@nestjs/common';
+import { FileInterceptor } from '@nestjs/platform-express';
+import {
+  ApiBody,
+  ApiConsumes,
+  ApiCreatedResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiPayloadTooLargeResponse,
+  ApiProduces,
+  ApiTags,
+} from '@nestjs/swagger';
+import { AuthEither } from '../../../common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
+import { ErrorResponses } from '../../../common/http/openapi.js';
+import { Paginated, PageQueryDto, type Page } from '../../../common/http/pagination.js';
+import { DocumentsService, type UploadedFile as File } from './documents.service.js';
+import { DocumentResponseDto, UploadDocumentDto, UploadDocumentFormDto } from './dto/document.dto.js';
+
+@ApiTags('Documents')
+@Controller()
+@ErrorResponses()
+export class DocumentsController {
+  constructor(private readonly documents: DocumentsService) {}
+
+  @Post('users/:uuid/documents')
+  @AuthEither()
+  @UseInterceptors(FileInterceptor('file'))
+  @ApiOperation({ summary: 'Upload a document of a user (multipart: name, documentType, file)' })
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({ type: UploadDocumentFormDto })
+  @ApiCreatedResponse({ type: DocumentResponseDto })
+  @ApiPayloadTooLargeResponse({ description: 'file over DOCUMENT_MAX_BYTES' })
+  uploadForUser(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Body() body: UploadDocumentDto,
+    @UploadedFile() file: File | undefined,
+  ): Promise<DocumentResponseDto> {
+    return this.documents.upload(principal, 'USER', uuid, body, file);
+  }
+
+  @Get('users/:uuid/documents')
+  @AuthEither()
+  @Paginated()
+  @ApiOperation({ summary: "A user's documents, oldest first" })
+  @ApiOkResponse({ type: [DocumentResponseDto] })
+  listForUser(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Query() query: PageQueryDto,
+  ): Promise<Page<DocumentResponseDto>> {
+    return this.documents.list(principal, 'USER', uuid, query.limit, query.cursor);
+  }
+
+  @Post('companies/:uuid/documents')
+  @AuthEither()
+  @UseInterceptors(FileInterceptor('file'))
+  @ApiOperation({ summary: 'Upload a document of a company (multipart: name, documentType, file)' })
+  @ApiConsumes('multipart/form-data')
+  @ApiBody({ type: UploadDocumentFormDto })
+  @ApiCreatedResponse({ type: DocumentResponseDto })
+  @ApiPayloadTooLargeResponse({ description: 'file over DOCUMENT_MAX_BYTES' })
+  uploadForCompany(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Body() body: UploadDocumentDto,
+    @UploadedFile() file: File | undefined,
+  ): Promise<DocumentResponseDto> {
+    return this.documents.upload(principal, 'COMPANY', uuid, body, file);
+  }
+
+  @Get('companies/:uuid/documents')
+  @AuthEither()
+  @Paginated()
+  @ApiOperation({ summary: "A company's documents, oldest first" })
+  @ApiOkResponse({ type: [DocumentResponseDto] })
+  listForCompany(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Query() query: PageQueryDto,
+  ): Promise<Page<DocumentResponseDto>> {
+    return this.documents.list(principal, 'COMPANY', uuid, query.limit, query.cursor);
+  }
+
+  @Get('documents/:uuid')
+  @AuthEither()
+  @ApiOperation({ summary: "A document's metadata" })
+  @ApiOkResponse({ type: DocumentResponseDto })
+  @ApiNotFoundResponse({ description: 'Unknown document' })
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+  ): Promise<DocumentResponseDto> {
+    return this.documents.get(principal, uuid);
+  }
+
+  @Get('documents/:uuid/content')
+  @AuthEither()
+  @ApiOperation({ summary: 'Download a document' })
+  @ApiProduces('application/pdf', 'image/jpeg', 'image/png')
+  @ApiOkResponse({ description: 'the bytes as uploaded' })
+  @ApiNotFoundResponse({ description: 'Unknown document' })
+  async content(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+  ): Promise<StreamableFile> {
+    const { contentType, bytes, name } = await this.documents.content(principal, uuid);
+    return new StreamableFile(bytes, {
+      type: contentType,
+      disposition: `attachment; filename="${name.replace(/[^A-Za-z0-9._-]/g, '_')}"`,
+      length: bytes.length,
+    });
+  }
+}

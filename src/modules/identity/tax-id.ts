@@ -1,0 +1,67 @@
+/**
+ * Argentine CUIT/CUIL (11 digits: 2-digit type prefix, 8-digit document or
+ * sequence, mod-11 check digit) and Brazilian CNPJ (14 digits, two mod-11
+ * check digits). Separators (`-`, `.`, `/`, spaces) are accepted on input; the
+ * normalised value is digits only.
+ */
+
+/** Prefixes of natural persons (CUIL, and a person's CUIT). */
+export const PERSON_PREFIXES = ['20', '23', '24', '27'] as const;
+/** Prefixes of legal entities (a company's CUIT). */
+export const ENTITY_PREFIXES = ['30', '33', '34'] as const;
+
+const CUIT_WEIGHTS = [5, 4, 3, 2, 7, 6, 5, 4, 3, 2];
+
+export function normalizeTaxId(value: string): string {
+  return value.replace(/[\s./-]/g, '');
+}
+
+/** The check digit for the first 10 digits, or undefined when none exists (remainder 1: the number is not valid). */
+export function cuitCheckDigit(first10: string): number | undefined {
+  const sum = CUIT_WEIGHTS.reduce((acc, weight, i) => acc + weight * Number(first10[i]), 0);
+  const digit = 11 - (sum % 11);
+  if (digit === 11) return 0;
+  if (digit === 10) return undefined;
+  return digit;
+}
+
+export type CuitKind = 'person' | 'entity';
+
+/** Why a CUIT/CUIL is not valid, or undefined when it is. */
+export function cuitProblem(value: string, allowed: readonly CuitKind[]): string | undefined {
+  const digits = normalizeTaxId(value);
+  if (!/^\d{11}$/.test(digits)) return 'must be 11 digits';
+  const prefix = digits.slice(0, 2);
+  const prefixes: string[] = [
+    ...(allowed.includes('person') ? PERSON_PREFIXES : []),
+    ...(allowed.includes('entity') ? ENTITY_PREFIXES : []),
+  ];
+  if (!prefixes.includes(prefix))
+    return `has an invalid type prefix ${prefix} (expected ${prefixes.join(', ')})`;
+  if (cuitCheckDigit(digits.slice(0, 10)) !== Number(digits[10])) return 'has an invalid check digit';
+  return undefined;
+}
+
+/** Why a CNPJ is not valid, or undefined when it is. */
+export function cnpjProblem(value: string): string | undefined {
+  const digits = normalizeTaxId(value);
+  if (!/^\d{14}$/.test(digits)) return 'must be 14 digits';
+  if (/^(\d)\1{13}$/.test(digits)) return 'is not a valid CNPJ';
+  const check = (length: number) => {
+    const weights =
+      length === 12 ? [5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2] : [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
+    const sum = weights.reduce((acc, weight, i) => acc + weight * Number(digits[i]), 0);
+    const rest = sum % 11;
+    return rest < 2 ? 0 : 11 - rest;
+  };
+  if (check(12) !== Number(digits[12]) || check(13) !== Number(digits[13]))
+    return 'has an invalid check digit';
+  return undefined;
+}
+
+/** Derives the legal person type from a CUIT/CUIL prefix: Fisica (natural person) or Juridica (entity). */
+export function personTypeOf(cuit: string): 'Fisica' | 'Juridica' {
+  return (ENTITY_PREFIXES as readonly string[]).includes(normalizeTaxId(cuit).slice(0, 2))
+    ? 'Juridica'
+    : 'Fisica';
+}

@@ -1,0 +1,100 @@
+import { applyDecorators, Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiExtraModels,
+  ApiOkResponse,
+  ApiOperation,
+  ApiServiceUnavailableResponse,
+  ApiTags,
+  ApiUnauthorizedResponse,
+  getSchemaPath,
+} from '@nestjs/swagger';
+import { AuthEither } from '../../common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
+import { ValidationFailedError } from '../../common/errors/domain-errors.js';
+import { UseErrorStyle } from '../../common/errors/error-style.js';
+import { SimSwapRequestDto, SimSwapResponseDto } from './dto/sim-swap.dto.js';
+import {
+  SmsSendRequestDto,
+  SmsSendResponseDto,
+  SmsStatusNotFoundResponseDto,
+  SmsStatusResponseDto,
+} from './dto/sms.dto.js';
+import { SimSwapService } from './sim-swap/sim-swap.service.js';
+import { SmsService } from './sms/sms.service.js';
+
+const NO_ROUTES = { 'text/html': { schema: { type: 'string', example: 'NO ROUTES' } } } as const;
+
+/** The interface's error rule 5: 400 and 401 are the text `NO ROUTES` as text/html. */
+const TextErrors = (badRequest: string) =>
+  applyDecorators(
+    ApiBadRequestResponse({ description: badRequest, content: NO_ROUTES }),
+    ApiUnauthorizedResponse({
+      description: 'Missing or invalid credentials: `NO ROUTES`',
+      content: NO_ROUTES,
+    }),
+  );
+
+/** SMS and SIM swap (`mobile` stands for the telecom provider). Thin: one service call per route. */
+@ApiTags('mobile')
+@Controller('mobile')
+@UseErrorStyle('text')
+export class MobileController {
+  constructor(
+    private readonly sms: SmsService,
+    private readonly simSwap: SimSwapService,
+  ) {}
+
+  @Post('sms')
+  @AuthEither()
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Send an SMS' })
+  @ApiOkResponse({ type: SmsSendResponseDto })
+  @TextErrors('Invalid request, no route to the destination, or a rate limit reached: `NO ROUTES`')
+  async send(
+    @Body() body: SmsSendRequestDto,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<SmsSendResponseDto> {
+    const { messageId } = await this.sms.send(principal, body);
+    return { message_id: messageId };
+  }
+
+  @Get('sms/:uuid')
+  @AuthEither()
+  @ApiOperation({ summary: 'Delivery status of an SMS this application (or this user) sent' })
+  @ApiExtraModels(SmsStatusResponseDto, SmsStatusNotFoundResponseDto)
+  @ApiOkResponse({
+    description: 'The status, or status UNKNOWN with empty strings for an id this caller never sent',
+    schema: {
+      oneOf: [
+        { $ref: getSchemaPath(SmsStatusResponseDto) },
+        { $ref: getSchemaPath(SmsStatusNotFoundResponseDto) },
+      ],
+    },
+  })
+  @TextErrors('The path parameter is not a uuid: `NO ROUTES`')
+  status(
+    @Param(
+      'uuid',
+      new ParseUUIDPipe({
+        exceptionFactory: () => ValidationFailedError.single('uuid', 'invalid', 'uuid must be a uuid'),
+      }),
+    )
+    uuid: string,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<SmsStatusResponseDto | SmsStatusNotFoundResponseDto> {
+    return this.sms.status(principal, uuid.toLowerCase());
+  }
+
+  @Post('simSwap')
+  @AuthEither()
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Whether the SIM of a phone number was swapped recently (CAMARA SIM Swap check)' })
+  @ApiOkResponse({ type: SimSwapResponseDto })
+  @TextErrors('Invalid request, or the provider cannot check this number: `NO ROUTES`')
+  @ApiServiceUnavailableResponse({ description: 'The SIM swap provider failed (JSON error body)' })
+  async check(@Body() body: SimSwapRequestDto): Promise<SimSwapResponseDto> {
+    const { message } = await this.simSwap.check(body.phoneNumber);
+    return { message };
+  }
+}

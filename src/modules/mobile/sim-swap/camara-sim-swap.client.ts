@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { PinoLogger } from 'nestjs-pino';
+import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import { toE164 } from './phone-number.js';
+import { SimSwapLookupError, type SimSwapProvider } from './sim-swap.port.js';
+
+/** CAMARA error codes that mean "this number cannot be checked here", not "the provider failed". */
+const UNSUPPORTED_NUMBER_CODES = new Set([
+  'INVALID_ARGUMENT',
+  'NOT_FOUND',
+  'IDENTIFIER_NOT_FOUND',
+  'SERVICE_NOT_APPLICABLE',
+  'UNSUPPORTED_IDENTIFIER',
+]);
+
+/**
+ * GSMA Open Gateway / CAMARA SIM Swap (`POST {base}/check`, DOMAIN.md C5) with
+ * a two-legged bearer token: `{phoneNumber: '+E.164', maxAge: hours}` →
+ * `{swapped: boolean}`. Answers are mapped (docs/decisions/0010-messaging.md):
+ * - 200 with a boolean `swapped`: the answer;
+ * - 400 INVALID_ARGUMENT, 404, 422 SERVICE_NOT_APPLICABLE / IDENTIFIER_NOT_FOUND /
+ *   UNSUPPORTED_IDENTIFIER: the number cannot be checked → `unsupported-number`;
+ * - anything else (other 4xx such as 400 OUT_OF_RANGE, 401, 403, 429; 5xx; a
+ *   malformed 200; timeout; connection error) → `unavailable`.
+ */
+@Injectable()
+export class CamaraSimSwapClient implements SimSwapProvider {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly logger: PinoLogger,
+  ) {
+    this.logger.setContext('CamaraSimSwap');
+  }
+
+  async swappedWithin(phoneNumber: string, maxAgeHours: number): Promise<boolean> {
+    const { baseUrl, accessToken, timeoutMs, phoneFormat } = this.config.mobile.camara;
+    const correlator = randomUUID();
+    const started = performance.now();
+    let response: Response;
+    try {
+      response = await fetch(`${baseUrl}/check`, {
+        method: 'POST',
+        headers: {
+          Authorization: `Bearer ${accessToken}`,
+          'Content-Type': 'application/json',
+          Accept: 'application/json',
+          'x-correlator': correlator,
+        },
+        body: JSON.stringify({ phoneNumber: toE164(phoneNumber, phoneFormat), maxAge: maxAgeHours }),
+        signal: AbortSignal.timeout(timeoutMs),
+        redirect: 'error',
+      });
+    } catch (error) {
+      const timedOut = (error as Error).name === 'TimeoutError';
+      this.logger.warn(
+        { correlator, timedOut, err: (error as Error).message },
+        'CAMARA SIM swap unreachable',
+      );
+      throw new SimSwapLookupError(
+        'unavailable',
+        timedOut ? 'SIM swap provider timed out' : 'SIM swap provider unreachable',
+      );
+    }
+    const ms = Math.round(performance.now() - started);
+    const body = await readJson(response);
+    if (response.status === 200 && body && typeof body.swapped === 'boolean') {
+      this.logger.debug({ correlator, ms }, 'CAMARA SIM swap answered');
+      return body.swapped;
+    }
+    const code = typeof body?.code === 'string' ? body.code : undefined;
+    // Status and CAMARA code only: the number never reaches the logs.
+    this.logger.warn({ correlator, status: response.status, code, ms }, 'CAMARA SIM swap refused the check');
+    const unsupported =
+      (response.status === 400 || response.status === 404 || response.status === 422) &&
+      (code === undefined ? response.status === 404 : UNSUPPORTED_NUMBER_CODES.has(code));
+    throw new SimSwapLookupError(
+      unsupported ? 'unsupported-number' : 'unavailable',
+      `SIM swap provider answered ${response.status}${code ? ` ${code}` : ''}`,
+      response.status,
+    );
+  }
+}
+
+async function readJson(response: Response): Promise<Record<string, unknown> | undefined> {
+  try {
+    const text = await response.text();
+    const parsed: unknown = JSON.parse(text.slice(0, 64 * 1024));
+    return parsed && typeof parsed === 'object' && !Array.isArray(parsed)
+      ? (parsed as Record<string, unknown>)
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}

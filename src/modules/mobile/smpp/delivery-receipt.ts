@@ -1,0 +1,99 @@
+/**
+ * SMPP delivery receipts (DOMAIN.md C7): the text
+ * `id:… sub:… dlvrd:… submit date:YYMMDDhhmm done date:YYMMDDhhmm stat:XXXXXXX err:E Text:…`
+ * in a deliver_sm's short_message, or the SMPP 3.4 TLVs receipted_message_id
+ * and message_state.
+ */
+export interface DeliveryReceipt {
+  /** The provider's message id (submit_sm_resp message_id). */
+  readonly id: string;
+  /** The receipt's stat as sent (open set: DELIVRD, UNDELIV, EXPIRED, REJECTD, BUFFRED, …). */
+  readonly stat: string;
+  /** The receipt's err field ('' when absent). */
+  readonly err: string;
+  readonly submitDate?: Date;
+  readonly doneDate?: Date;
+}
+
+/** SMPP 3.4 message_state values (§5.2.28) as receipt stat words. */
+const MESSAGE_STATES: Record<number, string> = {
+  1: 'ENROUTE',
+  2: 'DELIVRD',
+  3: 'EXPIRED',
+  4: 'DELETED',
+  5: 'UNDELIV',
+  6: 'ACCEPTD',
+  7: 'UNKNOWN',
+  8: 'REJECTD',
+  9: 'SKIPPED',
+};
+
+/** States after which nothing changes; a late intermediate receipt never replaces one of them. */
+export const FINAL_STATES: readonly string[] = [
+  'DELIVRD',
+  'EXPIRED',
+  'DELETED',
+  'UNDELIV',
+  'REJECTD',
+  'UNKNOWN',
+  'SKIPPED',
+  'FAILED',
+];
+
+const field = (text: string, name: string, value: string): string | undefined =>
+  new RegExp(`(?:^|\\s)${name}:(${value})`, 'i').exec(text)?.[1];
+
+/** `YYMMDDhhmm` or `YYMMDDhhmmss`, read as UTC (the receipt carries no zone). */
+export function parseReceiptDate(value: string | undefined): Date | undefined {
+  const m = value ? /^(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})?$/.exec(value) : null;
+  if (!m) return undefined;
+  const [, yy, mo, dd, hh, mi, ss] = m;
+  const date = new Date(
+    Date.UTC(2000 + Number(yy), Number(mo) - 1, Number(dd), Number(hh), Number(mi), Number(ss ?? 0)),
+  );
+  // Reject rollovers such as month 13 or day 32.
+  return date.getUTCMonth() === Number(mo) - 1 && date.getUTCDate() === Number(dd) ? date : undefined;
+}
+
+/** A stat word safe to store: letters and underscores, upper case, at most 20. */
+export function normaliseStat(stat: string): string | undefined {
+  const upper = stat.trim().toUpperCase();
+  return /^[A-Z_]{1,20}$/.test(upper) ? upper : undefined;
+}
+
+/**
+ * Reads a receipt from the deliver_sm text, falling back to the TLVs
+ * (receipted_message_id, message_state). Undefined when it is not a receipt.
+ */
+export function parseDeliveryReceipt(
+  text: string,
+  tlvs: { receiptedMessageId?: string; messageState?: number } = {},
+): DeliveryReceipt | undefined {
+  const id = field(text, 'id', '[^\\s]+') ?? tlvs.receiptedMessageId;
+  const statText = field(text, 'stat', '[A-Za-z_]+');
+  const stat = normaliseStat(
+    statText ?? (tlvs.messageState !== undefined ? (MESSAGE_STATES[tlvs.messageState] ?? '') : ''),
+  );
+  if (!id || !stat) return undefined;
+  return {
+    id: id.replace(/\0+$/, ''),
+    stat,
+    err: field(text, 'err', '[0-9A-Za-z]{1,10}') ?? '',
+    submitDate: parseReceiptDate(field(text, 'submit date', '\\d{10,12}')),
+    doneDate: parseReceiptDate(field(text, 'done date', '\\d{10,12}')),
+  };
+}
+
+/**
+ * The forms one provider id may take: some SMSCs answer submit_sm in hex and
+ * write the receipt's id in decimal (or the reverse).
+ */
+export function providerIdCandidates(id: string): string[] {
+  const candidates = new Set([id]);
+  if (/^[0-9]{1,30}$/.test(id)) {
+    const hex = BigInt(id).toString(16);
+    candidates.add(hex).add(hex.toUpperCase());
+  }
+  if (/^[0-9a-f]{1,24}$/i.test(id)) candidates.add(BigInt(`0x${id}`).toString(10));
+  return [...candidates];
+}

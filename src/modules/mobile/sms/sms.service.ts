@@ -1,0 +1,126 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { PinoLogger } from 'nestjs-pino';
+import { DataSource, type EntityManager, type FindOptionsWhere } from 'typeorm';
+import type { Principal } from '../../../common/auth/principal.js';
+import { tenantWhere } from '../../../common/auth/tenancy.js';
+import { TooManyRequestsError, ValidationFailedError } from '../../../common/errors/domain-errors.js';
+import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import { SmsMessageEntity } from '../entities/sms-message.entity.js';
+import { SmsQueue } from './sms-queue.js';
+import { SmsRouting } from './sms-routing.js';
+import { SMS_STATUS } from './sms-status.js';
+
+/** What GET /mobile/sms/{uuid} reports: all strings, '' where nothing is known yet. */
+export type SmsStatusView =
+  | {
+      status: string;
+      delivery_time: string;
+      mccmnc: string;
+      error_code: string;
+      system_delivery_time: string;
+    }
+  | { status: 'UNKNOWN'; delivery_time: ''; mccmnc: '' };
+
+/** First key of the advisory locks that serialise the rate-limit check per application. */
+const RATE_LIMIT_LOCK_CLASS = 8_001;
+
+/**
+ * Accepts SMS for sending (route check, rate limits, one row per message,
+ * one queue job) and reports their status to the application, or to the user
+ * whose token sent them. Submission to the provider happens in the worker.
+ */
+@Injectable()
+export class SmsService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly routing: SmsRouting,
+    private readonly queue: SmsQueue,
+    private readonly logger: PinoLogger,
+  ) {
+    this.logger.setContext('SmsService');
+  }
+
+  async send(principal: Principal, input: { dnis: string; message: string }): Promise<{ messageId: string }> {
+    if (!this.routing.routable(input.dnis)) {
+      throw ValidationFailedError.single('dnis', 'invalid', 'no route to the destination');
+    }
+    const messageId = randomUUID();
+    await this.dataSource.transaction(async (manager) => {
+      await this.checkRateLimits(manager, principal.appId, input.dnis);
+      await manager.insert(SmsMessageEntity, {
+        id: messageId,
+        appId: principal.appId,
+        senderSubject: principal.kind === 'subject' ? principal.subject : null,
+        dnis: input.dnis,
+        body: input.message,
+        status: SMS_STATUS.queued,
+      });
+    });
+    try {
+      await this.queue.enqueueSubmit(messageId);
+    } catch (error) {
+      // The message is stored as QUEUED: the worker's sweeper enqueues it once the queue answers.
+      this.logger.warn(
+        { messageId, err: (error as Error).message },
+        'could not enqueue an SMS; the sweeper will',
+      );
+    }
+    this.logger.info({ messageId, appId: principal.appId }, 'SMS accepted');
+    return { messageId };
+  }
+
+  /** The status of a message the caller may see; UNKNOWN for any other id (another application's included). */
+  async status(principal: Principal, messageId: string): Promise<SmsStatusView> {
+    const where = tenantWhere<SmsMessageEntity>(principal, ['senderSubject']).map(
+      (clause) => ({ ...clause, id: messageId }) as FindOptionsWhere<SmsMessageEntity>,
+    );
+    const message = await this.dataSource.getRepository(SmsMessageEntity).findOne({ where });
+    if (!message) return { status: SMS_STATUS.unknown, delivery_time: '', mccmnc: '' };
+    return {
+      status: message.status,
+      delivery_time: message.deliveryTime?.toISOString() ?? '',
+      mccmnc: message.mccmnc ?? '',
+      error_code: message.errorCode ?? '',
+      system_delivery_time: message.systemDeliveryTime?.toISOString() ?? '',
+    };
+  }
+
+  /**
+   * Per application (a minute and a day) and per destination of the application
+   * (an hour), counted on the stored messages under a per-application advisory
+   * lock, so every API process sees the same counts.
+   */
+  private async checkRateLimits(manager: EntityManager, appId: string, dnis: string): Promise<void> {
+    const limits = this.config.mobile;
+    await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [RATE_LIMIT_LOCK_CLASS, appId]);
+    // Each count stops at its limit, so a high limit never means a long scan.
+    const [counts] = (await manager.query(
+      `SELECT
+         (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1
+            AND created_at > now() - interval '1 minute' LIMIT $3) m)::int AS minute,
+         (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1
+            AND created_at > now() - interval '1 day' LIMIT $4) d)::int AS day,
+         (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1 AND dnis = $2
+            AND created_at > now() - interval '1 hour' LIMIT $5) h)::int AS destination`,
+      [appId, dnis, limits.smsAppLimitPerMinute, limits.smsAppLimitPerDay, limits.smsDestinationLimitPerHour],
+    )) as { minute: number; day: number; destination: number }[];
+    const exceeded =
+      counts.minute >= limits.smsAppLimitPerMinute
+        ? { limit: 'application per minute', retryAfterSeconds: 60 }
+        : counts.day >= limits.smsAppLimitPerDay
+          ? { limit: 'application per day', retryAfterSeconds: 3600 }
+          : counts.destination >= limits.smsDestinationLimitPerHour
+            ? { limit: 'destination per hour', retryAfterSeconds: 600 }
+            : undefined;
+    if (exceeded) {
+      this.logger.info({ appId, limit: exceeded.limit }, 'SMS refused by a rate limit');
+      throw new TooManyRequestsError(
+        `SMS rate limit exceeded (${exceeded.limit})`,
+        exceeded.retryAfterSeconds,
+      );
+    }
+  }
+}

@@ -1,0 +1,63 @@
+import {
+  Check,
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryColumn,
+  PrimaryGeneratedColumn,
+  type Relation,
+} from 'typeorm';
+
+/** An account of the ledger: a wallet account (cached balance) or a system account (no cached balance). */
+@Entity({ name: 'ledger_accounts' })
+@Check('CHK_ledger_accounts_kind', `"kind" IN ('WALLET', 'SYSTEM')`)
+export class LedgerAccountEntity {
+  @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_ledger_accounts' }) id: string;
+  @Column('text') kind: 'WALLET' | 'SYSTEM';
+  /** `WALLET`, or the system account's role (SETTLEMENT, FEE_REVENUE, TAX_PAYABLE, ADJUSTMENTS, HOLDS). */
+  @Column('text') code: string;
+  @Column('text') currency: string;
+  /** NUMERIC as text: never a float. Kept for wallet accounts only. */
+  @Column('numeric', { precision: 24, scale: 6, default: 0 }) balance: string;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+}
+
+/** One balanced change of the ledger (append-only). */
+@Entity({ name: 'journal_entries' })
+@Index('idx_journal_entries_reference', ['reference'])
+export class JournalEntryEntity {
+  @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_journal_entries' }) id: string;
+  @Column('uuid', { name: 'app_id', nullable: true }) appId: string | null;
+  @Column('text') kind: string;
+  @Column('text', { nullable: true }) reference: string | null;
+  @Column('text', { nullable: true }) description: string | null;
+  /** `client:<appId>`, `subject:<uuid>`, `system:<component>`. */
+  @Column('text') actor: string;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+}
+
+/** One line of an entry: a signed amount on one account (positive raises its balance). */
+@Entity({ name: 'postings' })
+@Check('CHK_postings_amount', `"amount" <> 0`)
+@Index('idx_postings_account', ['accountId', 'id'])
+@Index('idx_postings_entry', ['entryId'])
+export class PostingEntity {
+  @PrimaryGeneratedColumn('increment', { type: 'bigint', primaryKeyConstraintName: 'PK_postings' })
+  id: string;
+  @Column('uuid', { name: 'entry_id' }) entryId: string;
+  @Column('uuid', { name: 'account_id' }) accountId: string;
+  @Column('numeric', { precision: 24, scale: 6 }) amount: string;
+  @Column('text') currency: string;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+
+  @ManyToOne(() => JournalEntryEntity)
+  @JoinColumn({ name: 'entry_id', foreignKeyConstraintName: 'FK_postings_entry' })
+  entry?: Relation<JournalEntryEntity>;
+
+  @ManyToOne(() => LedgerAccountEntity)
+  @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'FK_postings_account' })
+  account?: Relation<LedgerAccountEntity>;
+}

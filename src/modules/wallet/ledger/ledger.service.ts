@@ -1,0 +1,159 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import { fromDb, Money } from '../money.js';
+
+/** Roles of the system accounts that hold the other side of wallet movements. */
+export const SYSTEM_ACCOUNTS = ['SETTLEMENT', 'FEE_REVENUE', 'TAX_PAYABLE', 'ADJUSTMENTS', 'HOLDS'] as const;
+export type SystemAccount = (typeof SYSTEM_ACCOUNTS)[number];
+
+export interface PostingLine {
+  accountId: string;
+  /** Positive raises the account's balance, negative lowers it. */
+  amount: Money;
+  currency: string;
+}
+
+export interface EntryInput {
+  appId: string | null;
+  kind: string;
+  reference?: string;
+  description?: string;
+  actor: string;
+  lines: PostingLine[];
+}
+
+/** Deterministic id of a system account, so every process agrees without a lookup. */
+export function systemAccountId(code: SystemAccount, currency: string): string {
+  const hex = createHash('sha256').update(`wallet-system-account:${code}:${currency}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+export interface VerifyReport {
+  ok: boolean;
+  entries: number;
+  postings: number;
+  walletAccounts: number;
+  unbalancedEntries: { entryId: string; currency: string; sum: string }[];
+  balanceMismatches: { accountId: string; cached: string; postings: string }[];
+  totals: { currency: string; sum: string }[];
+}
+
+/**
+ * The double-entry ledger. Entries are append-only (the database refuses
+ * UPDATE/DELETE) and must balance per currency (checked here, and again by a
+ * deferred constraint trigger at commit). Wallet balances are a cached
+ * projection updated in the same transaction; callers lock wallet accounts
+ * first, in ascending id order, so concurrent movements never deadlock.
+ */
+@Injectable()
+export class LedgerService {
+  private readonly knownSystemAccounts = new Set<string>();
+
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** Locks wallet ledger accounts FOR UPDATE in id order; returns their balances. */
+  async lockWallets(manager: EntityManager, accountIds: string[]): Promise<Map<string, Money>> {
+    const ids = [...new Set(accountIds)].sort();
+    const rows = (await manager.query(
+      `SELECT id, balance FROM ledger_accounts WHERE id = ANY($1::uuid[]) AND kind = 'WALLET' ORDER BY id FOR UPDATE`,
+      [ids],
+    )) as { id: string; balance: string }[];
+    return new Map(rows.map((row) => [row.id, fromDb(row.balance)]));
+  }
+
+  async createWalletAccount(manager: EntityManager, id: string, currency: string): Promise<void> {
+    await manager.query(
+      `INSERT INTO ledger_accounts (id, kind, code, currency, balance) VALUES ($1, 'WALLET', 'WALLET', $2, 0)`,
+      [id, currency],
+    );
+  }
+
+  async systemAccount(manager: EntityManager, code: SystemAccount, currency: string): Promise<string> {
+    const id = systemAccountId(code, currency);
+    if (!this.knownSystemAccounts.has(id)) {
+      await manager.query(
+        `INSERT INTO ledger_accounts (id, kind, code, currency, balance) VALUES ($1, 'SYSTEM', $2, $3, 0)
+         ON CONFLICT (id) DO NOTHING`,
+        [id, code, currency],
+      );
+      this.knownSystemAccounts.add(id);
+    }
+    return id;
+  }
+
+  /** Writes one balanced entry and moves the cached wallet balances. Returns the entry id and new balances. */
+  async post(
+    manager: EntityManager,
+    input: EntryInput,
+  ): Promise<{ entryId: string; balances: Map<string, Money> }> {
+    const lines = input.lines.filter((line) => !line.amount.isZero());
+    const sums = new Map<string, Money>();
+    for (const line of lines)
+      sums.set(line.currency, (sums.get(line.currency) ?? new Money(0)).plus(line.amount));
+    for (const [currency, sum] of sums) {
+      if (!sum.isZero()) throw new Error(`journal entry does not balance in ${currency}: ${sum.toString()}`);
+    }
+    if (lines.length < 2) throw new Error('a journal entry needs at least two non-zero postings');
+    const entryId = randomUUID();
+    await manager.query(
+      `INSERT INTO journal_entries (id, app_id, kind, reference, description, actor) VALUES ($1, $2, $3, $4, $5, $6)`,
+      [entryId, input.appId, input.kind, input.reference ?? null, input.description ?? null, input.actor],
+    );
+    await manager.query(
+      `INSERT INTO postings (entry_id, account_id, amount, currency)
+       SELECT $1, unnest($2::uuid[]), unnest($3::numeric[]), unnest($4::text[])`,
+      [
+        entryId,
+        lines.map((line) => line.accountId),
+        lines.map((line) => line.amount.toFixed()),
+        lines.map((line) => line.currency),
+      ],
+    );
+    const moved = (await manager.query(
+      `UPDATE ledger_accounts a SET balance = a.balance + d.amount
+         FROM (SELECT account_id, sum(amount) AS amount FROM unnest($1::uuid[], $2::numeric[]) AS t(account_id, amount)
+               GROUP BY account_id) d
+        WHERE a.id = d.account_id AND a.kind = 'WALLET'
+      RETURNING a.id, a.balance`,
+      [lines.map((line) => line.accountId), lines.map((line) => line.amount.toFixed())],
+    )) as [{ id: string; balance: string }[], number];
+    return { entryId, balances: new Map(moved[0].map((row) => [row.id, fromDb(row.balance)])) };
+  }
+
+  /**
+   * Recomputes everything from the postings: every entry balances per currency, every wallet's cached
+   * balance equals the sum of its postings, and all accounts together sum to zero per currency.
+   */
+  async verify(): Promise<VerifyReport> {
+    const manager = this.dataSource.manager;
+    const unbalanced = (await manager.query(
+      `SELECT entry_id AS "entryId", currency, sum(amount)::text AS sum FROM postings
+        GROUP BY entry_id, currency HAVING sum(amount) <> 0 LIMIT 100`,
+    )) as VerifyReport['unbalancedEntries'];
+    const mismatches = (await manager.query(
+      `SELECT a.id AS "accountId", a.balance::text AS cached, coalesce(p.sum, 0)::text AS postings
+         FROM ledger_accounts a
+         LEFT JOIN (SELECT account_id, sum(amount) AS sum FROM postings GROUP BY account_id) p ON p.account_id = a.id
+        WHERE a.kind = 'WALLET' AND a.balance <> coalesce(p.sum, 0) LIMIT 100`,
+    )) as VerifyReport['balanceMismatches'];
+    const totals = (await manager.query(
+      `SELECT currency, sum(amount)::text AS sum FROM postings GROUP BY currency ORDER BY currency`,
+    )) as VerifyReport['totals'];
+    const [counts] = (await manager.query(
+      `SELECT (SELECT count(*) FROM journal_entries)::int AS entries, (SELECT count(*) FROM postings)::int AS postings,
+              (SELECT count(*) FROM ledger_accounts WHERE kind = 'WALLET')::int AS wallets`,
+    )) as { entries: number; postings: number; wallets: number }[];
+    const totalsBalance = totals.every((total) => new Money(total.sum).isZero());
+    return {
+      ok: unbalanced.length === 0 && mismatches.length === 0 && totalsBalance,
+      entries: counts.entries,
+      postings: counts.postings,
+      walletAccounts: counts.wallets,
+      unbalancedEntries: unbalanced,
+      balanceMismatches: mismatches,
+      totals,
+    };
+  }
+}

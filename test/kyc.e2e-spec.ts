@@ -1,0 +1,346 @@
+import { createHash, randomUUID } from 'node:crypto';
+import request from 'supertest';
+import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+);
+const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
+
+const validUser = (taxId: string) => ({
+  firstName: 'Ana',
+  lastName: 'García',
+  birthdate: '1990-04-21',
+  sex: 'female',
+  civilStatus: 'single',
+  nationality: 'AR',
+  legalInformation: {
+    taxIdType: 'cuil',
+    taxId,
+    taxCondition: 'others',
+    category: 'consumidorFinal',
+    taxExempt: false,
+  },
+  legalAddress: {
+    streetName: 'Corrientes',
+    streetNumber: '1234',
+    floor: '5',
+    apartment: 'B',
+    zipCode: 'C1043',
+    neighborhood: 'San Nicolás',
+    city: 'Buenos Aires',
+    region: 'CABA',
+    country: 'AR',
+  },
+});
+
+/** Valid CUILs (prefix 20, check digit computed as the tax authority does). */
+function cuil(n: number): string {
+  const body = `20${String(n).padStart(8, '0')}`;
+  const weights = [5, 4, 3, 2, 7, 6, 5, 4, 3, 2];
+  const sum = weights.reduce((acc, w, i) => acc + w * Number(body[i]), 0);
+  const check = 11 - (sum % 11);
+  return check === 10 ? cuil(n + 1) : `${body}${check === 11 ? 0 : check}`;
+}
+
+async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe('KYC documents and sessions', () => {
+  let t: TestApp;
+  let client: TestClient;
+  let token: string;
+  let userId: string;
+  let otherUserId: string;
+  let seq = 1000;
+
+  const auth = (value = token) => ({ Authorization: `Bearer ${value}` });
+  const createUser = async () => {
+    const response = await request(t.http)
+      .post('/v1/users')
+      .set(auth())
+      .send(validUser(cuil(seq++)));
+    expect(response.status).toBe(201);
+    return response.body.uuid as string;
+  };
+  const upload = (
+    owner: string,
+    bytes: Buffer,
+    filename: string,
+    fields: Record<string, string> = {},
+    as = token,
+  ) => {
+    const call = request(t.http).post(`/v1/users/${owner}/documents`).set(auth(as));
+    for (const [key, value] of Object.entries({ documentType: 'DNI_FRONT', ...fields }))
+      call.field(key, value);
+    return call.attach('file', bytes, filename);
+  };
+
+  beforeAll(async () => {
+    t = await startTestApp({ runWorker: true, env: { KYC_SIM_DELAY_MS: '50', DOCUMENT_MAX_BYTES: '4096' } });
+    client = await registerClient(t.app);
+    token = await accessToken(t.http, client);
+    userId = await createUser();
+    otherUserId = await createUser();
+  });
+  afterAll(() => t.close());
+
+  describe('documents', () => {
+    it('stores an upload, with the type detected from the bytes and its SHA-256', async () => {
+      const response = await upload(userId, PNG, 'front.png', { name: 'DNI frente' });
+      expect(response.status).toBe(201);
+      expect(response.body).toEqual({
+        uuid: expect.any(String),
+        name: 'DNI frente',
+        type: 'DNI_FRONT',
+        contentType: 'image/png',
+        url: expect.stringMatching(new RegExp(`documents/${response.body.uuid}/content$`)),
+        created: expect.any(String),
+      });
+      const [row] = (await t.dataSource.query('SELECT sha256, size FROM documents WHERE id = $1', [
+        response.body.uuid,
+      ])) as { sha256: string; size: number }[];
+      expect(row).toEqual({ sha256: createHash('sha256').update(PNG).digest('hex'), size: PNG.length });
+      const download = await request(t.http)
+        .get(`/v1/documents/${response.body.uuid}/content`)
+        .set(auth())
+        .buffer(true)
+        .parse((res, done) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (chunk: Buffer) => chunks.push(chunk));
+          res.on('end', () => done(null, Buffer.concat(chunks)));
+        });
+      expect(download.status).toBe(200);
+      expect(download.headers['content-type']).toBe('image/png');
+      expect(Buffer.compare(download.body as Buffer, PNG)).toBe(0);
+      const meta = await request(t.http).get(`/v1/documents/${response.body.uuid}`).set(auth());
+      expect(meta.body).toEqual(response.body);
+    });
+
+    it('trusts the bytes, not the file name', async () => {
+      const pdf = await upload(userId, PDF, 'looks-like.png');
+      expect(pdf.status).toBe(201);
+      expect(pdf.body.contentType).toBe('application/pdf');
+      const text = await upload(userId, Buffer.from('just some text, not an image'), 'photo.png');
+      expect(text.status).toBe(400);
+      expect(text.body.detail.items).toEqual([
+        { path: 'file', message: expect.any(String), type: 'invalid' },
+      ]);
+    });
+
+    it('refuses a file over DOCUMENT_MAX_BYTES with 413', async () => {
+      const big = Buffer.concat([PNG, Buffer.alloc(5000)]);
+      const response = await upload(userId, big, 'big.png');
+      expect(response.status).toBe(413);
+      expect(response.body.name).toBe('PayloadTooLargeError');
+    });
+
+    it('validates the form fields', async () => {
+      const noType = await request(t.http)
+        .post(`/v1/users/${userId}/documents`)
+        .set(auth())
+        .attach('file', PNG, 'a.png');
+      expect(noType.status).toBe(400);
+      expect(noType.body.detail.items).toContainEqual({
+        path: 'documentType',
+        message: expect.any(String),
+        type: 'required',
+      });
+      const noFile = await request(t.http)
+        .post(`/v1/users/${userId}/documents`)
+        .set(auth())
+        .field('documentType', 'X');
+      expect(noFile.status).toBe(400);
+      expect(noFile.body.detail.items).toEqual([
+        { path: 'file', message: expect.any(String), type: 'required' },
+      ]);
+      const extra = await upload(userId, PNG, 'a.png', { owner: 'someone' });
+      expect(extra.status).toBe(400);
+      expect(extra.body.detail.items).toContainEqual({
+        path: 'owner',
+        message: expect.any(String),
+        type: 'invalid',
+      });
+    });
+
+    it('lists the documents of an owner, and only to those who reach the owner', async () => {
+      const list = await request(t.http).get(`/v1/users/${userId}/documents`).set(auth());
+      expect(list.status).toBe(200);
+      expect(list.body.length).toBeGreaterThanOrEqual(2);
+      const own = await subjectToken(client, userId);
+      expect((await request(t.http).get(`/v1/users/${userId}/documents`).set(auth(own))).status).toBe(200);
+      const stranger = await subjectToken(client, otherUserId);
+      expect((await request(t.http).get(`/v1/users/${userId}/documents`).set(auth(stranger))).status).toBe(
+        404,
+      );
+      expect(
+        (await request(t.http).get(`/v1/documents/${list.body[0].uuid}`).set(auth(stranger))).status,
+      ).toBe(404);
+      const otherApp = await registerClient(t.app, 'other');
+      const otherToken = await accessToken(t.http, otherApp);
+      expect(
+        (await request(t.http).get(`/v1/documents/${list.body[0].uuid}`).set(auth(otherToken))).status,
+      ).toBe(404);
+      expect((await upload(userId, PNG, 'a.png', {}, otherToken)).status).toBe(404);
+    });
+  });
+
+  describe('sessions', () => {
+    const uploadNamed = async (owner: string, name: string) =>
+      (await upload(owner, PNG, 'x.png', { name })).body.uuid as string;
+    const submit = (session: string, step: string, documentUuid?: string, as = token) =>
+      request(t.http)
+        .post(`/v1/kyc/sessions/${session}/steps/${step}`)
+        .set(auth(as))
+        .send(documentUuid ? { documentUuid } : {});
+    const session = async (id: string) =>
+      (await request(t.http).get(`/v1/kyc/sessions/${id}`).set(auth())).body;
+    const stepStatus = async (id: string, step: string) =>
+      ((await session(id)).steps as { step: string; status: string }[]).find((s) => s.step === step)!.status;
+
+    it('runs a session to APPROVED, each completed step emitting kyc_steep_update through the outbox', async () => {
+      const started = await request(t.http)
+        .post('/v1/kyc/sessions')
+        .set(auth())
+        .send({ ownerType: 'USER', ownerId: userId });
+      expect(started.status).toBe(201);
+      expect(started.body.status).toBe('PENDING');
+      expect(started.body.steps.map((s: { step: string; status: string }) => [s.step, s.status])).toEqual([
+        ['DOCUMENT_FRONT', 'PENDING'],
+        ['DOCUMENT_BACK', 'PENDING'],
+        ['SELFIE', 'PENDING'],
+        ['GOVERNMENTAL_CHECK_SELFIE', 'PENDING'],
+      ]);
+      const id = started.body.uuid as string;
+      const early = await submit(id, 'GOVERNMENTAL_CHECK_SELFIE');
+      expect(early.status).toBe(403);
+      expect(early.body.detail).toEqual({ reason: 'INVALID_STATE' });
+
+      const front = await submit(id, 'DOCUMENT_FRONT', await uploadNamed(userId, 'front'));
+      expect(front.status).toBe(202);
+      expect(front.body.status).toBe('IN_PROGRESS');
+      await waitFor(async () => ((await stepStatus(id, 'DOCUMENT_FRONT')) === 'SUCCESS' ? true : undefined));
+      expect((await submit(id, 'DOCUMENT_FRONT', await uploadNamed(userId, 'again'))).status).toBe(403);
+
+      expect((await submit(id, 'DOCUMENT_BACK', await uploadNamed(userId, 'back'))).status).toBe(202);
+      expect((await submit(id, 'SELFIE', await uploadNamed(userId, 'selfie'))).status).toBe(202);
+      expect((await submit(id, 'GOVERNMENTAL_CHECK_SELFIE')).status).toBe(202);
+      const done = await waitFor(async () => {
+        const current = await session(id);
+        return current.status === 'APPROVED' ? current : undefined;
+      });
+      expect(done.steps.every((s: { status: string }) => s.status === 'SUCCESS')).toBe(true);
+
+      const events = (await t.dataSource.query(
+        `SELECT event, subject, payload FROM webhook_events WHERE subject = $1 ORDER BY seq`,
+        [id],
+      )) as {
+        event: string;
+        subject: string;
+        payload: { event: string; timestamp: number; data: unknown };
+      }[];
+      expect(events.map((e) => e.event)).toEqual(Array(4).fill('kyc_steep_update'));
+      expect(events.map((e) => e.payload.data)).toEqual([
+        { session: id, steep: 'DOCUMENT_FRONT', backStatus: 'PENDING', newStatus: 'SUCCESS' },
+        { session: id, steep: 'DOCUMENT_BACK', backStatus: 'PENDING', newStatus: 'SUCCESS' },
+        { session: id, steep: 'SELFIE', backStatus: 'PENDING', newStatus: 'SUCCESS' },
+        { session: id, steep: 'GOVERNMENTAL_CHECK_SELFIE', backStatus: 'PENDING', newStatus: 'SUCCESS' },
+      ]);
+      expect(events[0].payload.event).toBe('kyc_steep_update');
+      expect(Number.isInteger(events[0].payload.timestamp)).toBe(true);
+    });
+
+    it('rejects the session when the simulator fails a step (documents named FAIL…)', async () => {
+      const id = (
+        await request(t.http)
+          .post('/v1/kyc/sessions')
+          .set(auth())
+          .send({ ownerType: 'USER', ownerId: userId })
+      ).body.uuid as string;
+      expect(
+        (await submit(id, 'DOCUMENT_FRONT', await uploadNamed(userId, 'FAIL blurry photo'))).status,
+      ).toBe(202);
+      const rejected = await waitFor(async () => {
+        const current = await session(id);
+        return current.status === 'REJECTED' ? current : undefined;
+      });
+      expect(rejected.steps[0]).toMatchObject({
+        step: 'DOCUMENT_FRONT',
+        status: 'FAILED',
+        failureReason: expect.any(String),
+      });
+      const [event] = (await t.dataSource.query(`SELECT payload FROM webhook_events WHERE subject = $1`, [
+        id,
+      ])) as {
+        payload: { data: Record<string, string> };
+      }[];
+      expect(event.payload.data).toEqual({
+        session: id,
+        steep: 'DOCUMENT_FRONT',
+        backStatus: 'PENDING',
+        newStatus: 'FAILED',
+      });
+      const after = await submit(id, 'DOCUMENT_BACK', await uploadNamed(userId, 'back'));
+      expect(after.status).toBe(403);
+    });
+
+    it('refuses bad submissions', async () => {
+      const id = (
+        await request(t.http)
+          .post('/v1/kyc/sessions')
+          .set(auth())
+          .send({ ownerType: 'USER', ownerId: userId })
+      ).body.uuid as string;
+      const badStep = await submit(id, 'FINGERPRINT', await uploadNamed(userId, 'x'));
+      expect(badStep.status).toBe(400);
+      expect(badStep.body.detail.items[0]).toMatchObject({ path: 'step', type: 'invalid' });
+      const noDocument = await submit(id, 'DOCUMENT_FRONT');
+      expect(noDocument.body.detail.items[0]).toMatchObject({ path: 'documentUuid', type: 'required' });
+      const strangersDocument = await submit(id, 'DOCUMENT_FRONT', await uploadNamed(otherUserId, 'theirs'));
+      expect(strangersDocument.status).toBe(400);
+      expect(strangersDocument.body.detail.items[0]).toMatchObject({
+        path: 'documentUuid',
+        type: 'notfound',
+      });
+      const unknownOwner = await request(t.http)
+        .post('/v1/kyc/sessions')
+        .set(auth())
+        .send({ ownerType: 'USER', ownerId: randomUUID() });
+      expect(unknownOwner.status).toBe(400);
+      expect(unknownOwner.body.detail.items[0]).toMatchObject({ path: 'ownerId', type: 'notfound' });
+    });
+
+    it('scopes sessions to the application and to the subject', async () => {
+      const id = (
+        await request(t.http)
+          .post('/v1/kyc/sessions')
+          .set(auth())
+          .send({ ownerType: 'USER', ownerId: userId })
+      ).body.uuid as string;
+      const own = await subjectToken(client, userId);
+      expect((await request(t.http).get(`/v1/kyc/sessions/${id}`).set(auth(own))).status).toBe(200);
+      const stranger = await subjectToken(client, otherUserId);
+      expect((await request(t.http).get(`/v1/kyc/sessions/${id}`).set(auth(stranger))).status).toBe(404);
+      expect(
+        (
+          await request(t.http)
+            .post('/v1/kyc/sessions')
+            .set(auth(stranger))
+            .send({ ownerType: 'USER', ownerId: userId })
+        ).status,
+      ).toBe(400);
+      const otherApp = await registerClient(t.app, 'elsewhere');
+      const otherToken = await accessToken(t.http, otherApp);
+      expect((await request(t.http).get(`/v1/kyc/sessions/${id}`).set(auth(otherToken))).status).toBe(404);
+    });
+  });
+});

@@ -1,0 +1,409 @@
+import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import type { DeliveryReceipt } from '../src/modules/mobile/smpp/delivery-receipt.js';
+import { SmppLink, type LinkLog, type SmppLinkOptions } from '../src/modules/mobile/smpp/smpp-link.js';
+import { SmppSmsProvider } from '../src/modules/mobile/sms/smpp.provider.js';
+import { accessToken, registerClient, type TestClient } from './support/auth.js';
+import { waitFor } from './support/processes.js';
+import { TestSmsc } from './support/smpp-server.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+const SYSTEM_ID = 'wallet';
+const PASSWORD = 'secret12';
+
+/** Fast timings so drops, keep-alives and reconnections happen within a test. */
+const FAST = {
+  enquireLinkMs: 200,
+  responseTimeoutMs: 1000,
+  reconnectMinMs: 100,
+  reconnectMaxMs: 400,
+};
+
+const until = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) => {
+  if (!(await waitFor(check, timeoutMs, 25))) throw new Error(`timed out waiting for ${what}`);
+};
+
+describe('SmppLink against a real SMPP server', () => {
+  let smsc: TestSmsc;
+  const links: SmppLink[] = [];
+  const receipts: DeliveryReceipt[] = [];
+  const logged: { level: string; message: string; fields: Record<string, unknown> }[] = [];
+  const log: LinkLog = (level, fields, message) => logged.push({ level, message, fields });
+
+  const link = (overrides: Partial<SmppLinkOptions> = {}) => {
+    const created = new SmppLink(
+      {
+        host: '127.0.0.1',
+        port: smsc.port,
+        systemId: SYSTEM_ID,
+        password: PASSWORD,
+        systemType: '',
+        bindMode: 'transceiver',
+        sourceAddr: 'WALLET',
+        ...FAST,
+        ...overrides,
+      },
+      async (receipt) => {
+        receipts.push(receipt);
+      },
+      log,
+    );
+    links.push(created);
+    created.start();
+    return created;
+  };
+
+  beforeEach(async () => {
+    smsc = await TestSmsc.start({
+      systemId: SYSTEM_ID,
+      password: PASSWORD,
+      submitStatus: (pdu) => (String(pdu.destination_addr).startsWith('999') ? 0x0b : 0),
+    });
+    receipts.length = 0;
+    logged.length = 0;
+  });
+  afterEach(async () => {
+    await Promise.all(links.splice(0).map((l) => l.stop()));
+    await smsc.close();
+  });
+
+  it('binds as a transceiver with the configured system id and password (SMPP 3.4)', async () => {
+    const l = link();
+    await l.ready(5000);
+    expect(l.isBound).toBe(true);
+    expect(smsc.binds).toEqual([
+      {
+        command: 'bind_transceiver',
+        systemId: SYSTEM_ID,
+        password: PASSWORD,
+        interfaceVersion: 0x34,
+        accepted: true,
+      },
+    ]);
+  });
+
+  it('is refused a bind with a wrong password, stays unbound, and tries again with back-off', async () => {
+    const l = link({ password: 'wrong-pw' });
+    await until('two refused binds', () => l.refusedBinds >= 2);
+    expect(l.isBound).toBe(false);
+    expect(smsc.binds.every((bind) => bind.password === 'wrong-pw' && !bind.accepted)).toBe(true);
+    await expect(l.ready(0)).rejects.toThrow('the SMPP link is down');
+    await expect(l.submit('541123456789', 'Hola', 200)).rejects.toThrow('the SMPP link is down');
+    expect(smsc.submits).toHaveLength(0);
+    const refused = logged.find((entry) => entry.message === 'SMPP bind refused');
+    expect(refused?.fields.commandStatus).toBe(0x0e); // ESME_RINVPASWD
+    // The password is never logged.
+    expect(JSON.stringify(logged)).not.toContain('wrong-pw');
+  });
+
+  it('binds a transmitter and a receiver when configured so, and takes receipts on the receiver', async () => {
+    const l = link({ bindMode: 'transmitter-receiver' });
+    await until('both binds', () => l.isBound);
+    expect(smsc.binds.map((bind) => bind.command).sort()).toEqual(['bind_receiver', 'bind_transmitter']);
+    const outcome = await l.submit('541123456789', 'Hola', 1000);
+    expect(outcome).toMatchObject({ accepted: true });
+    const submit = smsc.submits[0];
+    expect(submit.session).toBe(
+      smsc.sessions.find((s) => (s as typeof s & { canReceive?: boolean }).canReceive === false),
+    );
+    const response = await smsc.receipt(submit.messageId!, { stat: 'DELIVRD' });
+    expect(response.command_status).toBe(0);
+    expect(receipts).toEqual([
+      expect.objectContaining({ id: submit.messageId, stat: 'DELIVRD', err: '000' }),
+    ]);
+  });
+
+  it('submits GSM 03.38 text with data_coding 0 and other text as UCS2 (data_coding 8)', async () => {
+    const l = link();
+    await l.ready(5000);
+    const gsm = 'Hola [mundo] {ok} ~ €5 @ñÑüÜéà_|^\\';
+    const ucs2 = 'Código ñandú: 😀 ok';
+    const longUcs2 = '😀'.repeat(64);
+    for (const text of [gsm, ucs2, longUcs2]) {
+      await expect(l.submit('541123456789', text, 1000)).resolves.toMatchObject({ accepted: true });
+    }
+    expect(
+      smsc.submits.map(({ dataCoding, text, viaPayload, destination }) => ({
+        dataCoding,
+        text,
+        viaPayload,
+        destination,
+      })),
+    ).toEqual([
+      { dataCoding: 0x00, text: gsm, viaPayload: false, destination: '541123456789' },
+      { dataCoding: 0x08, text: ucs2, viaPayload: false, destination: '541123456789' },
+      // 256 octets do not fit short_message (140): they travel in message_payload.
+      { dataCoding: 0x08, text: longUcs2, viaPayload: true, destination: '541123456789' },
+    ]);
+    const pdu = smsc.submits[0].pdu;
+    expect({
+      dest_addr_ton: pdu.dest_addr_ton,
+      dest_addr_npi: pdu.dest_addr_npi,
+      source_addr: pdu.source_addr,
+      source_addr_ton: pdu.source_addr_ton,
+      registered_delivery: pdu.registered_delivery,
+    }).toEqual({
+      dest_addr_ton: 1,
+      dest_addr_npi: 1,
+      source_addr: 'WALLET',
+      source_addr_ton: 5,
+      registered_delivery: 1,
+    });
+  });
+
+  it("keeps the provider's message id, and reports a refused submission with its command_status", async () => {
+    const l = link();
+    await l.ready(5000);
+    const accepted = await l.submit('541123456789', 'Hola', 1000);
+    expect(accepted).toEqual({
+      accepted: true,
+      providerMessageId: smsc.submits[0].messageId,
+      encoding: 'GSM7',
+    });
+    await expect(l.submit('999123456789', 'Hola', 1000)).resolves.toEqual({
+      accepted: false,
+      commandStatus: 0x0b,
+    });
+  });
+
+  it('sends enquire_link keep-alives, and drops and rebinds a link whose SMSC stops answering them', async () => {
+    const l = link();
+    await l.ready(5000);
+    await until('three keep-alives', () => smsc.enquireLinks >= 3);
+    expect(l.binds).toBe(1);
+    smsc.answerEnquireLink = false;
+    await until('the link dropped', () => !l.isBound);
+    smsc.answerEnquireLink = true;
+    await until('a second bind', () => l.binds === 2 && l.isBound);
+    expect(logged.map((entry) => entry.message)).toContain('SMPP enquire_link unanswered; dropping the link');
+  });
+
+  it('reconnects with back-off after the SMSC destroys the session', async () => {
+    const l = link();
+    await l.ready(5000);
+    smsc.accepting = false;
+    smsc.dropAll();
+    await until('the link down', () => !l.isBound);
+    const attemptsDuringOutage = smsc.binds.length;
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(l.isBound).toBe(false);
+    smsc.accepting = true;
+    await until('bound again', () => l.isBound);
+    expect(l.binds).toBe(2);
+    expect(smsc.binds.length).toBe(attemptsDuringOutage + 1);
+  });
+
+  it('answers receipts: deliver_sm_resp OK once stored, a temporary error when storing fails', async () => {
+    let fail = true;
+    const failing = new SmppLink(
+      {
+        host: '127.0.0.1',
+        port: smsc.port,
+        systemId: SYSTEM_ID,
+        password: PASSWORD,
+        systemType: '',
+        bindMode: 'transceiver',
+        sourceAddr: '',
+        ...FAST,
+      },
+      async (receipt) => {
+        if (fail) throw new Error('database down');
+        receipts.push(receipt);
+      },
+      log,
+    );
+    links.push(failing);
+    failing.start();
+    await failing.ready(5000);
+    const first = await smsc.receipt('abc123', { stat: 'DELIVRD' });
+    expect(first.command_status).toBe(0x64); // ESME_RX_T_APPN: the SMSC sends it again later
+    fail = false;
+    const second = await smsc.receipt('abc123', { stat: 'DELIVRD' });
+    expect(second.command_status).toBe(0);
+    expect(receipts).toHaveLength(1);
+    // A deliver_sm that is not a receipt (a mobile-originated message) is acknowledged and dropped.
+    const mo = await smsc.deliver('hello from a phone', { esmClass: 0 });
+    expect(mo.command_status).toBe(0);
+    expect(receipts).toHaveLength(1);
+  });
+});
+
+describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)', () => {
+  let smsc: TestSmsc;
+  let t: TestApp;
+  let client: TestClient;
+  let token: string;
+
+  beforeAll(async () => {
+    smsc = await TestSmsc.start({
+      systemId: SYSTEM_ID,
+      password: PASSWORD,
+      submitStatus: (pdu) => (String(pdu.destination_addr).startsWith('5499') ? 0x0b : 0),
+    });
+    t = await startTestApp({
+      runWorker: true,
+      env: {
+        SMS_PROVIDER: 'smpp',
+        SMPP_HOST: '127.0.0.1',
+        SMPP_PORT: String(smsc.port),
+        SMPP_SYSTEM_ID: SYSTEM_ID,
+        SMPP_PASSWORD: PASSWORD,
+        SMPP_SOURCE_ADDR: '5491100000000',
+        SMPP_ENQUIRE_LINK_MS: '500',
+        SMPP_RESPONSE_TIMEOUT_MS: '1000',
+        SMPP_RECONNECT_MIN_MS: '100',
+        SMPP_RECONNECT_MAX_MS: '400',
+        SMS_ROUTE_PREFIXES: '54',
+      },
+    });
+    client = await registerClient(t.app, 'smpp');
+    token = await accessToken(t.http, client);
+    await t.app.get(SmppSmsProvider).current!.ready(5000);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await smsc?.close();
+  });
+
+  const send = async (dnis: string, message: string) => {
+    const response = await request(t.http)
+      .post('/v1/mobile/sms')
+      .set('Authorization', `Bearer ${token}`)
+      .send({ dnis, message });
+    expect(response.status).toBe(200);
+    return (response.body as { message_id: string }).message_id;
+  };
+  const statusOf = async (id: string) => {
+    const response = await request(t.http)
+      .get(`/v1/mobile/sms/${id}`)
+      .set('Authorization', `Bearer ${token}`);
+    expect(response.status).toBe(200);
+    return response.body as Record<string, string>;
+  };
+  const row = async (id: string) =>
+    (
+      (await t.dataSource.query(
+        'SELECT status, provider, provider_message_id, body FROM sms_messages WHERE id = $1',
+        [id],
+      )) as { status: string; provider: string; provider_message_id: string | null; body: string | null }[]
+    )[0];
+  const submitFor = async (dnis: string, count: number) => {
+    await until(
+      `submit_sm #${count} to the destination`,
+      () => smsc.submits.filter((s) => s.destination === dnis).length >= count,
+    );
+    return smsc.submits.filter((s) => s.destination === dnis)[count - 1];
+  };
+
+  it('submits an accepted message and applies its delivery receipt (status, delivery time, error code)', async () => {
+    const id = await send('541123456789', 'Tu código: 1234');
+    const submit = await submitFor('541123456789', 1);
+    expect(submit.text).toBe('Tu código: 1234');
+    expect(submit.dataCoding).toBe(0x08); // ó is not in the GSM default alphabet
+    expect(submit.pdu.source_addr).toBe('5491100000000');
+    expect(submit.pdu.source_addr_ton).toBe(1);
+    await until('ENROUTE', async () => (await statusOf(id)).status === 'ENROUTE');
+    expect(await row(id)).toEqual({
+      status: 'ENROUTE',
+      provider: 'smpp',
+      provider_message_id: submit.messageId,
+      body: null,
+    });
+
+    const before = Date.now();
+    const response = await smsc.receipt(submit.messageId!, {
+      stat: 'DELIVRD',
+      err: '000',
+      submitDate: '2611231010',
+      doneDate: '2611231012',
+    });
+    expect(response.command_status).toBe(0);
+    const status = await statusOf(id);
+    expect(status).toStrictEqual({
+      status: 'DELIVRD',
+      delivery_time: '2026-11-23T10:12:00.000Z',
+      mccmnc: '',
+      error_code: '000',
+      system_delivery_time: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
+    });
+    expect(Date.parse(status.system_delivery_time)).toBeGreaterThanOrEqual(before - 1000);
+  });
+
+  it('stores whatever stat the receipt says (UNDELIV, vendor values), and a late intermediate receipt changes nothing', async () => {
+    const undelivered = await send('541123450001', 'Hola');
+    const vendor = await send('541123450002', 'Hola');
+    const s1 = await submitFor('541123450001', 1);
+    const s2 = await submitFor('541123450002', 1);
+    await until(
+      'both ENROUTE',
+      async () => (await row(undelivered)).status === 'ENROUTE' && (await row(vendor)).status === 'ENROUTE',
+    );
+
+    await smsc.receipt(s1.messageId!, { stat: 'UNDELIV', err: '0A1', doneDate: '261123101530' });
+    expect(await statusOf(undelivered)).toMatchObject({
+      status: 'UNDELIV',
+      error_code: '0A1',
+      delivery_time: '2026-11-23T10:15:30.000Z',
+    });
+    await smsc.receipt(s1.messageId!, { stat: 'ENROUTE', esmClass: 0x20 });
+    expect((await statusOf(undelivered)).status).toBe('UNDELIV');
+
+    await smsc.receipt(s2.messageId!, { stat: 'BUFFRED', err: '000', esmClass: 0x20 });
+    expect((await statusOf(vendor)).status).toBe('BUFFRED');
+    await smsc.receipt(s2.messageId!, { stat: 'EXPIRED', err: '027' });
+    expect(await statusOf(vendor)).toMatchObject({ status: 'EXPIRED', error_code: '027' });
+  });
+
+  it('matches a receipt whose id is the decimal form of the hex id submit_sm_resp gave', async () => {
+    const id = await send('541123450003', 'Hola');
+    const submit = await submitFor('541123450003', 1);
+    await until('ENROUTE', async () => (await row(id)).status === 'ENROUTE');
+    await smsc.receipt(BigInt(`0x${submit.messageId}`).toString(10), { stat: 'DELIVRD' });
+    expect((await statusOf(id)).status).toBe('DELIVRD');
+  });
+
+  it('marks a message the SMSC refuses as REJECTD with the command_status as error code', async () => {
+    const id = await send('549900000001', 'Hola');
+    await until('REJECTD', async () => (await statusOf(id)).status === 'REJECTD');
+    expect(await statusOf(id)).toMatchObject({
+      status: 'REJECTD',
+      error_code: '0x0000000B',
+      delivery_time: '',
+    });
+  });
+
+  it('answers 400 NO ROUTES for a destination outside SMS_ROUTE_PREFIXES', async () => {
+    const response = await request(t.http)
+      .post('/v1/mobile/sms')
+      .set('Authorization', `Bearer ${token}`)
+      .send({ dnis: '551123456789', message: 'Hola' });
+    expect(response.status).toBe(400);
+    expect(response.headers['content-type']).toMatch(/^text\/html/);
+    expect(response.text).toBe('NO ROUTES');
+  });
+
+  it('keeps a message sent while the link is down in the queue and sends it after the reconnection', async () => {
+    const link = t.app.get(SmppSmsProvider).current!;
+    const bindsBefore = link.binds;
+    smsc.accepting = false;
+    smsc.dropAll();
+    await until('the link down', () => !link.isBound);
+
+    const dnis = '541123450004';
+    const id = await send(dnis, `Outage ${randomUUID().slice(0, 8)}`);
+    // The worker waits for the link and retries; nothing reaches the SMSC, nothing fails.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    expect(smsc.submits.filter((s) => s.destination === dnis)).toHaveLength(0);
+    expect(await statusOf(id)).toMatchObject({ status: 'QUEUED' });
+
+    smsc.accepting = true;
+    const submit = await submitFor(dnis, 1);
+    expect(submit.text).toMatch(/^Outage /);
+    expect(link.binds).toBe(bindsBefore + 1);
+    await until('ENROUTE', async () => (await statusOf(id)).status === 'ENROUTE');
+    await smsc.receipt(submit.messageId!, { stat: 'DELIVRD' });
+    expect((await statusOf(id)).status).toBe('DELIVRD');
+    // Sent once.
+    expect(smsc.submits.filter((s) => s.destination === dnis)).toHaveLength(1);
+  });
+});

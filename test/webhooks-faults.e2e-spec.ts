@@ -1,0 +1,364 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { JobType } from 'bullmq';
+import type { JSONWebKeySet } from 'jose';
+import request from 'supertest';
+import { QUEUES } from '../src/common/queue/queue-names.js';
+import { QueueFactory } from '../src/common/queue/queue.factory.js';
+import { AppsService } from '../src/modules/apps/apps.service.js';
+import { WEBHOOK_EVENTS } from '../src/modules/webhooks/webhook-events.js';
+import { WebhooksService } from '../src/modules/webhooks/webhooks.service.js';
+import { registerClient } from './support/auth.js';
+import {
+  childEnv,
+  CLI_JS,
+  freePort,
+  isProcessRunning,
+  MAIN_JS,
+  ROOT,
+  runNode,
+  waitFor,
+} from './support/processes.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+import {
+  isolatedRedisEnv,
+  pollUntil,
+  sleep,
+  verifyWebhook,
+  WebhookReceiver,
+  type Responder,
+} from './support/webhook-receiver.js';
+
+const WORKER_JS = path.join(ROOT, 'dist/src/worker.js');
+const FAST = {
+  WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+  WEBHOOK_RETRY_DELAYS: '100ms,200ms,300ms',
+  WEBHOOK_SWEEP_INTERVAL_MS: '200',
+};
+const backend = process.env.TEST_REDIS_URL ? 'redis' : 'postgres';
+
+interface Running {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Every process this file starts, so that none outlives it. */
+const started: ChildProcess[] = [];
+
+function start(command: string, args: string[], env: NodeJS.ProcessEnv): Running {
+  const child = spawn(command, args, { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(child);
+  let output = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return { child, output: () => output, exited };
+}
+
+/** Waits (bounded) until the process printed `text`; fails with its output if it exited or took too long. */
+async function waitForOutput(running: Running, text: string, timeoutMs = 20_000): Promise<void> {
+  const seen = await waitFor(
+    () =>
+      running.output().includes(text) || running.child.exitCode !== null || running.child.signalCode !== null,
+    timeoutMs,
+    50,
+  );
+  if (!seen || !running.output().includes(text)) {
+    throw new Error(
+      `process did not print "${text}" (exit ${running.child.exitCode}):\n${running.output().slice(-3000)}`,
+    );
+  }
+}
+
+/** Sends `signal` and waits (bounded) for the exit. */
+async function stop(running: Running, signal: NodeJS.Signals, timeoutMs = 20_000) {
+  running.child.kill(signal);
+  const outcome = await Promise.race([
+    running.exited,
+    new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref()),
+  ]);
+  if (outcome === 'timeout') throw new Error(`the process did not exit within ${timeoutMs} ms of ${signal}`);
+  return outcome;
+}
+
+async function startRedis(port: number): Promise<Running> {
+  const redis = start(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    process.env,
+  );
+  await waitForOutput(redis, 'Ready to accept connections', 10_000);
+  return redis;
+}
+
+const jwksOf = async (t: TestApp): Promise<JSONWebKeySet> =>
+  (await request(t.http).get('/v1/.well-known/jwks.json')).body as JSONWebKeySet;
+
+/** Emits `count` test events for `appId`, each in a transaction of its own. */
+async function emitMany(t: TestApp, appId: string, count: number, label: string): Promise<string[]> {
+  const webhooks = t.app.get(WebhooksService);
+  const ids: string[] = [];
+  for (let n = 0; n < count; n++) {
+    ids.push(
+      await t.dataSource.transaction((manager) =>
+        webhooks.emit(manager, { appId, event: WEBHOOK_EVENTS.test, data: { message: `${label} ${n}` } }),
+      ),
+    );
+  }
+  return ids;
+}
+
+/** Every id acknowledged exactly once, and every row delivered. */
+async function expectAllDeliveredOnce(t: TestApp, receiver: WebhookReceiver, ids: string[]): Promise<void> {
+  for (const id of ids) expect(receiver.acknowledged(id)).toHaveLength(1);
+  const rows = (await t.dataSource.query('SELECT id, status FROM webhook_events WHERE id = ANY($1)', [
+    ids,
+  ])) as {
+    id: string;
+    status: string;
+  }[];
+  expect(rows).toHaveLength(ids.length);
+  expect(rows.filter((row) => row.status !== 'delivered')).toEqual([]);
+}
+
+const allAcknowledged = (receiver: WebhookReceiver, ids: string[]) => () =>
+  ids.every((id) => receiver.acknowledged(id).length > 0);
+
+describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
+  const receivers: WebhookReceiver[] = [];
+  const apps: TestApp[] = [];
+
+  const receiverFor = async (responder?: Responder) => {
+    const receiver = await WebhookReceiver.start(responder);
+    receivers.push(receiver);
+    return receiver;
+  };
+
+  afterEach(async () => {
+    for (const child of started) {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+    await Promise.all(receivers.splice(0).map((receiver) => receiver.close()));
+    for (const app of apps.splice(0)) await app.close();
+  });
+
+  afterAll(async () => {
+    const gone = await waitFor(
+      () => started.every((child) => child.pid === undefined || !isProcessRunning(child.pid)),
+      5_000,
+    );
+    expect(gone).toBe(true);
+  });
+
+  it('delivers every event when the worker is killed mid-delivery and another one starts', async () => {
+    // The API side only (no relay, sweeper or delivery in this process): it registers the application and
+    // emits through WebhooksService in real transactions. The workers are the real `node dist/src/worker.js`
+    // on the same database and queue, and on the same DATA_DIR, so they sign with the key this app publishes.
+    const t = await startTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ...isolatedRedisEnv(13) } });
+    apps.push(t);
+    // The first request is held open and never answered; every later one is acknowledged.
+    const receiver = await receiverFor((req) => (req.index === 0 ? 'hang' : { status: 200 }));
+    const { appId } = await registerClient(t.app, 'faults');
+    await t.app.get(AppsService).setWebhook(appId, receiver.url());
+
+    const workerEnv = childEnv({
+      ...FAST,
+      ...isolatedRedisEnv(13),
+      DATABASE_URL: t.databaseUrl,
+      DATA_DIR: t.dataDir,
+      WEBHOOK_TIMEOUT_MS: '5000',
+      LOG_LEVEL: 'info',
+    });
+    const first = start(process.execPath, [WORKER_JS], workerEnv);
+    await waitForOutput(first, '"msg":"worker running"');
+
+    const [held] = await emitMany(t, appId, 1, 'held');
+    await pollUntil('the first request', () => receiver.requests.length > 0, 15_000);
+    expect(receiver.requests[0].id).toBe(held);
+    expect(await stop(first, 'SIGKILL')).toEqual({ code: null, signal: 'SIGKILL' });
+
+    const meanwhile = await emitMany(t, appId, 20, 'meanwhile');
+    const pending = (await t.dataSource.query(
+      `SELECT count(*)::int AS n FROM webhook_events WHERE app_id = $1 AND status = 'pending'`,
+      [appId],
+    )) as { n: number }[];
+    expect(pending).toEqual([{ n: 21 }]);
+
+    const second = start(process.execPath, [WORKER_JS], workerEnv);
+    await waitForOutput(second, '"msg":"worker running"');
+    const ids = [held, ...meanwhile];
+    await pollUntil('all 21 events acknowledged', allAcknowledged(receiver, ids), 45_000);
+
+    await expectAllDeliveredOnce(t, receiver, ids);
+    expect(receiver.requests[0].answeredAt).toBeUndefined(); // the killed attempt was never answered
+    expect(receiver.attemptsOf(held).length).toBeGreaterThanOrEqual(2);
+    const jwks = await jwksOf(t);
+    const { payload } = await verifyWebhook(receiver.acknowledged(held)[0].body, jwks);
+    expect(payload).toMatchObject({ event: 'webhook_test', data: { message: 'held 0' } });
+    expect(await stop(second, 'SIGTERM')).toEqual({ code: 0, signal: null });
+  }, 60_000);
+
+  /**
+   * The queue loses jobs it holds (flushed Redis, deleted jobs): three events are in flight at a slow
+   * receiver and seven wait in the paused queue when every job is deleted. The sweeper enqueues
+   * again what the outbox still has pending.
+   */
+  async function flushedQueueLosesNothing(t: TestApp, label: string): Promise<void> {
+    const receiver = await receiverFor(() => ({ status: 200, delayMs: 500 }));
+    const { appId } = await registerClient(t.app, label);
+    await t.app.get(AppsService).setWebhook(appId, receiver.url());
+    const queue = t.app.get(QueueFactory).queue(QUEUES.webhooks);
+
+    const inFlight = await emitMany(t, appId, 3, 'in flight');
+    await pollUntil('three requests in flight', () => receiver.requests.length === 3);
+    await queue.pause(); // the next jobs stay queued until the flush
+    const queued = await emitMany(t, appId, 7, 'queued');
+    await pollUntil('the relay to queue seven jobs', async () => {
+      // A paused queue reports its waiting jobs as 'paused': a count type BullMQ accepts but leaves out of JobType.
+      const waiting = ['wait', 'paused', 'prioritized'] as JobType[];
+      return (await queue.getJobCountByTypes(...waiting)) >= 7;
+    });
+    await queue.obliterate({ force: true });
+    const left = await queue.getJobCounts();
+    expect(Object.values(left).reduce((sum, n) => sum + n, 0)).toBe(0);
+    await queue.resume();
+
+    const ids = [...inFlight, ...queued];
+    await pollUntil('all ten events acknowledged', allAcknowledged(receiver, ids), 40_000);
+    await expectAllDeliveredOnce(t, receiver, ids);
+  }
+
+  it('delivers events written while Redis was down, and after the queue lost its jobs (both backends)', async () => {
+    if (backend === 'redis') {
+      // A Redis of this test's own, so that it can be stopped and started again (empty).
+      const port = await freePort();
+      let redis = await startRedis(port);
+      const t = await startTestApp({
+        runWorker: true,
+        env: { ...FAST, REDIS_URL: `redis://127.0.0.1:${port}` },
+      });
+      apps.push(t);
+      const receiver = await receiverFor();
+      const { appId } = await registerClient(t.app, 'redis down');
+      await t.app.get(AppsService).setWebhook(appId, receiver.url());
+      const [before] = await emitMany(t, appId, 1, 'before');
+      await pollUntil('the event sent before the outage', allAcknowledged(receiver, [before]));
+
+      // The factory's queues report the outage (without a listener BullMQ prints each error to the console).
+      const queueErrors: Error[] = [];
+      const factory = t.app.get(QueueFactory);
+      for (const name of Object.values(QUEUES))
+        factory.queue(name).on('error', (error) => queueErrors.push(error));
+      expect(await stop(redis, 'SIGTERM')).toMatchObject({ code: 0 });
+      const during = await emitMany(t, appId, 10, 'during'); // PostgreSQL takes them; the queue cannot
+      await sleep(1_000); // several sweeps come and go without a queue
+      const pending = (await t.dataSource.query(
+        `SELECT count(*)::int AS n FROM webhook_events WHERE id = ANY($1) AND status = 'pending'`,
+        [during],
+      )) as { n: number }[];
+      expect(pending).toEqual([{ n: 10 }]);
+      expect(receiver.requests.map((req) => req.id)).toEqual([before]);
+      expect(queueErrors.some((error) => /ECONNREFUSED|Connection is closed/.test(error.message))).toBe(true);
+
+      redis = await startRedis(port); // same port, nothing in it
+      await pollUntil('the ten events written during the outage', allAcknowledged(receiver, during), 40_000);
+      await expectAllDeliveredOnce(t, receiver, [before, ...during]);
+
+      // Redis is back; now it loses the jobs it holds.
+      await flushedQueueLosesNothing(t, 'flushed redis');
+      await t.close();
+      apps.splice(apps.indexOf(t), 1);
+      expect(await stop(redis, 'SIGTERM')).toMatchObject({ code: 0 });
+    } else {
+      // The queue lives in the outbox's own database here: it cannot be down while events are written,
+      // but its jobs can be lost.
+      const t = await startTestApp({ runWorker: true, env: FAST });
+      apps.push(t);
+      await flushedQueueLosesNothing(t, 'flushed queue');
+    }
+  }, 60_000);
+
+  it('delivers in embedded mode through the API process alone (no DATABASE_URL, no REDIS_URL)', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-webhooks-embedded-'));
+    chmodSync(dataDir, 0o755); // the server runs as the postgres user when we are root
+    const clusterDir = path.join(dataDir, 'postgres');
+    /** Live postmasters on this data directory. */
+    const postmasters = (): number[] =>
+      readdirSync('/proc')
+        .filter((entry) => /^\d+$/.test(entry))
+        .filter((entry) => {
+          try {
+            const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+            const at = argv.indexOf('-D');
+            return (
+              at >= 0 && path.resolve(argv[at + 1] ?? '') === clusterDir && isProcessRunning(Number(entry))
+            );
+          } catch {
+            return false; // exited while we looked
+          }
+        })
+        .map(Number);
+    try {
+      const keyFile = path.join(dataDir, 'client-key.pem');
+      const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+      writeFileSync(keyFile, publicKey.export({ type: 'spki', format: 'pem' }) as string);
+      const receiver = await receiverFor();
+      const port = await freePort();
+      const env = childEnv({
+        DATA_DIR: dataDir,
+        PORT: String(port),
+        WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+        LOG_LEVEL: 'info',
+      });
+
+      const api = start(process.execPath, [MAIN_JS], env);
+      await waitForOutput(api, '"msg":"API listening"', 45_000);
+
+      const created = await runNode(
+        CLI_JS,
+        ['apps', 'create', '--name', 'embedded', '--public-key', keyFile, '--webhook-url', receiver.url()],
+        env,
+      );
+      expect(created.code).toBe(0);
+      const { appId } = JSON.parse(created.stdout) as { appId: string };
+      const sent = await runNode(CLI_JS, ['webhooks', 'send-test', '--app-id', appId], env);
+      expect(sent.code).toBe(0);
+      const body = JSON.parse(sent.stdout) as { eventId: string };
+      expect(body).toEqual({ eventId: expect.any(String) });
+
+      await pollUntil('the test webhook', () => receiver.acknowledged(body.eventId).length === 1, 20_000);
+      const [received] = receiver.requests;
+      expect(receiver.requests).toHaveLength(1);
+      expect(received.headers['webhook-id']).toBe(body.eventId);
+      const jwks = (await (
+        await fetch(`http://127.0.0.1:${port}/v1/.well-known/jwks.json`)
+      ).json()) as JSONWebKeySet;
+      const { payload } = await verifyWebhook(received.body, jwks);
+      expect(payload).toEqual({
+        event: 'webhook_test',
+        timestamp: expect.any(Number),
+        data: { message: expect.any(String) },
+      });
+
+      const listed = await runNode(CLI_JS, ['webhooks', 'list', '--app-id', appId], env);
+      expect(listed.code).toBe(0);
+      expect(JSON.parse(listed.stdout)).toEqual([
+        expect.objectContaining({ eventId: body.eventId, status: 'delivered', attempts: 1 }),
+      ]);
+
+      const serverPids = postmasters();
+      expect(serverPids).toHaveLength(1);
+      expect(await stop(api, 'SIGTERM')).toEqual({ code: 0, signal: null });
+      expect(await waitFor(() => postmasters().length === 0, 10_000)).toBe(true);
+    } finally {
+      for (const pid of postmasters()) process.kill(pid, 'SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});

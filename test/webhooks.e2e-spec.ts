@@ -1,0 +1,414 @@
+import { randomUUID } from 'node:crypto';
+import type { JSONWebKeySet } from 'jose';
+import request from 'supertest';
+import { ValidationFailedError } from '../src/common/errors/domain-errors.js';
+import { AppsService } from '../src/modules/apps/apps.service.js';
+import { WebhookRelay } from '../src/modules/webhooks/webhook-relay.js';
+import { WEBHOOK_EVENTS } from '../src/modules/webhooks/webhook-events.js';
+import { WebhooksService, type EmitInput, type EventView } from '../src/modules/webhooks/webhooks.service.js';
+import { registerClient } from './support/auth.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+import {
+  isolatedRedisEnv,
+  pollUntil,
+  sleep,
+  verifyWebhook,
+  WebhookReceiver,
+  type Responder,
+} from './support/webhook-receiver.js';
+
+/** Fast schedule: 4 attempts within ~0.6 s; the sweeper looks every 200 ms. */
+const FAST = {
+  WEBHOOK_RETRY_DELAYS: '100ms,200ms,300ms',
+  WEBHOOK_SWEEP_INTERVAL_MS: '200',
+  WEBHOOK_TIMEOUT_MS: '1000',
+};
+/** Longer than the whole schedule (with jitter) plus several sweeps: nothing may arrive after it. */
+const QUIET_MS = 1_200;
+
+const backend = process.env.TEST_REDIS_URL ? 'redis' : 'postgres';
+
+describe(`webhook delivery (${backend} queue backend, worker in process)`, () => {
+  let t: TestApp;
+  let webhooks: WebhooksService;
+  let jwks: JSONWebKeySet;
+  const receivers: WebhookReceiver[] = [];
+
+  beforeAll(async () => {
+    t = await startTestApp({
+      runWorker: true,
+      env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ...FAST, ...isolatedRedisEnv(11) },
+    });
+    webhooks = t.app.get(WebhooksService);
+    const response = await request(t.http).get('/v1/.well-known/jwks.json');
+    expect(response.status).toBe(200);
+    jwks = response.body as JSONWebKeySet;
+  });
+  afterEach(async () => {
+    await Promise.all(receivers.splice(0).map((receiver) => receiver.close()));
+  });
+  afterAll(() => t?.close());
+
+  /** A fresh application whose webhook URL points at a fresh receiver. */
+  const appWithReceiver = async (responder?: Responder) => {
+    const receiver = await WebhookReceiver.start(responder);
+    receivers.push(receiver);
+    const { appId } = await registerClient(t.app, 'webhook receiver');
+    await t.app.get(AppsService).setWebhook(appId, receiver.url());
+    return { appId, receiver };
+  };
+
+  /** Emits one event in a transaction of its own (as a producer would, with the transaction's manager). */
+  const emit = (input: EmitInput) => t.dataSource.transaction((manager) => webhooks.emit(manager, input));
+
+  const transferUpdate = (appId: string, uuid = randomUUID()): EmitInput => ({
+    appId,
+    event: WEBHOOK_EVENTS.transferUpdate,
+    subject: uuid,
+    data: { uuid, movementType: 'DEPOSIT', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
+  });
+
+  const view = async (appId: string, eventId: string): Promise<EventView> => {
+    const found = (await webhooks.list({ appId })).find((event) => event.eventId === eventId);
+    if (!found) throw new Error(`event ${eventId} is not listed`);
+    return found;
+  };
+
+  const waitForStatus = async (
+    appId: string,
+    eventId: string,
+    status: EventView['status'],
+    timeoutMs?: number,
+  ) => {
+    await pollUntil(
+      `event ${eventId} to be ${status}`,
+      async () => (await view(appId, eventId)).status === status,
+      timeoutMs,
+    );
+    return view(appId, eventId);
+  };
+
+  it('send-test reaches the receiver as a compact JWS that verifies with the JWKS (ES256) and breaks on any changed byte', async () => {
+    const { appId, receiver } = await appWithReceiver();
+    const before = Math.floor(Date.now() / 1000);
+    const { eventId } = await webhooks.sendTest(appId);
+    await pollUntil('the test webhook', () => receiver.acknowledged(eventId).length === 1);
+    const after = Math.floor(Date.now() / 1000);
+
+    const [received] = receiver.requests;
+    expect(receiver.requests).toHaveLength(1);
+    expect(received.headers['content-type']).toBe('plain/text');
+    expect(received.headers['webhook-id']).toBe(eventId);
+    const timestampHeader = String(received.headers['webhook-timestamp']);
+    expect(timestampHeader).toMatch(/^\d+$/);
+    expect(Number(timestampHeader)).toBeGreaterThanOrEqual(before);
+    expect(Number(timestampHeader)).toBeLessThanOrEqual(after);
+
+    expect(received.body.split('.')).toHaveLength(3);
+    const { payload, header } = await verifyWebhook(received.body, jwks);
+    expect(header.alg).toBe('ES256');
+    expect(jwks.keys.map((key) => key.kid)).toContain(header.kid);
+    expect(payload).toEqual({
+      event: 'webhook_test',
+      timestamp: expect.any(Number),
+      data: { message: expect.any(String) },
+    });
+    const { timestamp, data } = payload as { timestamp: number; data: { message: string } };
+    expect(Number.isInteger(timestamp)).toBe(true);
+    expect(timestamp).toBeGreaterThanOrEqual(before);
+    expect(timestamp).toBeLessThanOrEqual(after);
+    expect(data.message.length).toBeGreaterThan(0);
+
+    // One changed byte anywhere (protected header, payload, signature) and verification fails.
+    const [headerPart, payloadPart] = received.body.split('.');
+    const alter = (position: number) =>
+      received.body.slice(0, position) +
+      (received.body[position] === 'A' ? 'B' : 'A') +
+      received.body.slice(position + 1);
+    await expect(verifyWebhook(alter(Math.floor(headerPart.length / 2)), jwks)).rejects.toThrow();
+    const inPayload = headerPart.length + 1 + Math.floor(payloadPart.length / 2);
+    await expect(verifyWebhook(alter(inPayload), jwks)).rejects.toThrow('signature verification failed');
+    const inSignature = received.body.length - 10;
+    await expect(verifyWebhook(alter(inSignature), jwks)).rejects.toThrow('signature verification failed');
+    await expect(verifyWebhook(received.body, jwks)).resolves.toMatchObject({ payload });
+
+    expect(await view(appId, eventId)).toMatchObject({
+      status: 'delivered',
+      attempts: 1,
+      event: 'webhook_test',
+    });
+  });
+
+  it('retries a receiver that answers 500 twice: three attempts, one Webhook-Id, then nothing more', async () => {
+    const { appId, receiver } = await appWithReceiver((req, self) => ({
+      status: self.attemptsOf(req.id).length <= 2 ? 500 : 200,
+    }));
+    const eventId = await emit(transferUpdate(appId));
+    const delivered = await waitForStatus(appId, eventId, 'delivered');
+    await sleep(QUIET_MS);
+
+    expect(receiver.requests.map((req) => req.id)).toEqual([eventId, eventId, eventId]);
+    expect(receiver.requests.map((req) => req.status)).toEqual([500, 500, 200]);
+    // Every attempt is signed afresh, but with the same event payload.
+    const payloads = await Promise.all(
+      receiver.requests.map(async (req) => (await verifyWebhook(req.body, jwks)).payload),
+    );
+    expect(new Set(payloads.map((payload) => JSON.stringify(payload))).size).toBe(1);
+
+    const listed = await view(appId, eventId);
+    expect(listed).toMatchObject({ status: 'delivered', attempts: 3, replays: 0, lastError: null });
+    expect(listed.deliveredAt).toBe(delivered.deliveredAt);
+    expect(listed.deliveries.map((delivery) => delivery.statusCode)).toEqual([500, 500, 200]);
+    expect(listed.deliveries.map((delivery) => delivery.outcome)).toEqual(['failed', 'failed', 'delivered']);
+    expect(listed.deliveries.map((delivery) => delivery.attempt)).toEqual([1, 2, 3]);
+    expect(listed.deliveries[0].error).toBe('HTTP 500');
+  });
+
+  it('marks the event failed once the retries are used up, and replay delivers it with the same Webhook-Id', async () => {
+    let fixed = false;
+    const { appId, receiver } = await appWithReceiver(() => ({ status: fixed ? 200 : 503 }));
+    const eventId = await emit(transferUpdate(appId));
+    const failed = await waitForStatus(appId, eventId, 'failed');
+    await sleep(QUIET_MS);
+
+    expect(receiver.requests).toHaveLength(4); // the first attempt and one per configured delay
+    expect(failed).toMatchObject({ attempts: 4, lastError: 'HTTP 503', replays: 0, deliveredAt: null });
+    expect(failed.deliveries.map((delivery) => delivery.statusCode)).toEqual([503, 503, 503, 503]);
+    expect((await view(appId, eventId)).status).toBe('failed');
+
+    fixed = true;
+    await expect(webhooks.replay(eventId)).resolves.toEqual({ eventId, status: 'pending' });
+    const replayed = await waitForStatus(appId, eventId, 'delivered');
+    expect(replayed).toMatchObject({ replays: 1, attempts: 1, lastError: null });
+    expect(receiver.requests).toHaveLength(5);
+    expect(receiver.requests.map((req) => req.id)).toEqual(Array(5).fill(eventId));
+    expect(receiver.acknowledged(eventId)).toHaveLength(1);
+    expect(replayed.deliveries.map((delivery) => delivery.statusCode).sort()).toEqual([
+      200, 503, 503, 503, 503,
+    ]);
+
+    // An unknown event is not found.
+    await expect(webhooks.replay(randomUUID())).rejects.toThrow('Webhook event not found');
+  });
+
+  it('honours Retry-After on a 429 even though the schedule says 100 ms', async () => {
+    const { appId, receiver } = await appWithReceiver((req, self) =>
+      self.attemptsOf(req.id).length === 1
+        ? { status: 429, headers: { 'Retry-After': '1' } }
+        : { status: 200 },
+    );
+    const eventId = await emit(transferUpdate(appId));
+    await waitForStatus(appId, eventId, 'delivered');
+
+    const [first, second] = receiver.attemptsOf(eventId);
+    expect(receiver.attemptsOf(eventId)).toHaveLength(2);
+    expect(first.status).toBe(429);
+    expect(second.status).toBe(200);
+    expect(second.receivedAt - (first.answeredAt ?? 0)).toBeGreaterThanOrEqual(950);
+  });
+
+  it('counts a receiver that does not answer within WEBHOOK_TIMEOUT_MS as a failed attempt and retries', async () => {
+    const { appId, receiver } = await appWithReceiver((req, self) =>
+      self.attemptsOf(req.id).length === 1 ? 'hang' : { status: 200 },
+    );
+    const eventId = await emit(transferUpdate(appId));
+    const delivered = await waitForStatus(appId, eventId, 'delivered');
+
+    expect(receiver.attemptsOf(eventId)).toHaveLength(2);
+    expect(receiver.attemptsOf(eventId)[0].answeredAt).toBeUndefined();
+    expect(delivered.attempts).toBe(2);
+    const [timedOut, ok] = delivered.deliveries;
+    expect(timedOut).toMatchObject({ attempt: 1, outcome: 'failed', statusCode: null });
+    expect(timedOut.error).toMatch(/timed out/);
+    expect(timedOut.durationMs).toBeGreaterThanOrEqual(950);
+    expect(timedOut.durationMs).toBeLessThan(5_000);
+    expect(ok).toMatchObject({ attempt: 2, outcome: 'delivered', statusCode: 200 });
+  });
+
+  it('emits nothing for a change that rolled back', async () => {
+    const { appId, receiver } = await appWithReceiver();
+    let rolledBackId: string | undefined;
+    await expect(
+      t.dataSource.transaction(async (manager) => {
+        rolledBackId = await webhooks.emit(manager, transferUpdate(appId));
+        throw new Error('the change failed');
+      }),
+    ).rejects.toThrow('the change failed');
+    expect(rolledBackId).toEqual(expect.any(String));
+
+    const rows = await t.dataSource.query('SELECT id FROM webhook_events WHERE app_id = $1 OR id = $2', [
+      appId,
+      rolledBackId,
+    ]);
+    expect(rows).toEqual([]);
+
+    // Several sweeps pass; then a committed event serves as a barrier: it arrives, the rolled-back one never.
+    await sleep(1_000);
+    const barrier = await emit(transferUpdate(appId));
+    await pollUntil('the barrier event', () => receiver.acknowledged(barrier).length === 1);
+    expect(receiver.requests.map((req) => req.id)).toEqual([barrier]);
+  });
+
+  it('delivers the events of one subject in emission order, each only after its predecessor was acknowledged', async () => {
+    const subject = randomUUID();
+    const ids: string[] = [];
+    const { appId, receiver } = await appWithReceiver((req, self) => ({
+      // The first delivery of event #1 fails once; every answer takes a little while, to widen any race.
+      status: req.id === ids[0] && self.attemptsOf(req.id).length === 1 ? 500 : 200,
+      delayMs: 20,
+    }));
+    const transitions = [
+      ['PENDING', 'PENDING'],
+      ['PENDING', 'ACCEPTED'],
+      ['ACCEPTED', 'REJECTED'],
+      ['REJECTED', 'PENDING'],
+      ['PENDING', 'ACCEPTED'],
+    ];
+    for (const [backStatus, newStatus] of transitions) {
+      await t.dataSource.transaction(async (manager) => {
+        // The id is known before commit, so before the receiver can see the event.
+        ids.push(
+          await webhooks.emit(manager, {
+            appId,
+            event: WEBHOOK_EVENTS.transferUpdate,
+            subject,
+            data: { uuid: subject, movementType: 'WITHDRAW', backStatus, newStatus },
+          }),
+        );
+      });
+    }
+    await pollUntil(
+      'all five events acknowledged',
+      () => new Set(receiver.acknowledged().map((req) => req.id)).size === 5,
+    );
+
+    const firstAcks: string[] = [];
+    for (const req of receiver.acknowledged()) if (!firstAcks.includes(req.id)) firstAcks.push(req.id);
+    expect(firstAcks).toEqual(ids);
+
+    expect(receiver.attemptsOf(ids[0]).map((req) => req.status)).toEqual([500, 200]);
+    for (let n = 1; n < ids.length; n++) {
+      const predecessorAck = receiver.acknowledged(ids[n - 1])[0];
+      const firstArrival = receiver.attemptsOf(ids[n])[0];
+      expect(firstArrival.index).toBeGreaterThan(predecessorAck.index);
+      expect(firstArrival.receivedAt).toBeGreaterThanOrEqual(predecessorAck.answeredAt ?? Infinity);
+      expect(receiver.attemptsOf(ids[n])).toHaveLength(1);
+    }
+    for (const [n, id] of ids.entries()) {
+      const { payload } = await verifyWebhook(receiver.acknowledged(id)[0].body, jwks);
+      const [backStatus, newStatus] = transitions[n];
+      expect(payload).toMatchObject({
+        event: 'transfer_update',
+        data: { uuid: subject, movementType: 'WITHDRAW', backStatus, newStatus },
+      });
+    }
+  });
+
+  it('retries an application without a webhook URL and fails it naming the missing URL', async () => {
+    const { appId } = await registerClient(t.app, 'no webhook');
+    const eventId = await emit(transferUpdate(appId));
+    const failed = await waitForStatus(appId, eventId, 'failed');
+
+    expect(failed.attempts).toBe(4);
+    expect(failed.lastError).toMatch(/no webhook URL/);
+    expect(failed.deliveries).toHaveLength(4);
+    for (const delivery of failed.deliveries) {
+      expect(delivery).toMatchObject({ outcome: 'failed', statusCode: null, error: failed.lastError });
+    }
+  });
+
+  it('delivers an event once even when the relay notice and concurrent sweeps race', async () => {
+    const { appId, receiver } = await appWithReceiver(() => ({ status: 200, delayMs: 30 }));
+    const relay = t.app.get(WebhookRelay);
+    const ids = await t.dataSource.transaction(async (manager) => {
+      const emitted: string[] = [];
+      for (let n = 0; n < 10; n++) emitted.push(await webhooks.emit(manager, transferUpdate(appId)));
+      return emitted;
+    });
+    const swept: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      swept.push(...(await Promise.all(Array.from({ length: 4 }, () => relay.sweep(0)))));
+    }
+    expect(swept.every((count) => count >= 0 && count <= ids.length)).toBe(true);
+
+    await pollUntil(
+      'all ten events acknowledged',
+      () => new Set(receiver.acknowledged().map((req) => req.id)).size === 10,
+    );
+    await sleep(QUIET_MS);
+    for (const id of ids) expect(receiver.attemptsOf(id)).toHaveLength(1);
+    expect(receiver.requests).toHaveLength(10);
+    const listed = await webhooks.list({ appId });
+    expect(listed.map((event) => [event.status, event.attempts, event.deliveries.length])).toEqual(
+      Array(10).fill(['delivered', 1, 1]),
+    );
+  });
+});
+
+describe(`webhook SSRF protection (${backend} queue backend, WEBHOOK_ALLOW_PRIVATE_URLS unset)`, () => {
+  let s: TestApp;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    s = await startTestApp({ runWorker: true, env: { ...FAST, ...isolatedRedisEnv(12) } });
+    receiver = await WebhookReceiver.start();
+  });
+  afterAll(async () => {
+    await receiver?.close();
+    await s?.close();
+  });
+
+  it('refuses loopback, link-local and private webhook URLs at registration', async () => {
+    expect(s.config.webhookAllowPrivateUrls).toBe(false);
+    const { appId } = await registerClient(s.app, 'ssrf');
+    const apps = s.app.get(AppsService);
+    for (const url of [
+      `http://127.0.0.1:${receiver.port}/webhooks`,
+      `http://localhost:${receiver.port}/webhooks`, // a hostname that resolves to 127.0.0.1
+      'http://[::1]/',
+      'http://[::ffff:127.0.0.1]/',
+      'http://169.254.169.254/',
+      'http://10.0.0.1/',
+    ]) {
+      const error = await apps.setWebhook(appId, url).then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(error).toBeInstanceOf(ValidationFailedError);
+      expect((error as ValidationFailedError).items).toEqual([
+        expect.objectContaining({
+          path: 'webhookUrl',
+          type: 'invalid',
+          message: expect.stringMatching(/public/),
+        }),
+      ]);
+    }
+    expect((await apps.list()).find((app) => app.appId === appId)?.webhookUrl).toBeNull();
+  });
+
+  it('refuses a private address again at delivery time (a URL that got past registration, or DNS that changed)', async () => {
+    const webhooks = s.app.get(WebhooksService);
+    for (const url of [
+      receiver.url('/literal'),
+      `http://[::ffff:127.0.0.1]:${receiver.port}/mapped`, // IPv4-mapped IPv6 literal
+      `http://localhost:${receiver.port}/hostname`, // resolves to 127.0.0.1 only when connecting
+    ]) {
+      const { appId } = await registerClient(s.app, 'rebound');
+      await s.dataSource.query('UPDATE applications SET webhook_url = $2 WHERE id = $1', [appId, url]);
+      const eventId = await s.dataSource.transaction((manager) =>
+        webhooks.emit(manager, { appId, event: WEBHOOK_EVENTS.test, data: { message: 'ssrf' } }),
+      );
+      await pollUntil(`event to ${url} to fail`, async () =>
+        (await webhooks.list({ appId })).some((event) => event.status === 'failed'),
+      );
+      const [failed] = await webhooks.list({ appId });
+      expect(failed).toMatchObject({ eventId, status: 'failed', attempts: 4 });
+      expect(failed.lastError).toMatch(/non-public address/);
+      for (const delivery of failed.deliveries) {
+        expect(delivery).toMatchObject({ outcome: 'failed', statusCode: null });
+        expect(delivery.error).toMatch(/non-public address/);
+      }
+    }
+    expect(receiver.requests).toEqual([]);
+  });
+});
