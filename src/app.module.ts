@@ -10,6 +10,8 @@ import { InfrastructureModule, type RuntimeOptions } from './infrastructure.modu
 import { AppsModule } from './modules/apps/apps.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
 import { IdentityModule } from './modules/identity/identity.module.js';
+import { WalletModule } from './modules/wallet/wallet.module.js';
+import { WalletReadModule } from './modules/wallet/wallet-owner-accounts.js';
 import { MobileModule } from './modules/mobile/mobile.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { WorkerProcessorsModule } from './worker.module.js';
@@ -34,6 +36,8 @@ export class AppModule implements NestModule {
         WebhooksModule,
         MobileModule,
         IdentityModule,
+        WalletReadModule,
+        WalletModule,
         ...(options.runWorker ? [WorkerProcessorsModule] : []),
         ...(options.extraModules ?? []),
       ],

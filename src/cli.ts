@@ -10,6 +10,8 @@ import { SigningKeysModule } from './modules/auth/signing-keys.module.js';
 import { KEYS_COMMANDS } from './modules/auth/commands/keys.command.js';
 import { WEBHOOKS_COMMANDS } from './modules/webhooks/commands/webhooks.command.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
+import { LEDGER_COMMANDS } from './modules/wallet/commands/ledger.command.js';
+import { LedgerService } from './modules/wallet/ledger/ledger.service.js';
 
 /** Admin commands: JSON on stdout, logs and errors on stderr, non-zero exit on failure. */
 @Module({})
@@ -18,7 +20,13 @@ class CliModule {
     return {
       module: CliModule,
       imports: [InfrastructureModule.forRoot(options), AppsModule, SigningKeysModule, WebhooksModule],
-      providers: [...APPS_COMMANDS, ...KEYS_COMMANDS, ...WEBHOOKS_COMMANDS],
+      providers: [
+        ...APPS_COMMANDS,
+        ...KEYS_COMMANDS,
+        ...WEBHOOKS_COMMANDS,
+        ...LEDGER_COMMANDS,
+        LedgerService,
+      ],
     };
   }
 }

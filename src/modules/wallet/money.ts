@@ -32,11 +32,14 @@ export const MINOR_UNITS: Readonly<Record<string, number>> = {
   JPY: 0,
 };
 
+/** Percentages (fees) carry up to 4 decimals. */
+export const PERCENT_DECIMALS = 4;
+
 /** The largest magnitude accepted for an amount (15 significant digits at most). */
 export const MAX_AMOUNT = new Money('999999999999.99');
 
 export function minorUnits(currency: string): number {
-  const units = MINOR_UNITS[currency];
+  const units = currency === 'PERCENT' ? PERCENT_DECIMALS : MINOR_UNITS[currency];
   if (units === undefined) throw new Error(`unsupported currency ${currency}`);
   return units;
 }

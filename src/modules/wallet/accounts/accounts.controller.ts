@@ -1,0 +1,199 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Patch, Post } from '@nestjs/common';
+import {
+  ApiCreatedResponse,
+  ApiForbiddenResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { AuthClient, AuthEither } from '../../../common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
+import { ErrorResponses } from '../../../common/http/openapi.js';
+import { AccountInfoDto } from '../../identity/users/dto/user.dto.js';
+import type { OwnerAccountView } from '../../identity/owner-accounts.port.js';
+import { AccountsService } from './accounts.service.js';
+import {
+  BalanceResponseDto,
+  CreateAccountDto,
+  FeesResponseDto,
+  LimitsResponseDto,
+  MessageResponseDto,
+  ModifyAccountDto,
+  OperadoResponseDto,
+  SetBalanceDto,
+  SetFeesDto,
+  SetLimitsDto,
+  StatusMessageResponseDto,
+  UpdateAccountAliasDto,
+} from './dto/account.dto.js';
+
+const Uuid = () => Param('uuid', ParseUUIDPipe);
+
+@ApiTags('Accounts')
+@Controller('wallet/accounts')
+@ErrorResponses()
+@ApiNotFoundResponse({ description: 'Unknown account (or not reachable by the caller)' })
+export class AccountsController {
+  constructor(private readonly accounts: AccountsService) {}
+
+  @Post()
+  @AuthEither()
+  @ApiOperation({ summary: 'Open a wallet account for a user or company (issues a CVU and an alias)' })
+  @ApiCreatedResponse({ type: AccountInfoDto })
+  create(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: CreateAccountDto,
+  ): Promise<OwnerAccountView> {
+    return this.accounts.create(principal, body);
+  }
+
+  @Get(':uuid')
+  @AuthEither()
+  @ApiOperation({ summary: 'An account' })
+  @ApiOkResponse({ type: AccountInfoDto })
+  get(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<OwnerAccountView> {
+    return this.accounts.get(principal, uuid);
+  }
+
+  @Patch(':uuid')
+  @AuthEither()
+  @ApiOperation({
+    summary: 'Modify an account (status changes follow the state machine: docs/decisions/0011)',
+  })
+  @ApiOkResponse({ type: AccountInfoDto })
+  @ApiForbiddenResponse({ description: 'INVALID_STATE: a status change the state machine does not allow' })
+  modify(
+    @CurrentPrincipal() principal: Principal,
+    @Uuid() uuid: string,
+    @Body() body: ModifyAccountDto,
+  ): Promise<OwnerAccountView> {
+    return this.accounts.modify(principal, uuid, body);
+  }
+
+  @Delete(':uuid')
+  @AuthEither()
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Delete an account (it is kept in a deleted state; its CVU is never reused)' })
+  @ApiOkResponse({ type: MessageResponseDto })
+  @ApiForbiddenResponse({ description: 'INVALID_STATE: it holds money or has transfers in flight' })
+  remove(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<{ message: string }> {
+    return this.accounts.remove(principal, uuid);
+  }
+
+  @Patch(':uuid/alias')
+  @AuthEither()
+  @ApiOperation({ summary: 'Change the alias (unique, case-insensitive)' })
+  @ApiOkResponse({ type: AccountInfoDto })
+  changeAlias(
+    @CurrentPrincipal() principal: Principal,
+    @Uuid() uuid: string,
+    @Body() body: UpdateAccountAliasDto,
+  ): Promise<OwnerAccountView> {
+    return this.accounts.changeAlias(principal, uuid, body.newAlias);
+  }
+
+  @Get(':uuid/balance')
+  @AuthEither()
+  @ApiOperation({ summary: 'The balance available' })
+  @ApiOkResponse({ type: BalanceResponseDto })
+  balance(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<BalanceResponseDto> {
+    return this.accounts.balance(principal, uuid);
+  }
+
+  @Post(':uuid/balance')
+  @AuthClient()
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Set the balance (the difference is posted as an adjustment entry)' })
+  @ApiOkResponse({ type: MessageResponseDto })
+  setBalance(
+    @CurrentPrincipal() principal: Principal,
+    @Uuid() uuid: string,
+    @Body() body: SetBalanceDto,
+  ): Promise<{ message: string }> {
+    return this.accounts.setBalance(principal, uuid, body.balance);
+  }
+
+  @Patch(':uuid/balance')
+  @AuthClient()
+  @ApiOperation({ summary: 'Set the balance (the difference is posted as an adjustment entry)' })
+  @ApiOkResponse({ type: MessageResponseDto })
+  patchBalance(
+    @CurrentPrincipal() principal: Principal,
+    @Uuid() uuid: string,
+    @Body() body: SetBalanceDto,
+  ): Promise<{ message: string }> {
+    return this.accounts.setBalance(principal, uuid, body.balance);
+  }
+
+  @Get(':uuid/limits')
+  @AuthClient()
+  @ApiOperation({ summary: 'Deposit and withdraw limits' })
+  @ApiOkResponse({ type: LimitsResponseDto })
+  limits(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<LimitsResponseDto> {
+    return this.accounts.limits(principal, uuid);
+  }
+
+  @Post(':uuid/limits')
+  @AuthClient()
+  @HttpCode(200)
+  @ApiOperation({ summary: 'Set the limits' })
+  @ApiOkResponse({ type: StatusMessageResponseDto })
+  setLimits(
+    @CurrentPrincipal() principal: Principal,
+    @Uuid() uuid: string,
+    @Body() body: SetLimitsDto,
+  ): Promise<{ status: number; message: string }> {
+    return this.accounts.setLimits(principal, uuid, body);
+  }
+
+  @Patch(':uuid/limits')
+  @AuthClient()
+  @ApiOperation({ summary: 'Set the limits' })
+  @ApiOkResponse({ type: StatusMessageResponseDto })
+  patchLimits(
+    @CurrentPrincipal() principal: Principal,
+    @Uuid() uuid: string,
+    @Body() body: SetLimitsDto,
+  ): Promise<{ status: number; message: string }> {
+    return this.accounts.setLimits(principal, uuid, body);
+  }
+
+  @Get(':uuid/fees')
+  @AuthClient()
+  @ApiOperation({ summary: 'The fee charged per movement (FIXED amount or PERCENTAGE)' })
+  @ApiOkResponse({ type: FeesResponseDto })
+  fees(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<FeesResponseDto> {
+    return this.accounts.fees(principal, uuid);
+  }
+
+  @Patch(':uuid/fees')
+  @AuthClient()
+  @ApiOperation({ summary: 'Set the fee (feeType FIXED or PERCENTAGE)' })
+  @ApiOkResponse({ type: StatusMessageResponseDto })
+  setFees(
+    @CurrentPrincipal() principal: Principal,
+    @Uuid() uuid: string,
+    @Body() body: SetFeesDto,
+  ): Promise<{ status: number; message: string }> {
+    return this.accounts.setFees(principal, uuid, body);
+  }
+
+  @Get(':uuid/operado')
+  @AuthClient()
+  @ApiOperation({
+    summary: 'Deposited and withdrawn this month and this year (OPERATIONS_TIME_ZONE calendar)',
+  })
+  @ApiOkResponse({ type: OperadoResponseDto })
+  operado(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<OperadoResponseDto> {
+    return this.accounts.operado(principal, uuid);
+  }
+
+  @Get(':uuid/fulloperado')
+  @AuthClient()
+  @ApiOperation({ summary: 'The operated amounts (same fields as operado)' })
+  @ApiOkResponse({ type: OperadoResponseDto })
+  fullOperado(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<OperadoResponseDto> {
+    return this.accounts.operado(principal, uuid);
+  }
+}

@@ -1,0 +1,425 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { Principal } from '../../../common/auth/principal.js';
+import { tenantWhereAnd } from '../../../common/auth/tenancy.js';
+import { isUniqueViolation } from '../../../common/database/sql.js';
+import {
+  ForbiddenError,
+  NotFoundError,
+  ValidationFailedError,
+} from '../../../common/errors/domain-errors.js';
+import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import { CompaniesService } from '../../identity/companies/companies.service.js';
+import type { OwnerAccountView } from '../../identity/owner-accounts.port.js';
+import { UsersService } from '../../identity/users/users.service.js';
+import { ALIAS_PATTERN, generateAlias } from '../alias.js';
+import { buildCvu } from '../cvu.js';
+import { LedgerService } from '../ledger/ledger.service.js';
+import { fromDb, Money, parseAmount, toJson } from '../money.js';
+import { periodsOf } from '../periods.js';
+import type {
+  BalanceResponseDto,
+  CreateAccountDto,
+  FeesResponseDto,
+  LimitsResponseDto,
+  ModifyAccountDto,
+  OperadoResponseDto,
+  SetFeesDto,
+  SetLimitsDto,
+} from './dto/account.dto.js';
+import { WalletAccountEntity, type AccountStatus } from './entities/wallet-account.entity.js';
+
+/** Allowed status changes (DELETED only through DELETE). */
+const TRANSITIONS: Record<AccountStatus, readonly AccountStatus[]> = {
+  PENDING: ['ACTIVE', 'INACTIVE'],
+  ACTIVE: ['INACTIVE'],
+  INACTIVE: ['ACTIVE'],
+  DELETED: [],
+};
+
+const actorOf = (principal: Principal) =>
+  principal.kind === 'client' ? `client:${principal.appId}` : `subject:${principal.subject}`;
+
+/**
+ * Wallet accounts. Each is a ledger account of the same id; its balance moves
+ * only through ledger entries. A client principal reaches its application's
+ * accounts, a subject principal only the accounts it owns.
+ */
+@Injectable()
+export class AccountsService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly ledger: LedgerService,
+    private readonly users: UsersService,
+    private readonly companies: CompaniesService,
+  ) {}
+
+  async create(principal: Principal, input: CreateAccountDto): Promise<OwnerAccountView> {
+    if (input.appId.toLowerCase() !== principal.appId) {
+      throw ValidationFailedError.single('appId', 'invalid', "appId must be the caller's application");
+    }
+    const currency = this.config.accountCurrency;
+    const limits = {
+      annualWithdrawLimit: parseAmount(input.annualWithdrawLimit, currency, 'annualWithdrawLimit'),
+      annualDepositLimit: parseAmount(input.annualDepositLimit, currency, 'annualDepositLimit'),
+      monthlyWithdrawLimit: parseAmount(input.monthlyWithdrawLimit, currency, 'monthlyWithdrawLimit'),
+      monthlyDepositLimit: parseAmount(input.monthlyDepositLimit, currency, 'monthlyDepositLimit'),
+    };
+    const fee = parseAmount(input.fees, currency, 'fees');
+    const ownerId = input.uuid.toLowerCase();
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const id = await this.dataSource.transaction(async (manager) => {
+          await this.requireOwner(manager, principal, input.ownerType, ownerId);
+          const [{ seq }] = (await manager.query(`SELECT nextval('cvu_client_seq')::text AS seq`)) as {
+            seq: string;
+          }[];
+          const accountId = randomUUID();
+          await this.ledger.createWalletAccount(manager, accountId, currency);
+          await manager.insert(WalletAccountEntity, {
+            id: accountId,
+            appId: principal.appId,
+            ownerType: input.ownerType,
+            ownerId,
+            cvu: buildCvu(this.config.cvuPspCode, BigInt(seq)),
+            alias: generateAlias(),
+            currency,
+            status: 'ACTIVE',
+            monthlyDepositLimit: limits.monthlyDepositLimit.toFixed(),
+            monthlyWithdrawLimit: limits.monthlyWithdrawLimit.toFixed(),
+            annualDepositLimit: limits.annualDepositLimit.toFixed(),
+            annualWithdrawLimit: limits.annualWithdrawLimit.toFixed(),
+            limitsId: randomUUID(),
+            feeType: 'FIXED',
+            feeAmount: fee.toFixed(),
+            feesId: randomUUID(),
+            operadoId: randomUUID(),
+          });
+          return accountId;
+        });
+        return this.view(await this.require(this.dataSource.manager, principal, id));
+      } catch (error) {
+        if (isUniqueViolation(error, 'uq_wallet_accounts_owner')) {
+          throw ValidationFailedError.single('uuid', 'duplicate', 'the owner already has an account');
+        }
+        // A generated alias collided with another account's: draw again.
+        if (isUniqueViolation(error, 'uq_wallet_accounts_alias') && attempt < 5) continue;
+        throw error;
+      }
+    }
+  }
+
+  async get(principal: Principal, id: string): Promise<OwnerAccountView> {
+    return this.view(await this.require(this.dataSource.manager, principal, id));
+  }
+
+  async modify(principal: Principal, id: string, input: ModifyAccountDto): Promise<OwnerAccountView> {
+    if ((input.type === undefined) !== (input.entityId === undefined)) {
+      throw ValidationFailedError.single(
+        input.type === undefined ? 'type' : 'entityId',
+        'required',
+        'type and entityId go together',
+      );
+    }
+    try {
+      await this.dataSource.transaction(async (manager) => {
+        const account = await this.require(manager, principal, id, true);
+        const changes: Partial<WalletAccountEntity> = {};
+        if (input.status !== undefined && input.status !== account.status) {
+          if (!TRANSITIONS[account.status].includes(input.status)) {
+            throw new ForbiddenError(
+              'INVALID_STATE',
+              `an account cannot go from ${account.status} to ${input.status}`,
+            );
+          }
+          changes.status = input.status;
+        }
+        if (input.alias !== undefined) changes.alias = input.alias;
+        if (input.name !== undefined) changes.name = input.name.trim();
+        if (input.nationality !== undefined) changes.nationality = input.nationality;
+        if (input.type !== undefined && input.entityId !== undefined) {
+          if (principal.kind !== 'client') {
+            throw new ForbiddenError(
+              'INSUFFICIENT_PERMISSIONS',
+              'only the application may move an account to another owner',
+            );
+          }
+          await this.requireOwner(manager, principal, input.type, input.entityId.toLowerCase(), 'entityId');
+          changes.ownerType = input.type;
+          changes.ownerId = input.entityId.toLowerCase();
+        }
+        if (Object.keys(changes).length > 0)
+          await manager.update(WalletAccountEntity, { id: account.id }, changes);
+      });
+    } catch (error) {
+      throw this.uniqueToValidation(error, input.alias !== undefined ? 'alias' : 'entityId');
+    }
+    return this.get(principal, id);
+  }
+
+  async changeAlias(principal: Principal, id: string, newAlias: string): Promise<OwnerAccountView> {
+    if (!ALIAS_PATTERN.test(newAlias))
+      throw ValidationFailedError.single('newAlias', 'invalid', 'invalid alias');
+    try {
+      await this.dataSource.transaction(async (manager) => {
+        const account = await this.require(manager, principal, id, true);
+        await manager.update(WalletAccountEntity, { id: account.id }, { alias: newAlias });
+      });
+    } catch (error) {
+      throw this.uniqueToValidation(error, 'newAlias');
+    }
+    return this.get(principal, id);
+  }
+
+  /** Puts the account in the DELETED state; refused while it holds money. */
+  async remove(principal: Principal, id: string): Promise<{ message: string }> {
+    await this.dataSource.transaction(async (manager) => {
+      const account = await this.require(manager, principal, id, true);
+      const balances = await this.ledger.lockWallets(manager, [account.id]);
+      if (!(balances.get(account.id) ?? new Money(0)).isZero()) {
+        throw new ForbiddenError('INVALID_STATE', 'the account holds money');
+      }
+      const [inFlight] = (await manager.query(
+        `SELECT to_regclass('transfers') IS NOT NULL AS has_table`,
+      )) as { has_table: boolean }[];
+      if (inFlight.has_table) {
+        const [row] = (await manager.query(
+          `SELECT count(*)::int AS n FROM transfers WHERE account_id = $1 AND status IN ('COMMITING', 'INICIADO', 'EN_CURSO')`,
+          [account.id],
+        )) as { n: number }[];
+        if (row.n > 0) throw new ForbiddenError('INVALID_STATE', 'the account has transfers in flight');
+      }
+      await manager.update(
+        WalletAccountEntity,
+        { id: account.id },
+        { status: 'DELETED', deletedAt: new Date() },
+      );
+    });
+    return { message: 'Account deleted' };
+  }
+
+  async balance(principal: Principal, id: string): Promise<BalanceResponseDto> {
+    const account = await this.require(this.dataSource.manager, principal, id);
+    const [row] = (await this.dataSource.query(
+      `SELECT balance::text AS balance FROM ledger_accounts WHERE id = $1`,
+      [account.id],
+    )) as { balance: string }[];
+    return { id: account.id, accountId: account.id, balance: toJson(row.balance) };
+  }
+
+  /** Sets the balance by posting the difference against the adjustments account (never overwritten in place). */
+  async setBalance(principal: Principal, id: string, target: number): Promise<{ message: string }> {
+    await this.dataSource.transaction(async (manager) => {
+      const account = await this.require(manager, principal, id, true);
+      const wanted = parseAmount(target, account.currency, 'balance');
+      const balances = await this.ledger.lockWallets(manager, [account.id]);
+      const difference = wanted.minus(balances.get(account.id) ?? 0);
+      if (difference.isZero()) return;
+      const adjustments = await this.ledger.systemAccount(manager, 'ADJUSTMENTS', account.currency);
+      await this.ledger.post(manager, {
+        appId: account.appId,
+        kind: 'BALANCE_ADJUSTMENT',
+        reference: account.id,
+        description: `balance set to ${wanted.toFixed()}`,
+        actor: actorOf(principal),
+        lines: [
+          { accountId: account.id, amount: difference, currency: account.currency },
+          { accountId: adjustments, amount: difference.negated(), currency: account.currency },
+        ],
+      });
+    });
+    return { message: 'Balance updated' };
+  }
+
+  async limits(principal: Principal, id: string): Promise<LimitsResponseDto> {
+    const account = await this.require(this.dataSource.manager, principal, id);
+    return {
+      data: {
+        id: account.limitsId,
+        accountId: account.id,
+        monthlyWithdrawLimit: toJson(account.monthlyWithdrawLimit),
+        monthlyDepositLimit: toJson(account.monthlyDepositLimit),
+        annualWithdrawLimit: toJson(account.annualWithdrawLimit),
+        annualDepositLimit: toJson(account.annualDepositLimit),
+      },
+      statusCode: 200,
+    };
+  }
+
+  async setLimits(
+    principal: Principal,
+    id: string,
+    input: SetLimitsDto,
+  ): Promise<{ status: number; message: string }> {
+    await this.dataSource.transaction(async (manager) => {
+      const account = await this.require(manager, principal, id, true);
+      const currency = account.currency;
+      await manager.update(
+        WalletAccountEntity,
+        { id: account.id },
+        {
+          monthlyWithdrawLimit: parseAmount(
+            input.monthlyWithdrawLimit,
+            currency,
+            'monthlyWithdrawLimit',
+          ).toFixed(),
+          monthlyDepositLimit: parseAmount(
+            input.monthlyDepositLimit,
+            currency,
+            'monthlyDepositLimit',
+          ).toFixed(),
+          annualWithdrawLimit: parseAmount(
+            input.annualWithdrawLimit,
+            currency,
+            'annualWithdrawLimit',
+          ).toFixed(),
+          annualDepositLimit: parseAmount(input.annualDepositLimit, currency, 'annualDepositLimit').toFixed(),
+        },
+      );
+    });
+    return { status: 200, message: 'Limits updated' };
+  }
+
+  async fees(principal: Principal, id: string): Promise<FeesResponseDto> {
+    const account = await this.require(this.dataSource.manager, principal, id);
+    return {
+      id: account.feesId,
+      accountId: account.id,
+      feeType: account.feeType,
+      amount: toJson(account.feeAmount),
+    };
+  }
+
+  async setFees(
+    principal: Principal,
+    id: string,
+    input: SetFeesDto,
+  ): Promise<{ status: number; message: string }> {
+    await this.dataSource.transaction(async (manager) => {
+      const account = await this.require(manager, principal, id, true);
+      let amount: Money;
+      if (input.feeType === 'PERCENTAGE') {
+        amount = parseAmount(input.amount, 'PERCENT', 'amount');
+        if (amount.gt(100))
+          throw ValidationFailedError.single('amount', 'invalid', 'a percentage fee is at most 100');
+      } else {
+        amount = parseAmount(input.amount, account.currency, 'amount');
+      }
+      await manager.update(
+        WalletAccountEntity,
+        { id: account.id },
+        { feeType: input.feeType, feeAmount: amount.toFixed() },
+      );
+    });
+    return { status: 200, message: 'Fees updated' };
+  }
+
+  async operado(principal: Principal, id: string): Promise<OperadoResponseDto> {
+    const account = await this.require(this.dataSource.manager, principal, id);
+    const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
+    const rows = (await this.dataSource.query(
+      `SELECT period, deposit::text AS deposit, withdraw::text AS withdraw, created_at, updated_at
+         FROM operated_amounts WHERE account_id = $1 AND period = ANY($2::text[])`,
+      [account.id, [month, year]],
+    )) as { period: string; deposit: string; withdraw: string; created_at: Date; updated_at: Date }[];
+    const monthRow = rows.find((row) => row.period === month);
+    const yearRow = rows.find((row) => row.period === year);
+    return {
+      id: account.operadoId,
+      accountUUID: account.id,
+      monthDeposit: toJson(monthRow?.deposit ?? '0'),
+      monthWithdraw: toJson(monthRow?.withdraw ?? '0'),
+      annualDeposit: toJson(yearRow?.deposit ?? '0'),
+      annualWithdraw: toJson(yearRow?.withdraw ?? '0'),
+      createdAt: (yearRow?.created_at ?? account.createdAt).toISOString(),
+      updatedAt: (yearRow?.updated_at ?? account.updatedAt).toISOString(),
+    };
+  }
+
+  /** The account (not deleted), scoped to the principal, locked when asked; 404 otherwise. */
+  async require(
+    manager: EntityManager,
+    principal: Principal,
+    id: string,
+    lock = false,
+  ): Promise<WalletAccountEntity> {
+    const where = tenantWhereAnd<WalletAccountEntity>(principal, ['ownerId'], { id: id.toLowerCase() });
+    const account = where
+      ? await manager.findOne(WalletAccountEntity, {
+          where: where as never,
+          ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+        })
+      : null;
+    if (!account || account.status === 'DELETED') throw new NotFoundError(id, 'Account not found');
+    return account;
+  }
+
+  async view(account: WalletAccountEntity): Promise<OwnerAccountView> {
+    const [row] = (await this.dataSource.query(
+      `SELECT balance::text AS balance FROM ledger_accounts WHERE id = $1`,
+      [account.id],
+    )) as { balance: string }[];
+    const { month } = periodsOf(new Date(), this.config.operationsTimeZone);
+    const [operated] = (await this.dataSource.query(
+      `SELECT deposit::text AS deposit, withdraw::text AS withdraw FROM operated_amounts WHERE account_id = $1 AND period = $2`,
+      [account.id, month],
+    )) as { deposit: string; withdraw: string }[];
+    return accountView(account, row?.balance ?? '0', operated?.deposit ?? '0', operated?.withdraw ?? '0');
+  }
+
+  private async requireOwner(
+    manager: EntityManager,
+    principal: Principal,
+    ownerType: 'USER' | 'COMPANY',
+    ownerId: string,
+    path = 'uuid',
+  ): Promise<void> {
+    try {
+      if (ownerType === 'USER') await this.users.find(manager, principal, ownerId);
+      else await this.companies.find(manager, principal, ownerId);
+    } catch (error) {
+      if (error instanceof NotFoundError) {
+        throw ValidationFailedError.single(
+          path,
+          'notfound',
+          `no such ${ownerType === 'USER' ? 'user' : 'company'}`,
+        );
+      }
+      throw error;
+    }
+  }
+
+  private uniqueToValidation(error: unknown, path: string): unknown {
+    if (isUniqueViolation(error, 'uq_wallet_accounts_alias')) {
+      return ValidationFailedError.single(path, 'duplicate', 'this alias is taken');
+    }
+    if (isUniqueViolation(error, 'uq_wallet_accounts_owner')) {
+      return ValidationFailedError.single(path, 'duplicate', 'the new owner already has an account');
+    }
+    return error;
+  }
+}
+
+export function accountView(
+  account: WalletAccountEntity,
+  balance: string,
+  monthDeposit: string,
+  monthWithdraw: string,
+): OwnerAccountView {
+  return {
+    ownerType: account.ownerType,
+    uuid: account.id,
+    status: account.status,
+    created: account.createdAt.toISOString(),
+    updated: account.updatedAt.toISOString(),
+    cvu: account.cvu,
+    alias: account.alias,
+    currency: account.currency,
+    balance: toJson(fromDb(balance)),
+    monthlyDepositOperation: toJson(fromDb(monthDeposit)),
+    monthlyWithdrawOperation: toJson(fromDb(monthWithdraw)),
+  };
+}

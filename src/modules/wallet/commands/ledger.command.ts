@@ -1,0 +1,32 @@
+import { Command, CommandRunner, SubCommand } from 'nest-commander';
+import { printJson, unknownSubcommand } from '../../../common/cli/output.js';
+import { LedgerService } from '../ledger/ledger.service.js';
+
+@SubCommand({
+  name: 'verify',
+  description:
+    'recompute every wallet balance from its postings and check every entry balances (exit 1 on any difference)',
+})
+export class LedgerVerifyCommand extends CommandRunner {
+  constructor(private readonly ledger: LedgerService) {
+    super();
+  }
+
+  async run(): Promise<void> {
+    const report = await this.ledger.verify();
+    printJson(report);
+    if (!report.ok) {
+      process.stderr.write('error: the ledger does not verify\n');
+      process.exitCode = 1;
+    }
+  }
+}
+
+@Command({ name: 'ledger', description: 'the double-entry ledger', subCommands: [LedgerVerifyCommand] })
+export class LedgerCommand extends CommandRunner {
+  async run(args: string[]): Promise<void> {
+    unknownSubcommand(this.command, args);
+  }
+}
+
+export const LEDGER_COMMANDS = [LedgerCommand, LedgerVerifyCommand];

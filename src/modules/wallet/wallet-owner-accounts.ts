@@ -1,0 +1,63 @@
+import { Global, Inject, Injectable, Module } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import {
+  OWNER_ACCOUNTS,
+  type OwnerAccounts,
+  type OwnerAccountView,
+} from '../identity/owner-accounts.port.js';
+import { accountView } from './accounts/accounts.service.js';
+import { WalletAccountEntity } from './accounts/entities/wallet-account.entity.js';
+import { periodsOf } from './periods.js';
+
+/** Identity's read port onto the wallet: an owner's account, and whether it holds money. */
+@Injectable()
+export class WalletOwnerAccounts implements OwnerAccounts {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async accountsOf(appId: string, ownerIds: readonly string[]): Promise<Map<string, OwnerAccountView>> {
+    if (ownerIds.length === 0) return new Map();
+    const { month } = periodsOf(new Date(), this.config.operationsTimeZone);
+    const rows = await this.dataSource
+      .getRepository(WalletAccountEntity)
+      .createQueryBuilder('w')
+      .innerJoin('ledger_accounts', 'l', 'l.id = w.id')
+      .leftJoin('operated_amounts', 'o', 'o.account_id = w.id AND o.period = :month', { month })
+      .select('w')
+      .addSelect('l.balance::text', 'balance')
+      .addSelect(`coalesce(o.deposit, 0)::text`, 'deposit')
+      .addSelect(`coalesce(o.withdraw, 0)::text`, 'withdraw')
+      .where(`w.app_id = :appId AND w.owner_id = ANY(:ownerIds) AND w.status <> 'DELETED'`, {
+        appId,
+        ownerIds,
+      })
+      .getRawAndEntities();
+    return new Map(
+      rows.entities.map((account, i) => {
+        const raw = rows.raw[i] as { balance: string; deposit: string; withdraw: string };
+        return [account.ownerId, accountView(account, raw.balance, raw.deposit, raw.withdraw)];
+      }),
+    );
+  }
+
+  async holdsMoney(appId: string, ownerId: string): Promise<boolean> {
+    const [row] = (await this.dataSource.query(
+      `SELECT EXISTS (SELECT 1 FROM wallet_accounts w JOIN ledger_accounts l ON l.id = w.id
+                       WHERE w.app_id = $1 AND w.owner_id = $2 AND w.status <> 'DELETED' AND l.balance <> 0) AS holds`,
+      [appId, ownerId],
+    )) as { holds: boolean }[];
+    return row.holds;
+  }
+}
+
+/** Provides OWNER_ACCOUNTS to identity without identity importing the wallet. */
+@Global()
+@Module({
+  providers: [WalletOwnerAccounts, { provide: OWNER_ACCOUNTS, useExisting: WalletOwnerAccounts }],
+  exports: [OWNER_ACCOUNTS],
+})
+export class WalletReadModule {}
