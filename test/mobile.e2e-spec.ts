@@ -392,6 +392,7 @@ describe('SMS rate limits (counted in the database)', () => {
     expect((await send(bearer(token), '541100000101')).status).toBe(200);
     const refused = await send(bearer(token), '541100000101');
     expectNoRoutes(refused, 400);
+    expect(refused.headers['retry-after']).toBe('600');
     // A user token of the same application shares its limits.
     expect((await send(bearer(await subjectToken(app, randomUUID())), '541100000102')).status).toBe(200);
     expect((await send(bearer(token), '541100000103')).status).toBe(200);

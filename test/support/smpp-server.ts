@@ -55,9 +55,9 @@ export class TestSmsc {
   ) {}
 
   static async start(options: TestSmscOptions): Promise<TestSmsc> {
-    let smsc: TestSmsc | undefined;
-    const server = smpp.createServer({}, (session) => smsc!.onSession(session));
-    smsc = new TestSmsc(server, options);
+    const server = smpp.createServer({});
+    const smsc = new TestSmsc(server, options);
+    server.on('session', (session: smpp.Session) => smsc.onSession(session));
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());

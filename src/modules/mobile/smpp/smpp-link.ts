@@ -133,13 +133,17 @@ class BoundSession {
     const session = smpp.connect({ host: this.options.host, port: this.options.port });
     this.session = session;
     let closed = false;
-    session.on('connect', () => this.bind(session));
+    let bindTimer: NodeJS.Timeout | undefined;
+    session.on('connect', () => {
+      bindTimer = this.bind(session);
+    });
     session.on('error', (error: Error) =>
       this.log('warn', { bind: this.command, err: error.message }, 'SMPP socket error'),
     );
     session.on('close', () => {
       if (closed) return;
       closed = true;
+      clearTimeout(bindTimer);
       const wasBound = this.bound && this.session === session;
       if (this.session === session) {
         this.bound = false;
@@ -161,11 +165,13 @@ class BoundSession {
     });
   }
 
-  private bind(session: smpp.Session): void {
+  /** Sends the bind; returns the timer that drops the session if no answer comes. */
+  private bind(session: smpp.Session): NodeJS.Timeout {
     const timer = setTimeout(() => {
       this.log('warn', { bind: this.command }, 'SMPP bind timed out');
       session.destroy();
     }, this.options.responseTimeoutMs);
+    timer.unref();
     session[this.command](
       {
         system_id: this.options.systemId,
@@ -191,6 +197,7 @@ class BoundSession {
         for (const wake of this.waiters.splice(0)) wake();
       },
     );
+    return timer;
   }
 
   private keepAlive(session: smpp.Session): void {
@@ -200,6 +207,7 @@ class BoundSession {
         this.log('warn', { bind: this.command }, 'SMPP enquire_link unanswered; dropping the link');
         session.destroy();
       }, this.options.responseTimeoutMs);
+      timer.unref();
       const sent = session.enquire_link({}, () => clearTimeout(timer));
       if (!sent) clearTimeout(timer);
     }, this.options.enquireLinkMs);
@@ -214,6 +222,7 @@ class BoundSession {
       this.reconnectTimer = undefined;
       this.connect();
     }, delay);
+    this.reconnectTimer.unref();
   }
 }
 

@@ -155,7 +155,7 @@ export class AccountsService {
           await manager.update(WalletAccountEntity, { id: account.id }, changes);
       });
     } catch (error) {
-      throw this.uniqueToValidation(error, input.alias !== undefined ? 'alias' : 'entityId');
+      throw this.uniqueToValidation(error, 'alias', 'entityId');
     }
     return this.get(principal, id);
   }
@@ -169,7 +169,7 @@ export class AccountsService {
         await manager.update(WalletAccountEntity, { id: account.id }, { alias: newAlias });
       });
     } catch (error) {
-      throw this.uniqueToValidation(error, 'newAlias');
+      throw this.uniqueToValidation(error, 'newAlias', 'newAlias');
     }
     return this.get(principal, id);
   }
@@ -392,12 +392,13 @@ export class AccountsService {
     }
   }
 
-  private uniqueToValidation(error: unknown, path: string): unknown {
+  /** A unique violation as a 400 duplicate at the path of the field that caused it. */
+  private uniqueToValidation(error: unknown, aliasPath: string, ownerPath: string): unknown {
     if (isUniqueViolation(error, 'uq_wallet_accounts_alias')) {
-      return ValidationFailedError.single(path, 'duplicate', 'this alias is taken');
+      return ValidationFailedError.single(aliasPath, 'duplicate', 'this alias is taken');
     }
     if (isUniqueViolation(error, 'uq_wallet_accounts_owner')) {
-      return ValidationFailedError.single(path, 'duplicate', 'the new owner already has an account');
+      return ValidationFailedError.single(ownerPath, 'duplicate', 'the new owner already has an account');
     }
     return error;
   }

@@ -1,0 +1,95 @@
+import { ConfigError, loadConfig } from '../../config/app-config.js';
+
+const problemsOf = (env: Record<string, string>): string => {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error('loadConfig accepted the environment');
+};
+
+describe('SMS and SIM swap settings', () => {
+  it('default to the simulators, documented limits and CAMARA maxAge 240', () => {
+    const { mobile } = loadConfig({});
+    expect(mobile).toMatchObject({
+      smsProvider: 'simulator',
+      simSwapProvider: 'simulator',
+      smsRoutePrefixes: [],
+      smsAppLimitPerMinute: 60,
+      smsAppLimitPerDay: 5000,
+      smsDestinationLimitPerHour: 10,
+      smsSimDeliveryDelayMs: 2000,
+      smpp: {
+        port: 2775,
+        bindMode: 'transceiver',
+        enquireLinkMs: 30_000,
+        reconnectMinMs: 1000,
+        reconnectMaxMs: 60_000,
+      },
+      camara: { maxAgeHours: 240, timeoutMs: 5000, phoneFormat: 'e164' },
+    });
+  });
+
+  it('needs host, system id and password for SMPP, and URL and token for CAMARA', () => {
+    const message = problemsOf({ SMS_PROVIDER: 'smpp', SIM_SWAP_PROVIDER: 'camara' });
+    for (const name of [
+      'SMPP_HOST',
+      'SMPP_SYSTEM_ID',
+      'SMPP_PASSWORD',
+      'CAMARA_SIM_SWAP_URL',
+      'CAMARA_ACCESS_TOKEN',
+    ]) {
+      expect(message).toContain(`${name} is required`);
+    }
+  });
+
+  it('reads a complete SMPP and CAMARA configuration', () => {
+    const { mobile } = loadConfig({
+      SMS_PROVIDER: 'smpp',
+      SMPP_HOST: 'smsc.example',
+      SMPP_PORT: '3000',
+      SMPP_SYSTEM_ID: 'wallet',
+      SMPP_PASSWORD: 'pw',
+      SMPP_BIND_MODE: 'transmitter-receiver',
+      SMS_ROUTE_PREFIXES: '5411, 5435',
+      SIM_SWAP_PROVIDER: 'camara',
+      CAMARA_SIM_SWAP_URL: 'https://operator.example/sim-swap/v1/',
+      CAMARA_ACCESS_TOKEN: 't',
+      CAMARA_MAX_AGE_HOURS: '2400',
+      CAMARA_PHONE_FORMAT: 'ar-mobile-9',
+    });
+    expect(mobile.smpp).toMatchObject({ host: 'smsc.example', port: 3000, bindMode: 'transmitter-receiver' });
+    expect(mobile.smsRoutePrefixes).toEqual(['5411', '5435']);
+    expect(mobile.camara).toMatchObject({
+      baseUrl: 'https://operator.example/sim-swap/v1',
+      maxAgeHours: 2400,
+      phoneFormat: 'ar-mobile-9',
+    });
+  });
+
+  it('refuses bad values, naming each', () => {
+    const message = problemsOf({
+      SMS_PROVIDER: 'twilio',
+      SMPP_BIND_MODE: 'receiver',
+      SMS_ROUTE_PREFIXES: '54a',
+      CAMARA_MAX_AGE_HOURS: '2401',
+      CAMARA_SIM_SWAP_URL: 'ftp://x',
+      SMPP_RECONNECT_MIN_MS: '5000',
+      SMPP_RECONNECT_MAX_MS: '1000',
+      SMS_APP_LIMIT_PER_MINUTE: '0',
+    });
+    for (const name of [
+      'SMS_PROVIDER',
+      'SMPP_BIND_MODE',
+      'SMS_ROUTE_PREFIXES',
+      'CAMARA_MAX_AGE_HOURS',
+      'CAMARA_SIM_SWAP_URL',
+      'SMPP_RECONNECT_MAX_MS',
+      'SMS_APP_LIMIT_PER_MINUTE',
+    ]) {
+      expect(message).toContain(name);
+    }
+  });
+});

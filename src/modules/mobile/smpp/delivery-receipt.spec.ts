@@ -1,0 +1,71 @@
+import { encodeText, fitsGsm7 } from './encoding.js';
+import { parseDeliveryReceipt, parseReceiptDate, providerIdCandidates } from './delivery-receipt.js';
+
+describe('parseDeliveryReceipt', () => {
+  it('reads the usual receipt text', () => {
+    expect(
+      parseDeliveryReceipt(
+        'id:0123456789 sub:001 dlvrd:001 submit date:2611231010 done date:2611231012 stat:DELIVRD err:000 Text:Hola',
+      ),
+    ).toEqual({
+      id: '0123456789',
+      stat: 'DELIVRD',
+      err: '000',
+      submitDate: new Date('2026-11-23T10:10:00Z'),
+      doneDate: new Date('2026-11-23T10:12:00Z'),
+    });
+  });
+
+  it('keeps any stat word (an open set), upper-cased, and dates with seconds', () => {
+    expect(
+      parseDeliveryReceipt(
+        'id:ab12 sub:001 dlvrd:000 submit date:261123101005 done date:261123101530 stat:buffred err:0A1',
+      ),
+    ).toMatchObject({ id: 'ab12', stat: 'BUFFRED', err: '0A1', doneDate: new Date('2026-11-23T10:15:30Z') });
+  });
+
+  it('falls back to the receipted_message_id and message_state TLVs', () => {
+    expect(parseDeliveryReceipt('', { receiptedMessageId: 'x-1', messageState: 5 })).toEqual({
+      id: 'x-1',
+      stat: 'UNDELIV',
+      err: '',
+      submitDate: undefined,
+      doneDate: undefined,
+    });
+  });
+
+  it('is undefined for text that is not a receipt', () => {
+    expect(parseDeliveryReceipt('hello there')).toBeUndefined();
+    expect(parseDeliveryReceipt('id:123 stat:')).toBeUndefined();
+    expect(parseDeliveryReceipt('id:123 stat:DELIVERED_TO_THE_HANDSET_OK')).toBeUndefined();
+  });
+
+  it('refuses impossible dates', () => {
+    expect(parseReceiptDate('2613231010')).toBeUndefined();
+    expect(parseReceiptDate('2602301010')).toBeUndefined();
+    expect(parseReceiptDate('26112310')).toBeUndefined();
+  });
+});
+
+describe('providerIdCandidates', () => {
+  it('adds the decimal form of a hex id and the hex forms of a decimal id', () => {
+    expect(providerIdCandidates('1a2b')).toEqual(['1a2b', '6699']);
+    expect(providerIdCandidates('6699')).toEqual(['6699', '1a2b', '1A2B', '26265']);
+    expect(providerIdCandidates('sim-1')).toEqual(['sim-1']);
+  });
+});
+
+describe('encodeText', () => {
+  it('uses GSM 7-bit (data_coding 0) for the default alphabet and its extension table', () => {
+    const encoded = encodeText('A€[');
+    expect(encoded).toMatchObject({ alphabet: 'GSM7', dataCoding: 0 });
+    expect([...encoded.bytes]).toEqual([0x41, 0x1b, 0x65, 0x1b, 0x3c]);
+  });
+
+  it('uses UCS2 (data_coding 8, UTF-16BE) otherwise', () => {
+    expect(fitsGsm7('código')).toBe(false);
+    const encoded = encodeText('ó😀');
+    expect(encoded).toMatchObject({ alphabet: 'UCS2', dataCoding: 8 });
+    expect([...encoded.bytes]).toEqual([0x00, 0xf3, 0xd8, 0x3d, 0xde, 0x00]);
+  });
+});

@@ -1,0 +1,265 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import request from 'supertest';
+import { accessToken, registerClient } from './support/auth.js';
+import { freePort } from './support/processes.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+const CAMARA_TOKEN = 'camara-two-legged-token';
+
+interface SeenRequest {
+  method: string;
+  path: string;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+type Reply = {
+  status: number;
+  body?: unknown;
+  raw?: string;
+  delayMs?: number;
+  headers?: Record<string, string>;
+};
+
+/** A CAMARA SIM Swap endpoint on 127.0.0.1 (node:http): records requests and answers as told. */
+class CamaraServer {
+  readonly requests: SeenRequest[] = [];
+  reply: Reply = { status: 200, body: { swapped: false } };
+
+  private constructor(private readonly server: http.Server) {}
+
+  static async start(): Promise<CamaraServer> {
+    const server = http.createServer();
+    const camara = new CamaraServer(server);
+    server.on('request', (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        camara.requests.push({
+          method: req.method ?? '',
+          path: req.url ?? '',
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        });
+        const reply = camara.reply;
+        const answer = () => {
+          if (res.destroyed) return;
+          res.writeHead(reply.status, { 'Content-Type': 'application/json', ...reply.headers });
+          res.end(reply.raw ?? (reply.body === undefined ? '' : JSON.stringify(reply.body)));
+        };
+        if (reply.delayMs) setTimeout(answer, reply.delayMs).unref();
+        else answer();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    return camara;
+  }
+
+  url(path = '/sim-swap/v1'): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}${path}`;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const expectNoRoutes400 = (response: request.Response) => {
+  expect({ status: response.status, type: response.headers['content-type'], body: response.text }).toEqual({
+    status: 400,
+    type: expect.stringMatching(/^text\/html/),
+    body: 'NO ROUTES',
+  });
+};
+
+const expectUnavailable = (response: request.Response) => {
+  expect(response.status).toBe(503);
+  expect(response.body).toStrictEqual({
+    name: 'ServiceUnavailableError',
+    message: 'The SIM swap provider is not available',
+    detail: { checks: { simSwapProvider: 'down' } },
+  });
+};
+
+describe('SIM swap through a CAMARA SIM Swap endpoint', () => {
+  let camara: CamaraServer;
+  let t: TestApp;
+  let token: string;
+
+  beforeAll(async () => {
+    camara = await CamaraServer.start();
+    t = await startTestApp({
+      env: {
+        SIM_SWAP_PROVIDER: 'camara',
+        CAMARA_SIM_SWAP_URL: `${camara.url()}/`,
+        CAMARA_ACCESS_TOKEN: CAMARA_TOKEN,
+        CAMARA_TIMEOUT_MS: '400',
+      },
+    });
+    token = await accessToken(t.http, await registerClient(t.app, 'camara'));
+  });
+  afterAll(async () => {
+    await t?.close();
+    await camara?.close();
+  });
+  beforeEach(() => {
+    camara.requests.length = 0;
+  });
+
+  const check = (phoneNumber: string) =>
+    request(t.http).post('/v1/mobile/simSwap').set('Authorization', `Bearer ${token}`).send({ phoneNumber });
+
+  it('POSTs {base}/check with the E.164 number, maxAge 240 and the bearer token', async () => {
+    camara.reply = { status: 200, body: { swapped: false } };
+    expect((await check('541123456789')).status).toBe(200);
+    expect(camara.requests).toHaveLength(1);
+    const [seen] = camara.requests;
+    expect(seen.method).toBe('POST');
+    expect(seen.path).toBe('/sim-swap/v1/check');
+    expect(seen.headers.authorization).toBe(`Bearer ${CAMARA_TOKEN}`);
+    expect(seen.headers['content-type']).toMatch(/^application\/json/);
+    expect(seen.headers['x-correlator']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(JSON.parse(seen.body)).toStrictEqual({ phoneNumber: '+541123456789', maxAge: 240 });
+  });
+
+  it('answers that the SIM was swapped when CAMARA says swapped: true', async () => {
+    camara.reply = { status: 200, body: { swapped: true } };
+    const response = await check('541123456789');
+    expect(response.status).toBe(200);
+    expect(response.body).toStrictEqual({
+      message: 'The SIM card of this phone number was swapped within the last 240 hours.',
+    });
+  });
+
+  it('answers that it was not swapped when CAMARA says swapped: false', async () => {
+    camara.reply = { status: 200, body: { swapped: false } };
+    const response = await check('541123456789');
+    expect(response.status).toBe(200);
+    expect(response.body).toStrictEqual({
+      message: 'The SIM card of this phone number was not swapped within the last 240 hours.',
+    });
+  });
+
+  it.each([
+    [404, 'IDENTIFIER_NOT_FOUND'],
+    [404, undefined],
+    [422, 'SERVICE_NOT_APPLICABLE'],
+    [422, 'UNSUPPORTED_IDENTIFIER'],
+    [400, 'INVALID_ARGUMENT'],
+  ])('maps %s %s (the number cannot be checked there) to 400 NO ROUTES', async (status, code) => {
+    camara.reply = {
+      status,
+      body: code ? { status, code, message: 'the operator cannot check this number' } : undefined,
+    };
+    expectNoRoutes400(await check('541123456789'));
+    expect(camara.requests).toHaveLength(1);
+  });
+
+  it.each([
+    [400, 'OUT_OF_RANGE'],
+    [401, 'UNAUTHENTICATED'],
+    [403, 'PERMISSION_DENIED'],
+    [422, 'UNNECESSARY_IDENTIFIER'],
+    [429, 'QUOTA_EXCEEDED'],
+    [500, 'INTERNAL'],
+    [502, undefined],
+    [503, 'UNAVAILABLE'],
+  ])('maps %s %s (the provider or our credentials failed) to 503', async (status, code) => {
+    camara.reply = { status, body: code ? { status, code, message: 'no' } : undefined };
+    expectUnavailable(await check('541123456789'));
+  });
+
+  it('maps a malformed 200 (no boolean swapped, not JSON) to 503', async () => {
+    camara.reply = { status: 200, body: { swapped: 'yes' } };
+    expectUnavailable(await check('541123456789'));
+    camara.reply = { status: 200, raw: '<html>maintenance</html>' };
+    expectUnavailable(await check('541123456789'));
+  });
+
+  it('maps a redirect to 503 (not followed)', async () => {
+    camara.reply = { status: 302, headers: { Location: 'http://127.0.0.1:1/elsewhere' } };
+    expectUnavailable(await check('541123456789'));
+    expect(camara.requests).toHaveLength(1);
+  });
+
+  it('maps a timeout (CAMARA_TIMEOUT_MS) to 503', async () => {
+    camara.reply = { status: 200, body: { swapped: true }, delayMs: 1500 };
+    const started = Date.now();
+    expectUnavailable(await check('541123456789'));
+    expect(Date.now() - started).toBeLessThan(1400);
+  });
+
+  it('validates the number before calling the provider', async () => {
+    expectNoRoutes400(await check('54112345678'));
+    expect(camara.requests).toHaveLength(0);
+  });
+});
+
+describe('CAMARA settings: maximum age and the Argentine mobile format', () => {
+  let camara: CamaraServer;
+  let t: TestApp;
+  let token: string;
+
+  beforeAll(async () => {
+    camara = await CamaraServer.start();
+    t = await startTestApp({
+      env: {
+        SIM_SWAP_PROVIDER: 'camara',
+        CAMARA_SIM_SWAP_URL: camara.url('/camara/sim-swap/v2'),
+        CAMARA_ACCESS_TOKEN: CAMARA_TOKEN,
+        CAMARA_MAX_AGE_HOURS: '24',
+        CAMARA_PHONE_FORMAT: 'ar-mobile-9',
+      },
+    });
+    token = await accessToken(t.http, await registerClient(t.app, 'camara-24h'));
+  });
+  afterAll(async () => {
+    await t?.close();
+    await camara?.close();
+  });
+
+  it('sends the configured maxAge and the +54 9 mobile form, and says so in the message', async () => {
+    camara.reply = { status: 200, body: { swapped: true } };
+    const response = await request(t.http)
+      .post('/v1/mobile/simSwap')
+      .set('Authorization', `Bearer ${token}`)
+      .send({ phoneNumber: '541123456789' });
+    expect(response.status).toBe(200);
+    expect(response.body).toStrictEqual({
+      message: 'The SIM card of this phone number was swapped within the last 24 hours.',
+    });
+    expect(camara.requests.map((seen) => [seen.path, JSON.parse(seen.body)])).toEqual([
+      ['/camara/sim-swap/v2/check', { phoneNumber: '+5491123456789', maxAge: 24 }],
+    ]);
+  });
+});
+
+// One application per describe: passport strategies are registered process-wide, so two test apps
+// alive at once would verify tokens with the keys of the last one started.
+describe('CAMARA endpoint unreachable', () => {
+  let t: TestApp;
+  let token: string;
+
+  beforeAll(async () => {
+    t = await startTestApp({
+      env: {
+        SIM_SWAP_PROVIDER: 'camara',
+        CAMARA_SIM_SWAP_URL: `http://127.0.0.1:${await freePort()}/sim-swap/v1`,
+        CAMARA_ACCESS_TOKEN: CAMARA_TOKEN,
+      },
+    });
+    token = await accessToken(t.http, await registerClient(t.app, 'camara-down'));
+  });
+  afterAll(() => t?.close());
+
+  it('maps a refused connection to 503', async () => {
+    expectUnavailable(
+      await request(t.http)
+        .post('/v1/mobile/simSwap')
+        .set('Authorization', `Bearer ${token}`)
+        .send({ phoneNumber: '541123456789' }),
+    );
+  });
+});
