@@ -57,6 +57,7 @@ export class WalletLedger1763900500000 implements MigrationInterface {
       CREATE FUNCTION "ledger_append_only"() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         RAISE EXCEPTION 'ledger rows are append-only (% on %)', TG_OP, TG_TABLE_NAME;
+        RETURN NULL;
       END
       $$`);
     await queryRunner.query(`
@@ -65,6 +66,12 @@ export class WalletLedger1763900500000 implements MigrationInterface {
     await queryRunner.query(`
       CREATE TRIGGER "postings_append_only" BEFORE UPDATE OR DELETE ON "postings"
       FOR EACH ROW EXECUTE FUNCTION "ledger_append_only"()`);
+    await queryRunner.query(`
+      CREATE TRIGGER "journal_entries_no_truncate" BEFORE TRUNCATE ON "journal_entries"
+      FOR EACH STATEMENT EXECUTE FUNCTION "ledger_append_only"()`);
+    await queryRunner.query(`
+      CREATE TRIGGER "postings_no_truncate" BEFORE TRUNCATE ON "postings"
+      FOR EACH STATEMENT EXECUTE FUNCTION "ledger_append_only"()`);
     await queryRunner.query(`
       CREATE FUNCTION "ledger_entry_balances"() RETURNS trigger LANGUAGE plpgsql AS $$
       DECLARE unbalanced text;

@@ -369,7 +369,7 @@ describe('route catalog of the real application', () => {
       .get(RouteCatalog)
       .all()
       .map((route) => `${route.method} ${route.path} -> ${route.policy}`);
-    // Users and Companies as the interface's tables say (CC = cc, Either = either); KYC data routes as designed.
+    // Users, Companies and Accounts as the interface's tables say (CC = cc, Either = either); KYC data routes as designed.
     expect(routes).toEqual([
       'GET /v1/.well-known/jwks.json -> public',
       'POST /v1/companies -> either',
@@ -405,6 +405,22 @@ describe('route catalog of the real application', () => {
       'POST /v1/users/:uuid/kyc-data -> either',
       'GET /v1/users/:uuid/kyc-data/history -> cc',
       'GET /v1/users/all -> cc',
+      // Accounts and their balance, limits, fees and operated amounts as the interface's tables say.
+      'POST /v1/wallet/accounts -> either',
+      'DELETE /v1/wallet/accounts/:uuid -> either',
+      'GET /v1/wallet/accounts/:uuid -> either',
+      'PATCH /v1/wallet/accounts/:uuid -> either',
+      'PATCH /v1/wallet/accounts/:uuid/alias -> either',
+      'GET /v1/wallet/accounts/:uuid/balance -> either',
+      'PATCH /v1/wallet/accounts/:uuid/balance -> cc',
+      'POST /v1/wallet/accounts/:uuid/balance -> cc',
+      'GET /v1/wallet/accounts/:uuid/fees -> cc',
+      'PATCH /v1/wallet/accounts/:uuid/fees -> cc',
+      'GET /v1/wallet/accounts/:uuid/fulloperado -> cc',
+      'GET /v1/wallet/accounts/:uuid/limits -> cc',
+      'PATCH /v1/wallet/accounts/:uuid/limits -> cc',
+      'POST /v1/wallet/accounts/:uuid/limits -> cc',
+      'GET /v1/wallet/accounts/:uuid/operado -> cc',
     ]);
   });
 });

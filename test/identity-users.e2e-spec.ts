@@ -1,11 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Global, Module } from '@nestjs/common';
 import request from 'supertest';
-import {
-  OWNER_ACCOUNTS,
-  type OwnerAccounts,
-  type OwnerAccountView,
-} from '../src/modules/identity/owner-accounts.port.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
 import {
   allPages,
@@ -24,6 +18,7 @@ import {
   type ValidationItem,
 } from './support/identity.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { openAccount as openWalletAccount, setBalance as setWalletBalance } from './support/wallet.js';
 
 interface UserView {
   uuid: string;
@@ -1241,55 +1236,23 @@ describe('identity: users (real database)', () => {
   });
 });
 
-/** The wallet side of the owner-accounts port, faked: accounts and money are set by the test. */
-const FAKE_ACCOUNTS = new Map<string, OwnerAccountView>();
-const FAKE_MONEY = new Set<string>();
-const key = (appId: string, ownerId: string) => `${appId}/${ownerId}`;
-const fakeOwnerAccounts: OwnerAccounts = {
-  accountsOf: async (appId, ownerIds) => {
-    const found = new Map<string, OwnerAccountView>();
-    for (const ownerId of ownerIds) {
-      const account = FAKE_ACCOUNTS.get(key(appId, ownerId));
-      if (account) found.set(ownerId, account);
-    }
-    return found;
-  },
-  holdsMoney: async (appId, ownerId) => FAKE_MONEY.has(key(appId, ownerId)),
-};
-
-@Global()
-@Module({ providers: [{ provide: OWNER_ACCOUNTS, useValue: fakeOwnerAccounts }], exports: [OWNER_ACCOUNTS] })
-class FakeWalletModule {}
-
-describe('identity: owners with a wallet account (owner-accounts port, faked)', () => {
+/** Identity through the real wallet (WalletReadModule provides OWNER_ACCOUNTS): accounts opened and funded over HTTP. */
+describe('identity: owners with a wallet account (the real wallet)', () => {
   let t: TestApp;
   let app: TestClient;
   let token: string;
 
   beforeAll(async () => {
-    t = await startTestApp({ extraModules: [FakeWalletModule] });
+    t = await startTestApp();
     app = await registerClient(t.app, 'owners-with-accounts');
     token = await accessToken(t.http, app);
   });
-  afterAll(async () => {
-    FAKE_ACCOUNTS.clear();
-    FAKE_MONEY.clear();
-    await t.close();
-  });
+  afterAll(() => t.close());
 
-  const accountOf = (ownerId: string): OwnerAccountView => ({
-    ownerType: 'USER',
-    uuid: randomUUID(),
-    status: 'ACTIVE',
-    created: '2025-01-02T03:04:05.000Z',
-    updated: '2025-01-02T03:04:05.000Z',
-    cvu: '0000003100000000000018',
-    alias: `alias.${ownerId.slice(0, 8)}`,
-    currency: 'ARS',
-    balance: 1500.5,
-    monthlyDepositOperation: 10,
-    monthlyWithdrawOperation: 0,
-  });
+  const openAccount = (ownerType: 'USER' | 'COMPANY', uuid: string) =>
+    openWalletAccount(t.http, token, app.appId, uuid, ownerType);
+  const setBalance = (accountId: string, balance: number) =>
+    setWalletBalance(t.http, token, accountId, balance);
 
   it("the User carries its account (GET, list, PATCH); a new user's is null", async () => {
     const response = await request(t.http)
@@ -1299,8 +1262,22 @@ describe('identity: owners with a wallet account (owner-accounts port, faked)', 
     expect(response.status).toBe(201);
     const user = response.body as UserView;
     expect(user.account).toBeNull();
-    const account = accountOf(user.uuid);
-    FAKE_ACCOUNTS.set(key(app.appId, user.uuid), account);
+    const opened = await openAccount('USER', user.uuid);
+    await setBalance(opened.uuid, 1500.5);
+    const account = { ...opened, balance: 1500.5 };
+    expect(account).toStrictEqual({
+      ownerType: 'USER',
+      uuid: expect.stringMatching(UUID),
+      status: 'ACTIVE',
+      created: expect.any(String),
+      updated: expect.any(String),
+      cvu: expect.stringMatching(/^000\d{19}$/),
+      alias: expect.stringMatching(/^[A-Za-z0-9.-]{6,20}$/),
+      currency: 'ARS',
+      balance: 1500.5,
+      monthlyDepositOperation: 0,
+      monthlyWithdrawOperation: 0,
+    });
 
     const read = await request(t.http).get(`/v1/users/${user.uuid}`).set('Authorization', bearer(token));
     expect(read.body).toStrictEqual({ ...user, account });
@@ -1311,6 +1288,15 @@ describe('identity: owners with a wallet account (owner-accounts port, faked)', 
       .set('Authorization', bearer(token))
       .send({ firstName: 'Con cuenta' });
     expect(patched.body).toStrictEqual({ ...user, firstName: 'Con cuenta', account });
+
+    // A deleted account is no longer shown.
+    await setBalance(opened.uuid, 0);
+    const deleted = await request(t.http)
+      .delete(`/v1/wallet/accounts/${opened.uuid}`)
+      .set('Authorization', bearer(token));
+    expect(deleted.status).toBe(200);
+    const after = await request(t.http).get(`/v1/users/${user.uuid}`).set('Authorization', bearer(token));
+    expect(after.body.account).toBeNull();
   });
 
   it('a user or company whose account holds money cannot be deleted: 403 INVALID_STATE, nothing changes', async () => {
@@ -1320,8 +1306,8 @@ describe('identity: owners with a wallet account (owner-accounts port, faked)', 
     const company = (
       await request(t.http).post('/v1/companies').set('Authorization', bearer(token)).send(companyBody())
     ).body as { uuid: string };
-    FAKE_MONEY.add(key(app.appId, user.uuid));
-    FAKE_MONEY.add(key(app.appId, company.uuid));
+    const accounts = [await openAccount('USER', user.uuid), await openAccount('COMPANY', company.uuid)];
+    for (const account of accounts) await setBalance(account.uuid, 0.01);
 
     for (const path of [`/v1/users/${user.uuid}`, `/v1/companies/${company.uuid}`]) {
       const refusedDelete = await request(t.http).delete(path).set('Authorization', bearer(token));
@@ -1339,7 +1325,7 @@ describe('identity: owners with a wallet account (owner-accounts port, faked)', 
     )) as { id: string }[];
     expect(rows).toHaveLength(2);
 
-    FAKE_MONEY.clear();
+    for (const account of accounts) await setBalance(account.uuid, 0);
     for (const path of [`/v1/users/${user.uuid}`, `/v1/companies/${company.uuid}`]) {
       expect((await request(t.http).delete(path).set('Authorization', bearer(token))).status).toBe(204);
     }

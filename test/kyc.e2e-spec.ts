@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
+import { userBody } from './support/identity.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const PNG = Buffer.from(
@@ -8,42 +9,6 @@ const PNG = Buffer.from(
   'base64',
 );
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
-
-const validUser = (taxId: string) => ({
-  firstName: 'Ana',
-  lastName: 'García',
-  birthdate: '1990-04-21',
-  sex: 'female',
-  civilStatus: 'single',
-  nationality: 'AR',
-  legalInformation: {
-    taxIdType: 'cuil',
-    taxId,
-    taxCondition: 'others',
-    category: 'consumidorFinal',
-    taxExempt: false,
-  },
-  legalAddress: {
-    streetName: 'Corrientes',
-    streetNumber: '1234',
-    floor: '5',
-    apartment: 'B',
-    zipCode: 'C1043',
-    neighborhood: 'San Nicolás',
-    city: 'Buenos Aires',
-    region: 'CABA',
-    country: 'AR',
-  },
-});
-
-/** Valid CUILs (prefix 20, check digit computed as the tax authority does). */
-function cuil(n: number): string {
-  const body = `20${String(n).padStart(8, '0')}`;
-  const weights = [5, 4, 3, 2, 7, 6, 5, 4, 3, 2];
-  const sum = weights.reduce((acc, w, i) => acc + w * Number(body[i]), 0);
-  const check = 11 - (sum % 11);
-  return check === 10 ? cuil(n + 1) : `${body}${check === 11 ? 0 : check}`;
-}
 
 async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -61,14 +26,13 @@ describe('KYC documents and sessions', () => {
   let token: string;
   let userId: string;
   let otherUserId: string;
-  let seq = 1000;
 
   const auth = (value = token) => ({ Authorization: `Bearer ${value}` });
   const createUser = async () => {
     const response = await request(t.http)
       .post('/v1/users')
       .set(auth())
-      .send(validUser(cuil(seq++)));
+      .send(userBody());
     expect(response.status).toBe(201);
     return response.body.uuid as string;
   };

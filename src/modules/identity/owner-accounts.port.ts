@@ -1,3 +1,5 @@
+import type { EntityManager } from 'typeorm';
+
 /**
  * What identity needs to know about wallet accounts, without importing the
  * wallet (dependencies point transfers → wallet → identity). The wallet module
@@ -23,11 +25,18 @@ export interface OwnerAccountView {
 export interface OwnerAccounts {
   /** The wallet account of each owner that has one. */
   accountsOf(appId: string, ownerIds: readonly string[]): Promise<Map<string, OwnerAccountView>>;
-  /** Whether the owner holds an account with money in it (or in flight): then it cannot be deleted. */
-  holdsMoney(appId: string, ownerId: string): Promise<boolean>;
+  /**
+   * Inside the owner's deletion transaction: locks the owner's accounts; when one holds money answers
+   * 'holds-money' and changes nothing, otherwise closes them (DELETED) and answers 'closed'.
+   */
+  closeForOwnerDeletion(
+    manager: EntityManager,
+    appId: string,
+    ownerId: string,
+  ): Promise<'holds-money' | 'closed'>;
 }
 
 export const NO_ACCOUNTS: OwnerAccounts = {
   accountsOf: async () => new Map(),
-  holdsMoney: async () => false,
+  closeForOwnerDeletion: async () => 'closed',
 };

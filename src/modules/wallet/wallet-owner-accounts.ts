@@ -1,6 +1,6 @@
 import { Global, Inject, Injectable, Module } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import {
   OWNER_ACCOUNTS,
@@ -9,6 +9,7 @@ import {
 } from '../identity/owner-accounts.port.js';
 import { accountView } from './accounts/accounts.service.js';
 import { WalletAccountEntity } from './accounts/entities/wallet-account.entity.js';
+import { fromDb } from './money.js';
 import { periodsOf } from './periods.js';
 
 /** Identity's read port onto the wallet: an owner's account, and whether it holds money. */
@@ -44,13 +45,25 @@ export class WalletOwnerAccounts implements OwnerAccounts {
     );
   }
 
-  async holdsMoney(appId: string, ownerId: string): Promise<boolean> {
-    const [row] = (await this.dataSource.query(
-      `SELECT EXISTS (SELECT 1 FROM wallet_accounts w JOIN ledger_accounts l ON l.id = w.id
-                       WHERE w.app_id = $1 AND w.owner_id = $2 AND w.status <> 'DELETED' AND l.balance <> 0) AS holds`,
+  async closeForOwnerDeletion(
+    manager: EntityManager,
+    appId: string,
+    ownerId: string,
+  ): Promise<'holds-money' | 'closed'> {
+    const accounts = (await manager.query(
+      `SELECT w.id, l.balance::text AS balance FROM wallet_accounts w JOIN ledger_accounts l ON l.id = w.id
+        WHERE w.app_id = $1 AND w.owner_id = $2 AND w.status <> 'DELETED'
+        ORDER BY w.id FOR UPDATE OF w, l`,
       [appId, ownerId],
-    )) as { holds: boolean }[];
-    return row.holds;
+    )) as { id: string; balance: string }[];
+    if (accounts.some((account) => !fromDb(account.balance).isZero())) return 'holds-money';
+    if (accounts.length > 0) {
+      await manager.query(
+        `UPDATE wallet_accounts SET status = 'DELETED', deleted_at = now() WHERE id = ANY($1::uuid[])`,
+        [accounts.map((account) => account.id)],
+      );
+    }
+    return 'closed';
   }
 }
 

@@ -105,7 +105,9 @@ export class CompaniesService {
   async remove(principal: Principal, id: string): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
       const company = await this.find(manager, principal, id, true);
-      if (await this.accounts.holdsMoney(principal.appId, company.id)) {
+      if (
+        (await this.accounts.closeForOwnerDeletion(manager, principal.appId, company.id)) === 'holds-money'
+      ) {
         throw new ForbiddenError('INVALID_STATE', 'The company owns an account that holds money');
       }
       await manager.softDelete(CompanyEntity, { id: company.id });

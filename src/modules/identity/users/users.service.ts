@@ -140,7 +140,7 @@ export class UsersService {
   async remove(principal: Principal, id: string): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
       const user = await this.find(manager, principal, id, true);
-      if (await this.accounts.holdsMoney(principal.appId, user.id)) {
+      if ((await this.accounts.closeForOwnerDeletion(manager, principal.appId, user.id)) === 'holds-money') {
         throw new ForbiddenError('INVALID_STATE', 'The user owns an account that holds money');
       }
       await manager.softDelete(UserEntity, { id: user.id });

@@ -378,8 +378,9 @@ export class AccountsService {
     path = 'uuid',
   ): Promise<void> {
     try {
-      if (ownerType === 'USER') await this.users.find(manager, principal, ownerId);
-      else await this.companies.find(manager, principal, ownerId);
+      // Locked: an owner being deleted concurrently cannot end up owning a new account.
+      if (ownerType === 'USER') await this.users.find(manager, principal, ownerId, true);
+      else await this.companies.find(manager, principal, ownerId, true);
     } catch (error) {
       if (error instanceof NotFoundError) {
         throw ValidationFailedError.single(

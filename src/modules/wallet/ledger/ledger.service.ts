@@ -36,6 +36,8 @@ export interface VerifyReport {
   postings: number;
   walletAccounts: number;
   unbalancedEntries: { entryId: string; currency: string; sum: string }[];
+  /** Entries with fewer than two postings. */
+  incompleteEntries: string[];
   balanceMismatches: { accountId: string; cached: string; postings: string }[];
   totals: { currency: string; sum: string }[];
 }
@@ -73,12 +75,14 @@ export class LedgerService {
   async systemAccount(manager: EntityManager, code: SystemAccount, currency: string): Promise<string> {
     const id = systemAccountId(code, currency);
     if (!this.knownSystemAccounts.has(id)) {
-      await manager.query(
+      const inserted = (await manager.query(
         `INSERT INTO ledger_accounts (id, kind, code, currency, balance) VALUES ($1, 'SYSTEM', $2, $3, 0)
-         ON CONFLICT (id) DO NOTHING`,
+         ON CONFLICT (id) DO NOTHING RETURNING id`,
         [id, code, currency],
-      );
-      this.knownSystemAccounts.add(id);
+      )) as unknown[];
+      // Remember it only when it already existed (committed): a row inserted here rolls back with a failed
+      // transaction, and a remembered id would then never be inserted again (FK violation on every posting).
+      if (inserted.length === 0) this.knownSystemAccounts.add(id);
     }
     return id;
   }
@@ -132,6 +136,12 @@ export class LedgerService {
       `SELECT entry_id AS "entryId", currency, sum(amount)::text AS sum FROM postings
         GROUP BY entry_id, currency HAVING sum(amount) <> 0 LIMIT 100`,
     )) as VerifyReport['unbalancedEntries'];
+    const incomplete = (
+      (await manager.query(
+        `SELECT e.id FROM journal_entries e LEFT JOIN postings p ON p.entry_id = e.id
+          GROUP BY e.id HAVING count(p.id) < 2 LIMIT 100`,
+      )) as { id: string }[]
+    ).map((row) => row.id);
     const mismatches = (await manager.query(
       `SELECT a.id AS "accountId", a.balance::text AS cached, coalesce(p.sum, 0)::text AS postings
          FROM ledger_accounts a
@@ -147,11 +157,12 @@ export class LedgerService {
     )) as { entries: number; postings: number; wallets: number }[];
     const totalsBalance = totals.every((total) => new Money(total.sum).isZero());
     return {
-      ok: unbalanced.length === 0 && mismatches.length === 0 && totalsBalance,
+      ok: unbalanced.length === 0 && incomplete.length === 0 && mismatches.length === 0 && totalsBalance,
       entries: counts.entries,
       postings: counts.postings,
       walletAccounts: counts.wallets,
       unbalancedEntries: unbalanced,
+      incompleteEntries: incomplete,
       balanceMismatches: mismatches,
       totals,
     };
