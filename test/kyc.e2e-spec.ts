@@ -29,10 +29,7 @@ describe('KYC documents and sessions', () => {
 
   const auth = (value = token) => ({ Authorization: `Bearer ${value}` });
   const createUser = async () => {
-    const response = await request(t.http)
-      .post('/v1/users')
-      .set(auth())
-      .send(userBody());
+    const response = await request(t.http).post('/v1/users').set(auth()).send(userBody());
     expect(response.status).toBe(201);
     return response.body.uuid as string;
   };
