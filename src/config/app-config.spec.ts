@@ -182,3 +182,45 @@ describe('parseDuration', () => {
     expect(parseDuration(text)).toBeUndefined();
   });
 });
+
+describe('document storage settings', () => {
+  it('defaults to local disk', () => {
+    expect(loadConfig({}).documentStorage).toEqual({ kind: 'local' });
+  });
+
+  it('reads an S3-compatible bucket, path-style when an endpoint is given', () => {
+    expect(
+      loadConfig({
+        DOCUMENT_STORAGE: 's3',
+        S3_BUCKET: 'docs',
+        S3_ENDPOINT: 'http://minio.internal:9000',
+        S3_ACCESS_KEY_ID: 'id',
+        S3_SECRET_ACCESS_KEY: 'secret',
+        S3_KEY_PREFIX: '/kyc/',
+      }).documentStorage,
+    ).toEqual({
+      kind: 's3',
+      bucket: 'docs',
+      region: 'us-east-1',
+      endpoint: 'http://minio.internal:9000',
+      accessKeyId: 'id',
+      secretAccessKey: 'secret',
+      forcePathStyle: true,
+      keyPrefix: 'kyc',
+    });
+    expect(loadConfig({ DOCUMENT_STORAGE: 's3', S3_BUCKET: 'docs' }).documentStorage).toMatchObject({
+      endpoint: undefined,
+      forcePathStyle: false,
+      accessKeyId: undefined,
+    });
+  });
+
+  it.each([
+    [{ DOCUMENT_STORAGE: 'ftp' }, 'DOCUMENT_STORAGE'],
+    [{ DOCUMENT_STORAGE: 's3' }, 'S3_BUCKET'],
+    [{ DOCUMENT_STORAGE: 's3', S3_BUCKET: 'b', S3_ACCESS_KEY_ID: 'id' }, 'S3_SECRET_ACCESS_KEY'],
+    [{ DOCUMENT_STORAGE: 's3', S3_BUCKET: 'b', S3_ENDPOINT: 'not a url' }, 'S3_ENDPOINT'],
+  ])('refuses %j naming %s', (env, name) => {
+    expect(() => loadConfig(env)).toThrow(name);
+  });
+});

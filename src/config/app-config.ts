@@ -40,6 +40,19 @@ export interface AppConfig {
   readonly cvuPspCode: string;
   /** Calendar of the operated amounts (month and year to date). */
   readonly operationsTimeZone: string;
+  /** Where document bytes are kept: local disk under DATA_DIR, or an S3-compatible bucket. */
+  readonly documentStorage:
+    | { kind: 'local' }
+    | {
+        kind: 's3';
+        bucket: string;
+        region: string;
+        endpoint: string | undefined;
+        accessKeyId: string | undefined;
+        secretAccessKey: string | undefined;
+        forcePathStyle: boolean;
+        keyPrefix: string;
+      };
   /** Largest document upload accepted. */
   readonly documentMaxBytes: number;
   /** How long the KYC simulator takes to complete a submitted step. */
@@ -238,6 +251,32 @@ export function loadConfig(env: Env = process.env): AppConfig {
         problems.push(`OPERATIONS_TIME_ZONE must be an IANA time zone (got "${zone}")`);
       }
       return zone;
+    })(),
+    documentStorage: (() => {
+      const kind = str('DOCUMENT_STORAGE') ?? 'local';
+      if (kind === 'local') return { kind: 'local' as const };
+      if (kind !== 's3') {
+        problems.push(`DOCUMENT_STORAGE must be local or s3 (got "${kind}")`);
+        return { kind: 'local' as const };
+      }
+      const bucket = str('S3_BUCKET');
+      if (!bucket) problems.push('S3_BUCKET is required when DOCUMENT_STORAGE=s3');
+      const accessKeyId = str('S3_ACCESS_KEY_ID');
+      const secretAccessKey = str('S3_SECRET_ACCESS_KEY');
+      if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+        problems.push('S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together');
+      }
+      const endpoint = url('S3_ENDPOINT', ['http:', 'https:']);
+      return {
+        kind: 's3' as const,
+        bucket: bucket ?? '',
+        region: str('S3_REGION') ?? 'us-east-1',
+        endpoint,
+        accessKeyId,
+        secretAccessKey,
+        forcePathStyle: bool('S3_FORCE_PATH_STYLE', endpoint !== undefined),
+        keyPrefix: (str('S3_KEY_PREFIX') ?? '').replace(/^\/+|\/+$/g, ''),
+      };
     })(),
     documentMaxBytes: int('DOCUMENT_MAX_BYTES', 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     kycSimDelayMs: int('KYC_SIM_DELAY_MS', 1000, 0, 3_600_000),

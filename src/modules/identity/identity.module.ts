@@ -8,6 +8,7 @@ import { DOCUMENT_STORAGE } from './documents/document-storage.port.js';
 import { DocumentsController } from './documents/documents.controller.js';
 import { DocumentsService } from './documents/documents.service.js';
 import { LocalDiskStorage } from './documents/local-disk.storage.js';
+import { S3Storage } from './documents/s3.storage.js';
 import { KycDataController } from './kyc/kyc-data.controller.js';
 import { KycDataService } from './kyc/kyc-data.service.js';
 import { KYC_PROVIDER } from './kyc-sessions/kyc-provider.port.js';
@@ -48,7 +49,10 @@ import { UsersService } from './users/users.service.js';
     {
       provide: DOCUMENT_STORAGE,
       inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => new LocalDiskStorage(path.join(config.dataDir, 'documents')),
+      useFactory: (config: AppConfig) =>
+        config.documentStorage.kind === 's3'
+          ? new S3Storage(config.documentStorage)
+          : new LocalDiskStorage(path.join(config.dataDir, 'documents')),
     },
   ],
   exports: [UsersService, CompaniesService, DocumentsService, KycSessionsService, SimulatorKycProvider],

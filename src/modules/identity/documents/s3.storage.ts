@@ -1,0 +1,64 @@
+import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import type { DocumentStorage } from './document-storage.port.js';
+
+export interface S3StorageOptions {
+  bucket: string;
+  region: string;
+  /** An S3-compatible endpoint (MinIO, Ceph, R2…); unset for AWS S3. */
+  endpoint?: string;
+  accessKeyId?: string;
+  secretAccessKey?: string;
+  forcePathStyle: boolean;
+  keyPrefix: string;
+}
+
+/**
+ * Documents in an S3-compatible bucket (AWS SDK v3). Objects are written with
+ * server-side encryption requested, and the key is `<prefix>/<appId>/<uuid>`.
+ * Without explicit keys the SDK's default credential chain applies (IAM roles).
+ */
+export class S3Storage implements DocumentStorage {
+  private readonly client: S3Client;
+
+  constructor(private readonly options: S3StorageOptions) {
+    this.client = new S3Client({
+      region: options.region,
+      endpoint: options.endpoint,
+      forcePathStyle: options.forcePathStyle,
+      // Plain signed payloads: no aws-chunked trailers, which some S3-compatible stores do not accept.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      ...(options.accessKeyId && options.secretAccessKey
+        ? { credentials: { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey } }
+        : {}),
+    });
+  }
+
+  async put(key: string, bytes: Buffer): Promise<void> {
+    await this.client.send(
+      new PutObjectCommand({
+        Bucket: this.options.bucket,
+        Key: this.objectKey(key),
+        Body: bytes,
+        ContentLength: bytes.length,
+        ServerSideEncryption: 'AES256',
+      }),
+    );
+  }
+
+  async get(key: string): Promise<Buffer> {
+    const answer = await this.client.send(
+      new GetObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) }),
+    );
+    if (!answer.Body) throw new Error(`document ${key} has no content in the bucket`);
+    return Buffer.from(await answer.Body.transformToByteArray());
+  }
+
+  destroy(): void {
+    this.client.destroy();
+  }
+
+  private objectKey(key: string): string {
+    return this.options.keyPrefix ? `${this.options.keyPrefix}/${key}` : key;
+  }
+}

@@ -1,0 +1,112 @@
+import { createHash } from 'node:crypto';
+import request from 'supertest';
+import { accessToken, registerClient } from './support/auth.js';
+import { userBody } from './support/identity.js';
+import { startS3Peer, type S3Peer } from './support/s3-server.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+);
+
+const binary = (res: request.Response, done: (error: Error | null, body: Buffer) => void) => {
+  const stream = res as unknown as NodeJS.ReadableStream;
+  const chunks: Buffer[] = [];
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+  stream.on('end', () => done(null, Buffer.concat(chunks)));
+};
+
+describe('documents in an S3-compatible bucket (DOCUMENT_STORAGE=s3)', () => {
+  let peer: S3Peer;
+  let t: TestApp;
+  let token: string;
+  let userId: string;
+
+  const s3Env = (secret: string) => ({
+    DOCUMENT_STORAGE: 's3',
+    S3_ENDPOINT: peer.url,
+    S3_BUCKET: 'kyc-documents',
+    S3_REGION: 'sa-east-1',
+    S3_ACCESS_KEY_ID: 'AKIDWALLETTEST',
+    S3_SECRET_ACCESS_KEY: secret,
+    S3_KEY_PREFIX: 'wallet',
+  });
+
+  beforeAll(async () => {
+    peer = await startS3Peer('AKIDWALLETTEST', 'the-right-secret');
+    t = await startTestApp({ env: s3Env('the-right-secret') });
+    token = await accessToken(t.http, await registerClient(t.app));
+    userId = (
+      await request(t.http).post('/v1/users').set('Authorization', `Bearer ${token}`).send(userBody())
+    ).body.uuid as string;
+  });
+  afterAll(async () => {
+    await t.close();
+    await peer.close();
+  });
+
+  it('stores the bytes in the bucket with signed requests and serves them back', async () => {
+    const upload = await request(t.http)
+      .post(`/v1/users/${userId}/documents`)
+      .set('Authorization', `Bearer ${token}`)
+      .field('documentType', 'DNI_FRONT')
+      .attach('file', PNG, 'front.png');
+    expect(upload.status).toBe(201);
+    const [row] = (await t.dataSource.query('SELECT app_id, sha256 FROM documents WHERE id = $1', [
+      upload.body.uuid,
+    ])) as { app_id: string; sha256: string }[];
+    const objectPath = `/kyc-documents/wallet/${row.app_id}/${upload.body.uuid}`;
+    const stored = peer.objects.get(objectPath);
+    expect(stored?.body.equals(PNG)).toBe(true);
+    expect(stored?.headers['x-amz-server-side-encryption']).toBe('AES256');
+    expect(row.sha256).toBe(createHash('sha256').update(PNG).digest('hex'));
+
+    const download = await request(t.http)
+      .get(`/v1/documents/${upload.body.uuid}/content`)
+      .set('Authorization', `Bearer ${token}`)
+      .buffer(true)
+      .parse(binary);
+    expect(download.status).toBe(200);
+    expect((download.body as Buffer).equals(PNG)).toBe(true);
+    expect(
+      peer.requests.filter((r) => r.path === objectPath).map((r) => [r.method, r.signatureValid]),
+    ).toEqual([
+      ['PUT', true],
+      ['GET', true],
+    ]);
+  });
+
+  it('writes nothing when the bucket refuses the upload (wrong credentials)', async () => {
+    const wrong = await startTestApp({ env: s3Env('a-wrong-secret') });
+    try {
+      const wrongToken = await accessToken(wrong.http, await registerClient(wrong.app));
+      const owner = (
+        await request(wrong.http)
+          .post('/v1/users')
+          .set('Authorization', `Bearer ${wrongToken}`)
+          .send(userBody())
+      ).body.uuid as string;
+      const before = peer.objects.size;
+      const upload = await request(wrong.http)
+        .post(`/v1/users/${owner}/documents`)
+        .set('Authorization', `Bearer ${wrongToken}`)
+        .field('documentType', 'DNI_FRONT')
+        .attach('file', PNG, 'front.png');
+      expect(upload.status).toBe(500);
+      expect(upload.body).toEqual({
+        name: 'InternalServerError',
+        message: 'Internal server error',
+        detail: { trackingId: upload.headers['x-request-id'] },
+      });
+      expect(peer.objects.size).toBe(before);
+      expect(peer.requests.at(-1)).toMatchObject({ method: 'PUT', signatureValid: false });
+      const [{ n }] = (await wrong.dataSource.query('SELECT count(*)::int AS n FROM documents')) as {
+        n: number;
+      }[];
+      expect(n).toBe(0);
+    } finally {
+      await wrong.close();
+    }
+  });
+});
