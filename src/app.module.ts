@@ -11,6 +11,7 @@ import { AppsModule } from './modules/apps/apps.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
 import { IdentityModule } from './modules/identity/identity.module.js';
 import { WalletModule } from './modules/wallet/wallet.module.js';
+import { TransfersModule } from './modules/transfers/transfers.module.js';
 import { WalletReadModule } from './modules/wallet/wallet-owner-accounts.js';
 import { MobileModule } from './modules/mobile/mobile.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
@@ -38,6 +39,7 @@ export class AppModule implements NestModule {
         IdentityModule,
         WalletReadModule,
         WalletModule,
+        TransfersModule,
         ...(options.runWorker ? [WorkerProcessorsModule] : []),
         ...(options.extraModules ?? []),
       ],

@@ -382,6 +382,7 @@ describe('route catalog of the real application', () => {
       'POST /v1/companies/:uuid/kyc-data -> either',
       'GET /v1/companies/:uuid/kyc-data/history -> cc',
       'GET /v1/companies/all -> cc',
+      'POST /v1/counterparty -> cc',
       'GET /v1/documents/:uuid -> either',
       'GET /v1/documents/:uuid/content -> either',
       'GET /v1/health/live -> public',

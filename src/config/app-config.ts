@@ -53,6 +53,10 @@ export interface AppConfig {
         forcePathStyle: boolean;
         keyPrefix: string;
       };
+  /** The name this service shows as `entidadBancaria` of its own accounts. */
+  readonly entityName: string;
+  /** The simulated directory of other institutions' accounts (JSON). */
+  readonly counterpartyDirectoryFile: string;
   /** Largest document upload accepted. */
   readonly documentMaxBytes: number;
   /** How long the KYC simulator takes to complete a submitted step. */
@@ -278,6 +282,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
         keyPrefix: (str('S3_KEY_PREFIX') ?? '').replace(/^\/+|\/+$/g, ''),
       };
     })(),
+    entityName: str('ENTITY_NAME') ?? 'Wallet Service',
+    counterpartyDirectoryFile: path.resolve(
+      str('COUNTERPARTY_DIRECTORY_FILE') ?? 'config/counterparty-directory.json',
+    ),
     documentMaxBytes: int('DOCUMENT_MAX_BYTES', 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     kycSimDelayMs: int('KYC_SIM_DELAY_MS', 1000, 0, 3_600_000),
     tokenRateLimitPerMinute: int('TOKEN_RATE_LIMIT_PER_MINUTE', 60, 1, 100_000),

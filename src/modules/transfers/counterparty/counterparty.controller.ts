@@ -1,0 +1,36 @@
+import { Body, Controller, HttpCode, Post } from '@nestjs/common';
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { AuthClient } from '../../../common/auth/auth.decorator.js';
+import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
+import { CounterpartyService } from './counterparty.service.js';
+import { CounterpartyRequestDto, CounterpartyResponseDto } from './dto/counterparty.dto.js';
+
+@ApiTags('Counterparty')
+@Controller('counterparty')
+@ErrorResponses()
+export class CounterpartyController {
+  constructor(private readonly counterparties: CounterpartyService) {}
+
+  @Post()
+  @AuthClient()
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Who is behind an alias or a CBU/CVU (this service’s accounts and other institutions’)',
+  })
+  @ApiOkResponse({ type: CounterpartyResponseDto })
+  @ApiNotFoundResponse({
+    type: ErrorResponseDto,
+    description: 'Unknown alias or number (detail.item names it)',
+  })
+  async lookup(@Body() body: CounterpartyRequestDto): Promise<CounterpartyResponseDto> {
+    const found = await this.counterparties.lookup(body.destinatario);
+    return {
+      cvu: found.cvu,
+      cbu: found.cbu,
+      tipo: found.tipo,
+      titulares: found.titulares,
+      entidadBancaria: found.entidadBancaria,
+      moneda: found.moneda,
+    };
+  }
+}
