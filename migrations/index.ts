@@ -3,6 +3,7 @@ import { WebhookOutbox1763900100000 } from './1763900100000-WebhookOutbox.js';
 import { Identity1763900200000 } from './1763900200000-Identity.js';
 import { KycDocumentsAndSessions1763900400000 } from './1763900400000-KycDocumentsAndSessions.js';
 import { WalletLedger1763900500000 } from './1763900500000-WalletLedger.js';
+import { Transfers1763900600000 } from './1763900600000-Transfers.js';
 import { Messaging1763900300000 } from './1763900300000-Messaging.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   Messaging1763900300000,
   KycDocumentsAndSessions1763900400000,
   WalletLedger1763900500000,
+  Transfers1763900600000,
 ];

@@ -25,6 +25,11 @@ import {
   LedgerAccountEntity,
   PostingEntity,
 } from './modules/wallet/ledger/entities/ledger.entities.js';
+import {
+  IdempotencyKeyEntity,
+  TransferEntity,
+  TransferStatusHistoryEntity,
+} from './modules/transfers/entities/transfer.entities.js';
 import { WebhookAttemptEntity } from './modules/webhooks/entities/webhook-attempt.entity.js';
 import { WebhookEventEntity } from './modules/webhooks/entities/webhook-event.entity.js';
 
@@ -53,6 +58,9 @@ export const ENTITIES = [
   PostingEntity,
   WalletAccountEntity,
   OperatedAmountEntity,
+  TransferEntity,
+  TransferStatusHistoryEntity,
+  IdempotencyKeyEntity,
 ];
 
 export function dataSourceOptions(url: string, poolSize: number, applicationName: string): DataSourceOptions {

@@ -53,6 +53,8 @@ export interface AppConfig {
         forcePathStyle: boolean;
         keyPrefix: string;
       };
+  /** Tax rate applied to each movement (fraction, e.g. 0.006 for 0.6 %); 0 by default. */
+  readonly transferTaxRate: string;
   /** The name this service shows as `entidadBancaria` of its own accounts. */
   readonly entityName: string;
   /** The simulated directory of other institutions' accounts (JSON). */
@@ -281,6 +283,12 @@ export function loadConfig(env: Env = process.env): AppConfig {
         forcePathStyle: bool('S3_FORCE_PATH_STYLE', endpoint !== undefined),
         keyPrefix: (str('S3_KEY_PREFIX') ?? '').replace(/^\/+|\/+$/g, ''),
       };
+    })(),
+    transferTaxRate: (() => {
+      const rate = str('TRANSFER_TAX_RATE') ?? '0';
+      if (!/^(0(\.\d{1,6})?|1(\.0+)?)$/.test(rate))
+        problems.push(`TRANSFER_TAX_RATE must be a fraction from 0 to 1 (got "${rate}")`);
+      return rate;
     })(),
     entityName: str('ENTITY_NAME') ?? 'Wallet Service',
     counterpartyDirectoryFile: path.resolve(

@@ -3,6 +3,7 @@ export const QUEUES = {
   maintenance: 'maintenance',
   webhooks: 'webhooks',
   kyc: 'kyc',
+  clearing: 'clearing',
   sms: 'sms',
 } as const;
 
@@ -13,6 +14,8 @@ export const JOBS = {
   sweepWebhooks: 'sweep-webhooks',
   deliverWebhook: 'deliver',
   verifyKycStep: 'verify-kyc-step',
+  presentTransfer: 'present-transfer',
+  settleTransfer: 'settle-transfer',
   submitSms: 'submit-sms',
   simulatedSmsReceipt: 'simulated-sms-receipt',
 } as const;

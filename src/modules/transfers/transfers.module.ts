@@ -1,23 +1,35 @@
 import { Module } from '@nestjs/common';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { WalletModule } from '../wallet/wallet.module.js';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
+import { CLEARING_RAIL } from './clearing/clearing-rail.port.js';
+import { SimulatorRail } from './clearing/clearing-simulator.js';
+import { ClearingService } from './clearing/clearing.service.js';
 import { COUNTERPARTY_DIRECTORY } from './counterparty/counterparty-directory.port.js';
 import { CounterpartyController } from './counterparty/counterparty.controller.js';
 import { CounterpartyService } from './counterparty/counterparty.service.js';
 import { FixtureDirectory } from './counterparty/fixture-directory.js';
+import { TransferViews } from './transfer-views.js';
+import { TransfersController } from './transfers.controller.js';
+import { TransfersService } from './transfers.service.js';
 
-/** Transfers and the counterparty lookup (transfers → wallet → identity). Now: the counterparty lookup. */
+/** Transfers, the clearing rail and the counterparty lookup (transfers → wallet → identity). */
 @Module({
-  imports: [WalletModule],
-  controllers: [CounterpartyController],
+  imports: [WalletModule, WebhooksModule],
+  controllers: [CounterpartyController, TransfersController],
   providers: [
     CounterpartyService,
+    TransfersService,
+    TransferViews,
+    ClearingService,
+    SimulatorRail,
+    { provide: CLEARING_RAIL, useExisting: SimulatorRail },
     {
       provide: COUNTERPARTY_DIRECTORY,
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => new FixtureDirectory(config.counterpartyDirectoryFile),
     },
   ],
-  exports: [CounterpartyService],
+  exports: [CounterpartyService, TransfersService, ClearingService, COUNTERPARTY_DIRECTORY],
 })
 export class TransfersModule {}

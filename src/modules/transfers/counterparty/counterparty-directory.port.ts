@@ -8,6 +8,8 @@ export interface DirectoryAccount {
   entidadBancaria: string;
   tipo: 'CA' | 'CC';
   moneda: string;
+  /** Simulator only: the final status the clearing simulator gives transfers to this account. */
+  simulate?: 'ERROR_DATOS' | 'SIN_GARANTIA' | 'ERROR_ACREDITACION';
 }
 
 /**

@@ -339,6 +339,22 @@ export class AccountsService {
     };
   }
 
+  /** Adds a settled movement to the account's operated amounts of this month and year (OPERATIONS_TIME_ZONE). */
+  async addOperated(
+    manager: EntityManager,
+    accountId: string,
+    side: 'deposit' | 'withdraw',
+    amount: Money,
+  ): Promise<void> {
+    const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
+    const column = side === 'deposit' ? 'deposit' : 'withdraw';
+    await manager.query(
+      `INSERT INTO operated_amounts (account_id, period, ${column}) VALUES ($1, $2, $4), ($1, $3, $4)
+       ON CONFLICT (account_id, period) DO UPDATE SET ${column} = operated_amounts.${column} + EXCLUDED.${column}, updated_at = now()`,
+      [accountId, month, year, amount.toFixed()],
+    );
+  }
+
   /** The account (not deleted), scoped to the principal, locked when asked; 404 otherwise. */
   async require(
     manager: EntityManager,

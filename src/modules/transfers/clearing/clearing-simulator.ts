@@ -1,0 +1,108 @@
+import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import type { Job } from 'bullmq';
+import { PinoLogger } from 'nestjs-pino';
+import { JobProcessor, type JobHandler } from '../../../common/queue/job-processor.js';
+import { JOBS, QUEUES } from '../../../common/queue/queue-names.js';
+import { QueueFactory } from '../../../common/queue/queue.factory.js';
+import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import {
+  COUNTERPARTY_DIRECTORY,
+  type CounterpartyDirectory,
+} from '../counterparty/counterparty-directory.port.js';
+import type { ClearingRail } from './clearing-rail.port.js';
+import { ClearingService, type SettlementOutcome } from './clearing.service.js';
+
+const jobOptions = {
+  removeOnComplete: true,
+  attempts: 5,
+  backoff: { type: 'exponential' as const, delay: 1000 },
+};
+
+/** The default rail: presents each external transfer at once and settles it after CLEARING_SIM_DELAY_MS. */
+@Injectable()
+export class SimulatorRail implements ClearingRail {
+  constructor(private readonly queues: QueueFactory) {}
+
+  async submit(transferId: string): Promise<void> {
+    await this.queues
+      .queue(QUEUES.clearing)
+      .add(JOBS.presentTransfer, { transferId }, { ...jobOptions, jobId: `${transferId}.present` });
+  }
+}
+
+/**
+ * Worker side of the simulator. The verdict comes from the counterparty
+ * directory: an account listed with `simulate` gets that failure status, one
+ * not listed gets ERROR_DATOS, the others ACREDITADO. Every 30 s a recovery
+ * sweep moves on external transfers that stayed in flight far longer than the
+ * simulated delay (a lost job, a worker restart): none stays pending forever,
+ * none is settled twice (settle checks the status under the row lock).
+ */
+@Injectable()
+@JobProcessor({ queue: QUEUES.clearing, concurrency: 20 })
+export class ClearingSimulatorProcessor implements JobHandler, OnApplicationBootstrap, OnApplicationShutdown {
+  private timer?: NodeJS.Timeout;
+
+  constructor(
+    private readonly clearing: ClearingService,
+    private readonly queues: QueueFactory,
+    @Inject(COUNTERPARTY_DIRECTORY) private readonly directory: CounterpartyDirectory,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly logger: PinoLogger,
+  ) {
+    this.logger.setContext('ClearingSimulator');
+  }
+
+  async process(job: Job<{ transferId: string }>): Promise<string> {
+    const { transferId } = job.data;
+    if (job.name === JOBS.presentTransfer) {
+      await this.clearing.present(transferId);
+      await this.queues
+        .queue(QUEUES.clearing)
+        .add(
+          JOBS.settleTransfer,
+          { transferId },
+          { ...jobOptions, jobId: `${transferId}.settle`, delay: this.config.clearingSimDelayMs },
+        );
+      return 'presented';
+    }
+    const outcome = await this.outcomeFor(transferId);
+    const settled = await this.clearing.settle(transferId, outcome);
+    return settled ? outcome : 'already settled';
+  }
+
+  async outcomeFor(transferId: string): Promise<SettlementOutcome> {
+    const identifier = await this.clearing.identifierOf(transferId);
+    if (!identifier) return 'ERROR_DATOS';
+    const account = await this.directory.byNumber(identifier);
+    if (!account) return 'ERROR_DATOS';
+    return account.simulate ?? 'ACREDITADO';
+  }
+
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => void this.recover(), 30_000);
+    this.timer.unref();
+  }
+
+  onApplicationShutdown(): void {
+    clearInterval(this.timer);
+  }
+
+  /** Moves on what waited far longer than the simulator takes (no live job). */
+  async recover(): Promise<number> {
+    let moved = 0;
+    try {
+      const stalled = await this.clearing.stalled(
+        new Date(Date.now() - this.config.clearingSimDelayMs - 30_000),
+      );
+      for (const transfer of stalled) {
+        if (transfer.status === 'INICIADO') await this.clearing.present(transfer.id);
+        if (await this.clearing.settle(transfer.id, await this.outcomeFor(transfer.id))) moved++;
+      }
+      if (moved > 0) this.logger.info({ moved }, 'clearing recovery settled stalled transfers');
+    } catch (error) {
+      this.logger.warn({ err: error }, 'clearing recovery failed; will try again');
+    }
+    return moved;
+  }
+}

@@ -1,0 +1,90 @@
+import {
+  Check,
+  Column,
+  CreateDateColumn,
+  Entity,
+  Index,
+  JoinColumn,
+  ManyToOne,
+  PrimaryColumn,
+  PrimaryGeneratedColumn,
+  UpdateDateColumn,
+  type Relation,
+} from 'typeorm';
+import { WalletAccountEntity } from '../../wallet/accounts/entities/wallet-account.entity.js';
+import type { TransferStatus } from '../transfer-status.js';
+
+/** One side of a movement of money: an account's DEPOSIT or WITHDRAW. */
+@Entity({ name: 'transfers' })
+@Check('CHK_transfers_movement_type', `"movement_type" IN ('DEPOSIT', 'WITHDRAW')`)
+@Check('CHK_transfers_route', `"route" IN ('INTERNAL', 'EXTERNAL')`)
+@Check(
+  'CHK_transfers_status',
+  `"status" IN ('COMMITING', 'INICIADO', 'EN_CURSO', 'ERROR_DATOS', 'SIN_GARANTIA', 'ERROR_ACREDITACION', 'ACREDITADO')`,
+)
+@Index('idx_transfers_app_created', ['appId', 'createdAt', 'id'])
+@Index('idx_transfers_account_created', ['accountId', 'createdAt', 'id'])
+@Index('idx_transfers_in_flight', ['updatedAt'], {
+  where: `"status" IN ('COMMITING', 'INICIADO', 'EN_CURSO')`,
+})
+export class TransferEntity {
+  @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_transfers' }) id: string;
+  @Column('uuid', { name: 'app_id' }) appId: string;
+  @Column('uuid', { name: 'account_id' }) accountId: string;
+  @Column('text', { name: 'movement_type' }) movementType: 'DEPOSIT' | 'WITHDRAW';
+  @Column('text') status: TransferStatus;
+  @Column('text') route: 'INTERNAL' | 'EXTERNAL';
+  @Column('text', { name: 'counterparty_name' }) counterpartyName: string;
+  @Column('text', { name: 'counterparty_tax_id' }) counterpartyTaxId: string;
+  @Column('text', { name: 'counterparty_identifier_type' }) counterpartyIdentifierType: 'CBU' | 'CVU';
+  @Column('text', { name: 'counterparty_identifier' }) counterpartyIdentifier: string;
+  @Column('text', { name: 'counterparty_branch', nullable: true }) counterpartyBranch: string | null;
+  @Column('uuid', { name: 'counterparty_account_id', nullable: true }) counterpartyAccountId: string | null;
+  @Column('uuid', { name: 'linked_transfer_id', nullable: true }) linkedTransferId: string | null;
+  @Column('numeric', { precision: 24, scale: 6 }) amount: string;
+  @Column('text') currency: string;
+  @Column('numeric', { precision: 24, scale: 6, default: 0 }) fees: string;
+  @Column('numeric', { precision: 24, scale: 6, default: 0 }) taxes: string;
+  @Column('text') concept: string;
+  @Column('text', { nullable: true }) summary: string | null;
+  @Column('text', { nullable: true }) description: string | null;
+  @Column('text', { name: 'clearing_id', nullable: true }) clearingId: string | null;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz', precision: 3 }) createdAt: Date;
+  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
+
+  @ManyToOne(() => WalletAccountEntity)
+  @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'FK_transfers_account' })
+  account?: Relation<WalletAccountEntity>;
+}
+
+/** Every status a transfer went through, with its time. */
+@Entity({ name: 'transfer_status_history' })
+@Index('idx_transfer_status_history_transfer', ['transferId', 'id'])
+export class TransferStatusHistoryEntity {
+  @PrimaryGeneratedColumn('increment', {
+    type: 'bigint',
+    primaryKeyConstraintName: 'PK_transfer_status_history',
+  })
+  id: string;
+
+  @Column('uuid', { name: 'transfer_id' }) transferId: string;
+  @Column('text', { name: 'from_status', nullable: true }) fromStatus: string | null;
+  @Column('text', { name: 'to_status' }) toStatus: string;
+  @CreateDateColumn({ name: 'at', type: 'timestamptz' }) at: Date;
+
+  @ManyToOne(() => TransferEntity)
+  @JoinColumn({ name: 'transfer_id', foreignKeyConstraintName: 'FK_transfer_status_history_transfer' })
+  transfer?: Relation<TransferEntity>;
+}
+
+/** An Idempotency-Key of POST /wallet/transactions with the answer it got. */
+@Entity({ name: 'idempotency_keys' })
+@Index('idx_idempotency_keys_created', ['createdAt'])
+export class IdempotencyKeyEntity {
+  @PrimaryColumn('uuid', { name: 'app_id', primaryKeyConstraintName: 'PK_idempotency_keys' }) appId: string;
+  @PrimaryColumn('text', { primaryKeyConstraintName: 'PK_idempotency_keys' }) key: string;
+  @Column('text', { name: 'request_hash' }) requestHash: string;
+  @Column('integer', { name: 'response_status', nullable: true }) responseStatus: number | null;
+  @Column('jsonb', { name: 'response_body', nullable: true }) responseBody: unknown;
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+}

@@ -1,0 +1,153 @@
+import { createHash } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
+import type { Principal } from '../../common/auth/principal.js';
+import type { CursorPosition } from '../../common/http/pagination.js';
+import { personTypeOf } from '../identity/tax-id.js';
+import { toJson } from '../wallet/money.js';
+import type { CreateTransactionResponseDto, TransactionInfoDto } from './dto/transfer.dto.js';
+
+interface Row {
+  id: string;
+  clearing_id: string | null;
+  movement_type: 'DEPOSIT' | 'WITHDRAW';
+  status: string;
+  route: 'INTERNAL' | 'EXTERNAL';
+  counterparty_name: string;
+  counterparty_tax_id: string;
+  counterparty_identifier_type: 'CBU' | 'CVU';
+  counterparty_identifier: string;
+  counterparty_account_id: string | null;
+  amount: string;
+  currency: string;
+  fees: string;
+  taxes: string;
+  concept: string;
+  summary: string | null;
+  description: string | null;
+  created_at: Date;
+  owner_type: 'USER' | 'COMPANY';
+  owner_id: string;
+  cvu: string;
+  owner_name: string | null;
+  owner_tax_id: string | null;
+  owner_tax_id_type: string | null;
+}
+
+const SELECT = `
+  SELECT t.id, t.clearing_id, t.movement_type, t.status, t.route, t.counterparty_name, t.counterparty_tax_id,
+         t.counterparty_identifier_type, t.counterparty_identifier, t.counterparty_account_id,
+         t.amount::text AS amount, t.currency, t.fees::text AS fees, t.taxes::text AS taxes, t.concept, t.summary,
+         t.description, t.created_at, w.owner_type, w.owner_id, w.cvu,
+         coalesce(u.first_name || ' ' || u.last_name, c.legal_name) AS owner_name,
+         coalesce(u.tax_id, c.tax_value) AS owner_tax_id,
+         coalesce(u.tax_id_type, 'cuit') AS owner_tax_id_type
+    FROM transfers t
+    JOIN wallet_accounts w ON w.id = t.account_id
+    LEFT JOIN users u ON w.owner_type = 'USER' AND u.id = w.owner_id
+    LEFT JOIN companies c ON w.owner_type = 'COMPANY' AND c.id = w.owner_id`;
+
+/** A stable uuid for an external counterparty (derived from its account number). */
+function partyUuid(identifier: string): string {
+  const hex = createHash('sha256').update(`counterparty:${identifier}`).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** TransactionInfo and CreateTransactionResponse built from one query (no entity hydration). */
+@Injectable()
+export class TransferViews {
+  async find(
+    manager: EntityManager,
+    principal: Principal,
+    id: string,
+  ): Promise<TransactionInfoDto | undefined> {
+    const params: unknown[] = [id, principal.appId];
+    let scope = 't.app_id = $2';
+    if (principal.kind === 'subject') {
+      params.push(principal.subject);
+      scope += ' AND w.owner_id = $3';
+    }
+    const rows = (await manager.query(`${SELECT} WHERE t.id = $1 AND ${scope}`, params)) as Row[];
+    return rows[0] ? info(rows[0]) : undefined;
+  }
+
+  async created(manager: EntityManager, id: string): Promise<CreateTransactionResponseDto> {
+    const [row] = (await manager.query(`${SELECT} WHERE t.id = $1`, [id])) as Row[];
+    const view = info(row);
+    const { createdAt, amount, ...rest } = view;
+    return {
+      ...rest,
+      amount: { value: amount, currency: row.currency },
+      currency: row.currency,
+      movementType: row.movement_type,
+      created: createdAt,
+    } as CreateTransactionResponseDto;
+  }
+
+  /** Newest first; filters on status, movementType and a creation date range; keyset on (created_at, id). */
+  async list(
+    manager: EntityManager,
+    principal: Principal,
+    filter: { status?: string; movementType?: string; from?: string; to?: string; accountId?: string },
+    limit: number,
+    before?: CursorPosition,
+  ): Promise<{ view: TransactionInfoDto; createdAt: Date }[]> {
+    const where = ['t.app_id = $1'];
+    const params: unknown[] = [principal.appId];
+    const add = (sql: string, value: unknown) => {
+      params.push(value);
+      where.push(sql.replace('?', `$${params.length}`));
+    };
+    if (principal.kind === 'subject') add('w.owner_id = ?', principal.subject);
+    if (filter.accountId) add('t.account_id = ?', filter.accountId);
+    if (filter.status) add('t.status = ?', filter.status);
+    if (filter.movementType) add('t.movement_type = ?', filter.movementType);
+    if (filter.from) add('t.created_at >= ?', new Date(filter.from));
+    if (filter.to) add('t.created_at < ?', new Date(filter.to));
+    if (before) {
+      params.push(before.createdAt, before.id);
+      where.push(`(t.created_at, t.id) < ($${params.length - 1}, $${params.length})`);
+    }
+    params.push(limit);
+    const rows = (await manager.query(
+      `${SELECT} WHERE ${where.join(' AND ')} ORDER BY t.created_at DESC, t.id DESC LIMIT $${params.length}`,
+      params,
+    )) as Row[];
+    return rows.map((row) => ({ view: info(row), createdAt: row.created_at }));
+  }
+}
+
+function info(row: Row): TransactionInfoDto {
+  const ownerTaxKey = row.owner_type === 'USER' && row.owner_tax_id_type === 'cuil' ? 'cuil' : 'cuit';
+  const counterpartyPerson = personTypeOf(row.counterparty_tax_id);
+  return {
+    uuid: row.id,
+    clearingId: row.clearing_id,
+    type: row.movement_type,
+    status: row.status,
+    account: {
+      uuid: row.owner_id,
+      name: row.owner_name ?? '',
+      [ownerTaxKey]: row.owner_tax_id ?? '',
+      type: row.owner_type,
+      cvu: row.cvu,
+    },
+    counterParty: {
+      uuid: row.counterparty_account_id ?? partyUuid(row.counterparty_identifier),
+      name: row.counterparty_name,
+      [counterpartyPerson === 'Juridica' ? 'cuit' : 'cuil']: row.counterparty_tax_id,
+      type: row.route,
+      personType: counterpartyPerson,
+      identifierType: row.counterparty_identifier_type,
+      identifier: row.counterparty_identifier,
+    },
+    amount: toJson(row.amount),
+    currency: row.currency,
+    concept: row.concept,
+    summary: row.summary,
+    description: row.description,
+    taxes: toJson(row.taxes),
+    fees: toJson(row.fees),
+    createdAt: row.created_at.toISOString(),
+  } as TransactionInfoDto;
+}

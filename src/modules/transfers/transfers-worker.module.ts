@@ -1,0 +1,10 @@
+import { Module } from '@nestjs/common';
+import { ClearingSimulatorProcessor } from './clearing/clearing-simulator.js';
+import { TransfersModule } from './transfers.module.js';
+
+/** Worker side of transfers: the clearing simulator's steps and its recovery sweep. */
+@Module({
+  imports: [TransfersModule],
+  providers: [ClearingSimulatorProcessor],
+})
+export class TransfersWorkerModule {}
