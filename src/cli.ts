@@ -11,7 +11,9 @@ import { KEYS_COMMANDS } from './modules/auth/commands/keys.command.js';
 import { WEBHOOKS_COMMANDS } from './modules/webhooks/commands/webhooks.command.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { LEDGER_COMMANDS } from './modules/wallet/commands/ledger.command.js';
-import { LedgerService } from './modules/wallet/ledger/ledger.service.js';
+import { TRANSFERS_COMMANDS } from './modules/transfers/commands/transfers.command.js';
+import { TransfersModule } from './modules/transfers/transfers.module.js';
+import { WalletModule } from './modules/wallet/wallet.module.js';
 
 /** Admin commands: JSON on stdout, logs and errors on stderr, non-zero exit on failure. */
 @Module({})
@@ -19,13 +21,20 @@ class CliModule {
   static forRoot(options: RuntimeOptions): DynamicModule {
     return {
       module: CliModule,
-      imports: [InfrastructureModule.forRoot(options), AppsModule, SigningKeysModule, WebhooksModule],
+      imports: [
+        InfrastructureModule.forRoot(options),
+        AppsModule,
+        SigningKeysModule,
+        WebhooksModule,
+        WalletModule,
+        TransfersModule,
+      ],
       providers: [
         ...APPS_COMMANDS,
         ...KEYS_COMMANDS,
         ...WEBHOOKS_COMMANDS,
         ...LEDGER_COMMANDS,
-        LedgerService,
+        ...TRANSFERS_COMMANDS,
       ],
     };
   }

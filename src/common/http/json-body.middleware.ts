@@ -43,28 +43,44 @@ export class JsonBodyMiddleware implements NestMiddleware {
 /** Deeper bodies are refused: no request of the interface nests more than a few levels. */
 export const MAX_JSON_DEPTH = 32;
 
+/** A UTF-16 surrogate without its pair: not Unicode, and validator.js's encodeURI throws on it. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Keys that reach prototypes through class-transformer and slip past the whitelist. */
+const PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+
 /**
  * Refuses what PostgreSQL cannot store or what would exhaust the stack later:
- * a NUL character in any string or key, and nesting deeper than MAX_JSON_DEPTH.
- * Walks iteratively, so the check itself cannot overflow.
+ * a NUL character or a lone surrogate in any string or key, nesting deeper
+ * than MAX_JSON_DEPTH, and prototype keys (refused at their path, as the
+ * whitelist refuses any unknown property). Walks iteratively, so the check
+ * itself cannot overflow.
  */
 export function assertStorableJson(body: unknown): void {
-  const stack: { value: unknown; depth: number }[] = [{ value: body, depth: 0 }];
+  const stack: { value: unknown; depth: number; path: string }[] = [{ value: body, depth: 0, path: '' }];
   while (stack.length > 0) {
-    const { value, depth } = stack.pop()!;
+    const { value, depth, path } = stack.pop()!;
     if (typeof value === 'string') {
       if (value.includes('\u0000'))
         throw ValidationFailedError.single('', 'invalid', 'strings must not contain NUL characters');
+      if (LONE_SURROGATE.test(value))
+        throw ValidationFailedError.single('', 'invalid', 'strings must be well-formed Unicode');
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
     if (depth >= MAX_JSON_DEPTH) {
       throw ValidationFailedError.single('', 'invalid', `JSON nesting deeper than ${MAX_JSON_DEPTH} levels`);
     }
+    const array = Array.isArray(value);
     for (const [key, child] of Object.entries(value)) {
       if (key.includes('\u0000'))
         throw ValidationFailedError.single('', 'invalid', 'keys must not contain NUL characters');
-      stack.push({ value: child, depth: depth + 1 });
+      if (LONE_SURROGATE.test(key))
+        throw ValidationFailedError.single('', 'invalid', 'keys must be well-formed Unicode');
+      const childPath = array ? `${path}[${key}]` : path ? `${path}.${key}` : key;
+      if (!array && PROTOTYPE_KEYS.has(key))
+        throw ValidationFailedError.single(childPath, 'invalid', `property ${key} is not allowed`);
+      stack.push({ value: child, depth: depth + 1, path: childPath });
     }
   }
 }

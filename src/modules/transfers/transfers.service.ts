@@ -164,6 +164,92 @@ export class TransfersService {
     return outcome.response;
   }
 
+  /**
+   * Money arriving from the rail into one of this service's CVUs (someone at another institution pays in):
+   * a DEPOSIT that is ACREDITADO at once (settlement → account), announced to the account's application with
+   * transfer_update. Refused, writing nothing, when the account cannot receive it.
+   */
+  async inbound(input: {
+    cvu: string;
+    amount: number;
+    fromIdentifier: string;
+    fromName: string;
+    fromTaxId: string;
+    concept: string;
+  }): Promise<{ transferId: string; accountId: string; status: 'ACREDITADO' }> {
+    if (!isValidCbu(input.fromIdentifier)) {
+      throw ValidationFailedError.single(
+        'from',
+        'invalid',
+        'the paying account must be a CBU/CVU with valid check digits',
+      );
+    }
+    const taxProblem = cuitProblem(input.fromTaxId, ['person', 'entity']);
+    if (taxProblem) throw ValidationFailedError.single('cuit', 'invalid', `cuit ${taxProblem}`);
+    return this.dataSource.transaction(async (manager) => {
+      const [row] = (await manager.query(
+        `SELECT id, app_id FROM wallet_accounts WHERE cvu = $1 AND status <> 'DELETED'`,
+        [input.cvu],
+      )) as { id: string; app_id: string }[];
+      if (!row) throw new NotFoundError(input.cvu, 'No account with that CVU');
+      const account = await this.accounts.require(manager, { kind: 'client', appId: row.app_id }, row.id);
+      if (account.status !== 'ACTIVE')
+        throw new ForbiddenError('INVALID_STATE', `the account is ${account.status}`);
+      const amount = parseAmount(input.amount, account.currency, 'amount', { min: 1 });
+      await this.ledger.lockWallets(manager, [account.id]);
+      await this.checkLimits(
+        manager,
+        account.id,
+        'deposit',
+        amount,
+        account.monthlyDepositLimit,
+        account.annualDepositLimit,
+        'the account',
+      );
+      const settlement = await this.ledger.systemAccount(manager, 'SETTLEMENT', account.currency);
+      const id = randomUUID();
+      await this.ledger.post(manager, {
+        appId: account.appId,
+        kind: 'INBOUND_TRANSFER',
+        reference: id,
+        actor: 'system:clearing-inbound',
+        lines: [
+          { accountId: settlement, amount: amount.negated(), currency: account.currency },
+          { accountId: account.id, amount, currency: account.currency },
+        ],
+      });
+      await this.insertTransfer(manager, id, {
+        appId: account.appId,
+        accountId: account.id,
+        counterpartyName: input.fromName,
+        counterpartyTaxId: input.fromTaxId.replace(/\D/g, ''),
+        counterpartyIdentifierType: input.fromIdentifier.startsWith('000') ? 'CVU' : 'CBU',
+        counterpartyIdentifier: input.fromIdentifier,
+        counterpartyBranch: null,
+        currency: account.currency,
+        concept: input.concept,
+        summary: null,
+        actor: 'system:clearing-inbound',
+        movementType: 'DEPOSIT',
+        route: 'EXTERNAL',
+        status: 'ACREDITADO',
+        amount,
+        fee: new Money(0),
+        tax: new Money(0),
+        counterpartyAccountId: null,
+        linkedTransferId: null,
+      });
+      await this.accounts.addOperated(manager, account.id, 'deposit', amount);
+      await this.webhooks.emit(manager, {
+        appId: account.appId,
+        event: WEBHOOK_EVENTS.transferUpdate,
+        subject: id,
+        data: { uuid: id, movementType: 'DEPOSIT', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
+      });
+      return { transferId: id, accountId: account.id, status: 'ACREDITADO' as const };
+    });
+  }
+
   async get(principal: Principal, id: string): Promise<TransactionInfoDto> {
     const found = await this.views.find(this.dataSource.manager, principal, id);
     if (!found) throw new NotFoundError(id, 'Transfer not found');

@@ -1,0 +1,81 @@
+import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { CliUsageError, printJson, requireOption, unknownSubcommand } from '../../../common/cli/output.js';
+import { CONCEPTS } from '../dto/transfer.dto.js';
+import { TransfersService } from '../transfers.service.js';
+
+interface InboundOptions {
+  cvu?: string;
+  amount?: string;
+  from?: string;
+  name?: string;
+  cuit?: string;
+  concept?: string;
+}
+
+@SubCommand({
+  name: 'inbound',
+  description: 'simulate money arriving from the rail into a CVU of this service',
+})
+export class TransfersInboundCommand extends CommandRunner {
+  constructor(private readonly transfers: TransfersService) {
+    super();
+  }
+
+  @Option({ flags: '--cvu <cvu>', description: 'the receiving CVU' })
+  parseCvu(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--amount <amount>', description: 'amount in the account currency' })
+  parseAmount(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--from <cbu>', description: 'CBU/CVU of the paying account' })
+  parseFrom(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--name <name>', description: 'name of the payer' })
+  parseName(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--cuit <cuit>', description: 'CUIT/CUIL of the payer' })
+  parseCuit(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--concept <concept>', description: 'transaction concept (default VAR)' })
+  parseConcept(value: string): string {
+    return value;
+  }
+
+  async run(_args: string[], options: InboundOptions): Promise<void> {
+    const amountText = requireOption(options.amount, '--amount');
+    if (!/^\d+(\.\d+)?$/.test(amountText))
+      throw new CliUsageError('--amount must be a positive decimal number');
+    const concept = options.concept ?? 'VAR';
+    if (!(CONCEPTS as readonly string[]).includes(concept))
+      throw new CliUsageError(`--concept must be one of ${CONCEPTS.join(', ')}`);
+    printJson(
+      await this.transfers.inbound({
+        cvu: requireOption(options.cvu, '--cvu'),
+        amount: Number(amountText),
+        fromIdentifier: requireOption(options.from, '--from'),
+        fromName: requireOption(options.name, '--name'),
+        fromTaxId: requireOption(options.cuit, '--cuit'),
+        concept,
+      }),
+    );
+  }
+}
+
+@Command({ name: 'transfers', description: 'transfers', subCommands: [TransfersInboundCommand] })
+export class TransfersCommand extends CommandRunner {
+  async run(args: string[]): Promise<void> {
+    unknownSubcommand(this.command, args);
+  }
+}
+
+export const TRANSFERS_COMMANDS = [TransfersCommand, TransfersInboundCommand];

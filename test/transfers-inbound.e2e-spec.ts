@@ -1,0 +1,157 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import request from 'supertest';
+import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
+import { accessToken, registerClient } from './support/auth.js';
+import { bearer } from './support/identity.js';
+import { childEnv, CLI_JS, runNode } from './support/processes.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+import { createOwner, openAccount } from './support/wallet.js';
+
+const payer = (
+  JSON.parse(readFileSync('config/counterparty-directory.json', 'utf8')) as {
+    accounts: { number: string; titulares: string; cuit: string }[];
+  }
+).accounts[0];
+
+describe('cli transfers inbound: money arriving from the rail into a CVU', () => {
+  let t: TestApp;
+  let dataDir: string;
+  let token: string;
+  let account: { uuid: string; cvu: string };
+
+  const cli = (args: string[]) =>
+    runNode(CLI_JS, args, childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'silent' }));
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-inbound-'));
+    const client = await registerClient(t.app);
+    token = await accessToken(t.http, client);
+    account = await openAccount(t.http, token, client.appId, await createOwner(t.http, token));
+  });
+  afterAll(async () => {
+    await t.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('credits the account with an ACREDITADO DEPOSIT and announces it', async () => {
+    const result = await cli([
+      'transfers',
+      'inbound',
+      '--cvu',
+      account.cvu,
+      '--amount',
+      '250.75',
+      '--from',
+      payer.number,
+      '--name',
+      payer.titulares,
+      '--cuit',
+      payer.cuit,
+      '--concept',
+      'HON',
+    ]);
+    expect(result.code).toBe(0);
+    const answer = JSON.parse(result.stdout) as { transferId: string; accountId: string; status: string };
+    expect(answer).toStrictEqual({
+      transferId: expect.any(String),
+      accountId: account.uuid,
+      status: 'ACREDITADO',
+    });
+    const balance = await request(t.http)
+      .get(`/v1/wallet/accounts/${account.uuid}/balance`)
+      .set('Authorization', bearer(token));
+    expect(balance.body.balance).toBe(250.75);
+    const list = await request(t.http)
+      .get(`/v1/wallet/accounts/${account.uuid}/transactions`)
+      .set('Authorization', bearer(token));
+    expect(list.body).toHaveLength(1);
+    expect(list.body[0]).toMatchObject({
+      uuid: answer.transferId,
+      type: 'DEPOSIT',
+      status: 'ACREDITADO',
+      amount: 250.75,
+      concept: 'HON',
+      counterParty: { type: 'EXTERNAL', identifier: payer.number, name: payer.titulares },
+    });
+    const [event] = (await t.dataSource.query(
+      `SELECT event, payload->'data' AS data FROM webhook_events WHERE subject = $1`,
+      [answer.transferId],
+    )) as { event: string; data: unknown }[];
+    expect(event).toStrictEqual({
+      event: 'transfer_update',
+      data: {
+        uuid: answer.transferId,
+        movementType: 'DEPOSIT',
+        backStatus: 'PENDING',
+        newStatus: 'ACCEPTED',
+      },
+    });
+    expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
+  });
+
+  it('refuses bad input with a message on stderr and changes nothing', async () => {
+    const before = await t.dataSource.query(`SELECT count(*)::int AS n FROM transfers`);
+    const cases = [
+      [
+        '--cvu',
+        '0000031000000000000099',
+        '--amount',
+        '10',
+        '--from',
+        payer.number,
+        '--name',
+        'x',
+        '--cuit',
+        payer.cuit,
+      ],
+      [
+        '--cvu',
+        account.cvu,
+        '--amount',
+        '10.123',
+        '--from',
+        payer.number,
+        '--name',
+        'x',
+        '--cuit',
+        payer.cuit,
+      ],
+      ['--cvu', account.cvu, '--amount', '10', '--from', '123', '--name', 'x', '--cuit', payer.cuit],
+      [
+        '--cvu',
+        account.cvu,
+        '--amount',
+        '10',
+        '--from',
+        payer.number,
+        '--name',
+        'x',
+        '--cuit',
+        '20123456780',
+      ],
+      [
+        '--cvu',
+        account.cvu,
+        '--amount',
+        '10',
+        '--from',
+        payer.number,
+        '--name',
+        'x',
+        '--cuit',
+        payer.cuit,
+        '--concept',
+        'NOPE',
+      ],
+    ];
+    for (const args of cases) {
+      const result = await cli(['transfers', 'inbound', ...args]);
+      expect({ args, code: result.code, stdout: result.stdout }).toStrictEqual({ args, code: 1, stdout: '' });
+      expect(result.stderr).toMatch(/^error: /m);
+    }
+    expect(await t.dataSource.query(`SELECT count(*)::int AS n FROM transfers`)).toStrictEqual(before);
+  });
+});
