@@ -422,6 +422,11 @@ describe('route catalog of the real application', () => {
       'PATCH /v1/wallet/accounts/:uuid/limits -> cc',
       'POST /v1/wallet/accounts/:uuid/limits -> cc',
       'GET /v1/wallet/accounts/:uuid/operado -> cc',
+      'GET /v1/wallet/accounts/:uuid/transactions -> either',
+      // Transfers as the interface's table says.
+      'POST /v1/wallet/transactions -> either',
+      'GET /v1/wallet/transactions/:uuid -> either',
+      'GET /v1/wallet/transactions/all -> cc',
     ]);
   });
 });
