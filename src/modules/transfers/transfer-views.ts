@@ -32,6 +32,7 @@ interface Row {
   owner_name: string | null;
   owner_tax_id: string | null;
   owner_tax_id_type: string | null;
+  counterparty_owner_id: string | null;
 }
 
 const SELECT = `
@@ -41,9 +42,11 @@ const SELECT = `
          t.description, t.created_at, w.owner_type, w.owner_id, w.cvu,
          coalesce(u.first_name || ' ' || u.last_name, c.legal_name) AS owner_name,
          coalesce(u.tax_id, c.tax_value) AS owner_tax_id,
-         coalesce(u.tax_id_type, 'cuit') AS owner_tax_id_type
+         coalesce(u.tax_id_type, 'cuit') AS owner_tax_id_type,
+         cw.owner_id AS counterparty_owner_id
     FROM transfers t
     JOIN wallet_accounts w ON w.id = t.account_id
+    LEFT JOIN wallet_accounts cw ON cw.id = t.counterparty_account_id
     LEFT JOIN users u ON w.owner_type = 'USER' AND u.id = w.owner_id
     LEFT JOIN companies c ON w.owner_type = 'COMPANY' AND c.id = w.owner_id`;
 
@@ -133,7 +136,8 @@ function info(row: Row): TransactionInfoDto {
       cvu: row.cvu,
     },
     counterParty: {
-      uuid: row.counterparty_account_id ?? partyUuid(row.counterparty_identifier),
+      // Like account.uuid, the party's own uuid: the owner of an internal counterparty's account.
+      uuid: row.counterparty_owner_id ?? partyUuid(row.counterparty_identifier),
       name: row.counterparty_name,
       [counterpartyPerson === 'Juridica' ? 'cuit' : 'cuil']: row.counterparty_tax_id,
       type: row.route,

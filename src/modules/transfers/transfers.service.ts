@@ -306,6 +306,8 @@ export class TransfersService {
       );
     }
     const total = amount.plus(fee).plus(tax);
+    // The tax applies to debits and credits: the receiver pays it on what it receives.
+    const creditTax = roundTo(amount.times(this.config.transferTaxRate), account.currency);
     this.checkFunds(balances.get(account.id), total);
     await this.checkLimits(
       manager,
@@ -330,9 +332,9 @@ export class TransfersService {
       actor: base.actor,
       lines: [
         { accountId: account.id, amount: total.negated(), currency: account.currency },
-        { accountId: to.id, amount, currency: account.currency },
+        { accountId: to.id, amount: amount.minus(creditTax), currency: account.currency },
         { accountId: feeAccount, amount: fee, currency: account.currency },
-        { accountId: taxAccount, amount: tax, currency: account.currency },
+        { accountId: taxAccount, amount: tax.plus(creditTax), currency: account.currency },
       ],
     });
     const [sender] = (await manager.query(
@@ -366,7 +368,7 @@ export class TransfersService {
       status: 'ACREDITADO',
       amount,
       fee: new Money(0),
-      tax: new Money(0),
+      tax: creditTax,
       counterpartyAccountId: account.id,
       linkedTransferId: withdrawId,
     });

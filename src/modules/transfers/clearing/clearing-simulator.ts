@@ -80,6 +80,8 @@ export class ClearingSimulatorProcessor implements JobHandler, OnApplicationBoot
   }
 
   onApplicationBootstrap(): void {
+    // After a restart, what was in flight moves on at once; then every 30 s.
+    void this.recover();
     this.timer = setInterval(() => void this.recover(), 30_000);
     this.timer.unref();
   }
