@@ -1,6 +1,8 @@
 import { applyDecorators } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
+  ApiNotFoundResponse,
+  ApiPayloadTooLargeResponse,
   ApiProperty,
   ApiPropertyOptional,
   ApiUnauthorizedResponse,
@@ -26,9 +28,14 @@ export class ErrorResponseDto {
   @ApiPropertyOptional({ type: ErrorDetailDto }) detail?: ErrorDetailDto;
 }
 
-/** The error responses every JSON route shares. */
+/** The error responses every JSON route shares (a route may document a more specific one). */
 export const ErrorResponses = () =>
   applyDecorators(
     ApiBadRequestResponse({ type: ErrorResponseDto, description: 'Validation error' }),
     ApiUnauthorizedResponse({ type: ErrorResponseDto, description: 'Missing or invalid credentials' }),
+    ApiNotFoundResponse({
+      type: ErrorResponseDto,
+      description: 'Unknown resource, or one the caller cannot reach',
+    }),
+    ApiPayloadTooLargeResponse({ type: ErrorResponseDto, description: 'Body over BODY_LIMIT' }),
   );

@@ -6,7 +6,7 @@ import {
   NestInterceptor,
   UseInterceptors,
 } from '@nestjs/common';
-import { ApiHeader, ApiQuery } from '@nestjs/swagger';
+import { ApiQuery } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import type { Response } from 'express';
@@ -96,7 +96,6 @@ export const Paginated = () =>
     ApiQuery({
       name: 'cursor',
       required: false,
-      description: `the ${NEXT_CURSOR_HEADER} of the previous page`,
+      description: `the ${NEXT_CURSOR_HEADER} response header of the previous page (absent on the last page)`,
     }),
-    ApiHeader({ name: NEXT_CURSOR_HEADER, required: false, description: 'present when another page exists' }),
   );

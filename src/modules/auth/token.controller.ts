@@ -3,6 +3,7 @@ import {
   ApiBadRequestResponse,
   ApiOkResponse,
   ApiOperation,
+  ApiPayloadTooLargeResponse,
   ApiTooManyRequestsResponse,
   ApiTags,
   ApiUnauthorizedResponse,
@@ -25,6 +26,7 @@ export class TokenController {
   @ApiOkResponse({ type: TokenResponseDto })
   @ApiBadRequestResponse({ type: TokenErrorDto })
   @ApiUnauthorizedResponse({ type: TokenErrorDto })
+  @ApiPayloadTooLargeResponse({ type: TokenErrorDto, description: 'Body over BODY_LIMIT' })
   @ApiTooManyRequestsResponse({ type: TokenErrorDto, description: 'TOKEN_RATE_LIMIT_PER_MINUTE exceeded' })
   token(@Body() body: TokenRequestDto): Promise<TokenResponseDto> {
     return this.tokens.issue(body);
