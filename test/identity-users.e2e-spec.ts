@@ -661,10 +661,13 @@ describe('identity: users (real database)', () => {
         expect(pages.flat().map((user) => user.uuid)).toStrictEqual(newestFirst);
       });
 
-      it.each([['0'], ['501'], ['abc'], ['-1'], ['1.5'], ['']])('refuses limit %p', async (limit) => {
-        const response = await listUsers({ limit }, token);
-        expect(byPath(expectValidation(response))).toStrictEqual({ limit: 'invalid' });
-      });
+      it.each([['0'], ['501'], ['abc'], ['-1'], ['1.5'], [''], ['1e2'], ['0x10'], [' 3']])(
+        'refuses limit %p',
+        async (limit) => {
+          const response = await listUsers({ limit }, token);
+          expect(byPath(expectValidation(response))).toStrictEqual({ limit: 'invalid' });
+        },
+      );
 
       it('accepts limit 1 and 500', async () => {
         expect((await listUsers({ limit: 1 }, token)).body).toHaveLength(1);

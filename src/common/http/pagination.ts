@@ -7,7 +7,7 @@ import {
   UseInterceptors,
 } from '@nestjs/common';
 import { ApiQuery } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import type { Response } from 'express';
 import { map, type Observable } from 'rxjs';
@@ -20,7 +20,10 @@ export const NEXT_CURSOR_HEADER = 'X-Next-Cursor';
 /** `?limit=&cursor=` of every list route. */
 export class PageQueryDto {
   @IsOptional()
-  @Type(() => Number)
+  // Plain decimal digits only: `1e2`, `0x10` or ` 3` are not page sizes.
+  @Transform(({ value }: { value: unknown }) =>
+    typeof value === 'string' && /^\d{1,4}$/.test(value) ? Number(value) : value,
+  )
   @Max(MAX_PAGE_SIZE)
   @Min(1)
   @IsInt()
