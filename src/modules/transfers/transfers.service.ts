@@ -14,7 +14,7 @@ import { AccountsService } from '../wallet/accounts/accounts.service.js';
 import type { WalletAccountEntity } from '../wallet/accounts/entities/wallet-account.entity.js';
 import { isValidCbu } from '../wallet/cvu.js';
 import { LedgerService } from '../wallet/ledger/ledger.service.js';
-import { fromDb, minorUnits, Money, parseAmount } from '../wallet/money.js';
+import { fromDb, Money, parseAmount, roundTo, toDb } from '../wallet/money.js';
 import { periodsOf } from '../wallet/periods.js';
 import { CLEARING_RAIL, type ClearingRail } from './clearing/clearing-rail.port.js';
 import { CounterpartyService, type ResolvedCounterparty } from './counterparty/counterparty.service.js';
@@ -202,8 +202,7 @@ export class TransfersService {
         account.id,
         'deposit',
         amount,
-        account.monthlyDepositLimit,
-        account.annualDepositLimit,
+        limitsOf(account, 'deposit'),
         'the account',
       );
       const settlement = await this.ledger.systemAccount(manager, 'SETTLEMENT', account.currency);
@@ -314,11 +313,17 @@ export class TransfersService {
       account.id,
       'withdraw',
       amount,
-      account.monthlyWithdrawLimit,
-      account.annualWithdrawLimit,
+      limitsOf(account, 'withdraw'),
       'the account',
     );
-    await this.checkLimits(manager, to.id, 'deposit', amount, to.mdl, to.adl, 'the receiving account');
+    await this.checkLimits(
+      manager,
+      to.id,
+      'deposit',
+      amount,
+      { monthly: to.mdl, annual: to.adl },
+      'the receiving account',
+    );
     const [feeAccount, taxAccount] = await Promise.all([
       this.ledger.systemAccount(manager, 'FEE_REVENUE', account.currency),
       this.ledger.systemAccount(manager, 'TAX_PAYABLE', account.currency),
@@ -400,8 +405,7 @@ export class TransfersService {
       account.id,
       'withdraw',
       amount,
-      account.monthlyWithdrawLimit,
-      account.annualWithdrawLimit,
+      limitsOf(account, 'withdraw'),
       'the account',
     );
     const holds = await this.ledger.systemAccount(manager, 'HOLDS', account.currency);
@@ -447,8 +451,7 @@ export class TransfersService {
       account.id,
       'deposit',
       amount,
-      account.monthlyDepositLimit,
-      account.annualDepositLimit,
+      limitsOf(account, 'deposit'),
       'the account',
     );
     const id = randomUUID();
@@ -482,8 +485,7 @@ export class TransfersService {
     accountId: string,
     side: 'deposit' | 'withdraw',
     amount: Money,
-    monthlyLimit: string,
-    annualLimit: string,
+    limits: { monthly: string; annual: string },
     whose: string,
   ): Promise<void> {
     const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
@@ -496,14 +498,14 @@ export class TransfersService {
       [accountId, month, year, side === 'deposit' ? 'DEPOSIT' : 'WITHDRAW'],
     )) as { month: string; year: string; in_flight: string }[];
     const inFlight = fromDb(row.in_flight);
-    if (fromDb(row.month).plus(inFlight).plus(amount).gt(monthlyLimit)) {
+    if (fromDb(row.month).plus(inFlight).plus(amount).gt(limits.monthly)) {
       throw ValidationFailedError.single(
         'amount',
         'invalid',
         `the monthly ${side} limit of ${whose} would be exceeded`,
       );
     }
-    if (fromDb(row.year).plus(inFlight).plus(amount).gt(annualLimit)) {
+    if (fromDb(row.year).plus(inFlight).plus(amount).gt(limits.annual)) {
       throw ValidationFailedError.single(
         'amount',
         'invalid',
@@ -581,10 +583,10 @@ export class TransfersService {
         row.counterpartyBranch,
         row.counterpartyAccountId,
         row.linkedTransferId,
-        row.amount.toFixed(),
+        toDb(row.amount),
         row.currency,
-        row.fee.toFixed(),
-        row.tax.toFixed(),
+        toDb(row.fee),
+        toDb(row.tax),
         row.concept,
         row.summary,
       ],
@@ -636,8 +638,14 @@ interface TransferRow extends TransferBase {
   linkedTransferId: string | null;
 }
 
-export function roundTo(value: Money, currency: string): Money {
-  return value.toDecimalPlaces(minorUnits(currency), Money.ROUND_HALF_EVEN);
+/** An account's monthly and annual limits of one side. */
+function limitsOf(
+  account: WalletAccountEntity,
+  side: 'deposit' | 'withdraw',
+): { monthly: string; annual: string } {
+  return side === 'deposit'
+    ? { monthly: account.monthlyDepositLimit, annual: account.annualDepositLimit }
+    : { monthly: account.monthlyWithdrawLimit, annual: account.annualWithdrawLimit };
 }
 
 /** JSON with sorted keys, so the same request always hashes the same. */

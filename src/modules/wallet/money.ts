@@ -86,6 +86,16 @@ export function fromDb(value: string | null | undefined): Money {
   return new Money(value ?? '0');
 }
 
+/** Money → the exact decimal text a NUMERIC parameter takes (decimal.js, full precision, never a float). */
+export function toDb(value: Money): string {
+  return value.toFixed();
+}
+
+/** Rounds to the currency's minor units, half-even (fees and taxes). */
+export function roundTo(value: Money, currency: string): Money {
+  return value.toDecimalPlaces(minorUnits(currency), Money.ROUND_HALF_EVEN);
+}
+
 /** Money → JSON number, at the edge only. */
 export function toJson(value: Money | string): number {
   return (typeof value === 'string' ? new Money(value) : value).toNumber();

@@ -17,7 +17,7 @@ import { UsersService } from '../../identity/users/users.service.js';
 import { ALIAS_PATTERN, generateAlias } from '../alias.js';
 import { buildCvu } from '../cvu.js';
 import { LedgerService } from '../ledger/ledger.service.js';
-import { fromDb, Money, parseAmount, toJson } from '../money.js';
+import { fromDb, Money, parseAmount, toDb, toJson } from '../money.js';
 import { periodsOf } from '../periods.js';
 import type {
   BalanceResponseDto,
@@ -88,13 +88,13 @@ export class AccountsService {
             alias: generateAlias(),
             currency,
             status: 'ACTIVE',
-            monthlyDepositLimit: limits.monthlyDepositLimit.toFixed(),
-            monthlyWithdrawLimit: limits.monthlyWithdrawLimit.toFixed(),
-            annualDepositLimit: limits.annualDepositLimit.toFixed(),
-            annualWithdrawLimit: limits.annualWithdrawLimit.toFixed(),
+            monthlyDepositLimit: toDb(limits.monthlyDepositLimit),
+            monthlyWithdrawLimit: toDb(limits.monthlyWithdrawLimit),
+            annualDepositLimit: toDb(limits.annualDepositLimit),
+            annualWithdrawLimit: toDb(limits.annualWithdrawLimit),
             limitsId: randomUUID(),
             feeType: 'FIXED',
-            feeAmount: fee.toFixed(),
+            feeAmount: toDb(fee),
             feesId: randomUUID(),
             operadoId: randomUUID(),
           });
@@ -183,15 +183,10 @@ export class AccountsService {
         throw new ForbiddenError('INVALID_STATE', 'the account holds money');
       }
       const [inFlight] = (await manager.query(
-        `SELECT to_regclass('transfers') IS NOT NULL AS has_table`,
-      )) as { has_table: boolean }[];
-      if (inFlight.has_table) {
-        const [row] = (await manager.query(
-          `SELECT count(*)::int AS n FROM transfers WHERE account_id = $1 AND status IN ('COMMITING', 'INICIADO', 'EN_CURSO')`,
-          [account.id],
-        )) as { n: number }[];
-        if (row.n > 0) throw new ForbiddenError('INVALID_STATE', 'the account has transfers in flight');
-      }
+        `SELECT count(*)::int AS n FROM transfers WHERE account_id = $1 AND status IN ('COMMITING', 'INICIADO', 'EN_CURSO')`,
+        [account.id],
+      )) as { n: number }[];
+      if (inFlight.n > 0) throw new ForbiddenError('INVALID_STATE', 'the account has transfers in flight');
       await manager.update(
         WalletAccountEntity,
         { id: account.id },
@@ -223,7 +218,7 @@ export class AccountsService {
         appId: account.appId,
         kind: 'BALANCE_ADJUSTMENT',
         reference: account.id,
-        description: `balance set to ${wanted.toFixed()}`,
+        description: `balance set to ${toDb(wanted)}`,
         actor: actorOf(principal),
         lines: [
           { accountId: account.id, amount: difference, currency: account.currency },
@@ -261,22 +256,12 @@ export class AccountsService {
         WalletAccountEntity,
         { id: account.id },
         {
-          monthlyWithdrawLimit: parseAmount(
-            input.monthlyWithdrawLimit,
-            currency,
-            'monthlyWithdrawLimit',
-          ).toFixed(),
-          monthlyDepositLimit: parseAmount(
-            input.monthlyDepositLimit,
-            currency,
-            'monthlyDepositLimit',
-          ).toFixed(),
-          annualWithdrawLimit: parseAmount(
-            input.annualWithdrawLimit,
-            currency,
-            'annualWithdrawLimit',
-          ).toFixed(),
-          annualDepositLimit: parseAmount(input.annualDepositLimit, currency, 'annualDepositLimit').toFixed(),
+          monthlyWithdrawLimit: toDb(
+            parseAmount(input.monthlyWithdrawLimit, currency, 'monthlyWithdrawLimit'),
+          ),
+          monthlyDepositLimit: toDb(parseAmount(input.monthlyDepositLimit, currency, 'monthlyDepositLimit')),
+          annualWithdrawLimit: toDb(parseAmount(input.annualWithdrawLimit, currency, 'annualWithdrawLimit')),
+          annualDepositLimit: toDb(parseAmount(input.annualDepositLimit, currency, 'annualDepositLimit')),
         },
       );
     });
@@ -311,7 +296,7 @@ export class AccountsService {
       await manager.update(
         WalletAccountEntity,
         { id: account.id },
-        { feeType: input.feeType, feeAmount: amount.toFixed() },
+        { feeType: input.feeType, feeAmount: toDb(amount) },
       );
     });
     return { status: 200, message: 'Fees updated' };
@@ -351,7 +336,7 @@ export class AccountsService {
     await manager.query(
       `INSERT INTO operated_amounts (account_id, period, ${column}) VALUES ($1, $2, $4), ($1, $3, $4)
        ON CONFLICT (account_id, period) DO UPDATE SET ${column} = operated_amounts.${column} + EXCLUDED.${column}, updated_at = now()`,
-      [accountId, month, year, amount.toFixed()],
+      [accountId, month, year, toDb(amount)],
     );
   }
 

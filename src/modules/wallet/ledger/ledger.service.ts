@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import { fromDb, Money } from '../money.js';
+import { fromDb, Money, toDb } from '../money.js';
 
 /** Roles of the system accounts that hold the other side of wallet movements. */
 export const SYSTEM_ACCOUNTS = ['SETTLEMENT', 'FEE_REVENUE', 'TAX_PAYABLE', 'ADJUSTMENTS', 'HOLDS'] as const;
@@ -111,7 +111,7 @@ export class LedgerService {
       [
         entryId,
         lines.map((line) => line.accountId),
-        lines.map((line) => line.amount.toFixed()),
+        lines.map((line) => toDb(line.amount)),
         lines.map((line) => line.currency),
       ],
     );
@@ -121,7 +121,7 @@ export class LedgerService {
                GROUP BY account_id) d
         WHERE a.id = d.account_id AND a.kind = 'WALLET'
       RETURNING a.id, a.balance`,
-      [lines.map((line) => line.accountId), lines.map((line) => line.amount.toFixed())],
+      [lines.map((line) => line.accountId), lines.map((line) => toDb(line.amount))],
     )) as [{ id: string; balance: string }[], number];
     return { entryId, balances: new Map(moved[0].map((row) => [row.id, fromDb(row.balance)])) };
   }
