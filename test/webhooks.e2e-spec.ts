@@ -132,7 +132,8 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
     await expect(verifyWebhook(alter(inSignature), jwks)).rejects.toThrow('signature verification failed');
     await expect(verifyWebhook(received.body, jwks)).resolves.toMatchObject({ payload });
 
-    expect(await view(appId, eventId)).toMatchObject({
+    // The worker records the outcome once the answer reaches it, a moment after the receiver sent it.
+    expect(await waitForStatus(appId, eventId, 'delivered')).toMatchObject({
       status: 'delivered',
       attempts: 1,
       event: 'webhook_test',
@@ -336,6 +337,7 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
       () => new Set(receiver.acknowledged().map((req) => req.id)).size === 10,
     );
     await sleep(QUIET_MS);
+    for (const id of ids) await waitForStatus(appId, id, 'delivered');
     for (const id of ids) expect(receiver.attemptsOf(id)).toHaveLength(1);
     expect(receiver.requests).toHaveLength(10);
     const listed = await webhooks.list({ appId });
