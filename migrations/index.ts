@@ -5,6 +5,7 @@ import { KycDocumentsAndSessions1763900400000 } from './1763900400000-KycDocumen
 import { WalletLedger1763900500000 } from './1763900500000-WalletLedger.js';
 import { Transfers1763900600000 } from './1763900600000-Transfers.js';
 import { Messaging1763900300000 } from './1763900300000-Messaging.js';
+import { TransferFunction1763900700000 } from './1763900700000-TransferFunction.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   KycDocumentsAndSessions1763900400000,
   WalletLedger1763900500000,
   Transfers1763900600000,
+  TransferFunction1763900700000,
 ];

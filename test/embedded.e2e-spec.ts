@@ -1,14 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import {
-  chmodSync,
-  existsSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -19,6 +11,7 @@ import {
   freePort,
   isProcessRunning,
   MAIN_JS,
+  postmastersOf,
   ROOT,
   runNode,
   waitFor,
@@ -83,23 +76,8 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     return { pid: Number(lines[0]), port: Number(lines[3]) };
   };
 
-  /** PIDs of live postmasters on this data directory (backends are named `postgres: …`, without -D). */
-  const postmasters = (): number[] => {
-    const found: number[] = [];
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-        const at = argv.indexOf('-D');
-        if (at >= 0 && clusterDir && path.resolve(argv[at + 1] ?? '') === clusterDir) {
-          if (isProcessRunning(Number(entry))) found.push(Number(entry));
-        }
-      } catch {
-        /* exited while we looked */
-      }
-    }
-    return found;
-  };
+  /** PIDs of live postmasters on this data directory. */
+  const postmasters = (): number[] => (clusterDir ? postmastersOf(clusterDir) : []);
 
   const withWalletDb = async <T>(use: (client: pg.Client) => Promise<T>): Promise<T> => {
     const password = readFileSync(path.join(dataDir, 'postgres.credentials'), 'utf8').trim();

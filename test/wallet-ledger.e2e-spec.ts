@@ -432,7 +432,7 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
           t.dataSource.transaction((manager) =>
             ledger.post(manager, { appId: app.appId, kind: 'TEST', actor: 'test', lines }),
           ),
-        ).rejects.toThrow(/does not balance|at least two/);
+        ).rejects.toThrow(/does not balance|at least two|one currency/);
       }
       expect(await postingCount()).toBe(before);
     });
@@ -468,6 +468,62 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
           feeRevenue,
         ]),
       ).toStrictEqual([{ kind: 'SYSTEM', code: 'FEE_REVENUE', currency: 'USD' }]);
+    });
+  });
+
+  describe('the database functions of the money path agree with the TypeScript rules', () => {
+    it('wallet_round rounds half-even to the minor units exactly like roundTo (Money)', async () => {
+      // Ties in both directions, negative ties, values that are not ties, and zero-decimal currencies.
+      const samples = [
+        ['0.125', 2],
+        ['0.135', 2],
+        ['-0.125', 2],
+        ['-0.135', 2],
+        ['2.5', 0],
+        ['3.5', 0],
+        ['1.005', 2],
+        ['1.0049999', 2],
+        ['1.0050001', 2],
+        ['99999999999.995', 2],
+        ['0', 2],
+        ['7', 0],
+      ] as const;
+      const random = Array.from({ length: 200 }, (_, n) => {
+        const value = new Money((n * 2_654_435_761) % 1_000_000_007).div(10 ** ((n % 6) + 1)); // deterministic spread
+        return [value.toFixed(), n % 3 === 0 ? 0 : 2] as const;
+      });
+      const cases = [...samples, ...random];
+      const rows = (await t.dataSource.query(
+        `SELECT wallet_round(v::numeric, u)::text AS rounded FROM unnest($1::text[], $2::int[]) AS x(v, u)`,
+        [cases.map(([value]) => value), cases.map(([, units]) => units)],
+      )) as { rounded: string }[];
+      const expected = cases.map(([value, units]) =>
+        new Money(value).toDecimalPlaces(units, Money.ROUND_HALF_EVEN).toFixed(),
+      );
+      expect(rows.map((row) => new Money(row.rounded).toFixed())).toStrictEqual(expected);
+      expect(expected.slice(0, 6)).toStrictEqual(['0.12', '0.14', '-0.12', '-0.14', '2', '4']);
+    });
+
+    it('ledger_system_account derives the same id as systemAccountId and creates the row once', async () => {
+      for (const code of ['SETTLEMENT', 'FEE_REVENUE', 'TAX_PAYABLE', 'ADJUSTMENTS', 'HOLDS'] as const) {
+        const [first] = (await t.dataSource.query(`SELECT ledger_system_account($1, 'CLP') AS id`, [
+          code,
+        ])) as {
+          id: string;
+        }[];
+        const [again] = (await t.dataSource.query(`SELECT ledger_system_account($1, 'CLP') AS id`, [
+          code,
+        ])) as {
+          id: string;
+        }[];
+        expect(first.id).toBe(systemAccountId(code, 'CLP'));
+        expect(again.id).toBe(first.id);
+        expect(
+          await t.dataSource.query(`SELECT kind, code, currency FROM ledger_accounts WHERE id = $1`, [
+            first.id,
+          ]),
+        ).toStrictEqual([{ kind: 'SYSTEM', code, currency: 'CLP' }]);
+      }
     });
   });
 

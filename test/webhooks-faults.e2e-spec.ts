@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { JobType } from 'bullmq';
@@ -18,6 +18,7 @@ import {
   freePort,
   isProcessRunning,
   MAIN_JS,
+  postmastersOf,
   ROOT,
   runNode,
   waitFor,
@@ -296,22 +297,7 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-webhooks-embedded-'));
     chmodSync(dataDir, 0o755); // the server runs as the postgres user when we are root
     const clusterDir = path.join(dataDir, 'postgres');
-    /** Live postmasters on this data directory. */
-    const postmasters = (): number[] =>
-      readdirSync('/proc')
-        .filter((entry) => /^\d+$/.test(entry))
-        .filter((entry) => {
-          try {
-            const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-            const at = argv.indexOf('-D');
-            return (
-              at >= 0 && path.resolve(argv[at + 1] ?? '') === clusterDir && isProcessRunning(Number(entry))
-            );
-          } catch {
-            return false; // exited while we looked
-          }
-        })
-        .map(Number);
+    const postmasters = () => postmastersOf(clusterDir);
     try {
       const keyFile = path.join(dataDir, 'client-key.pem');
       const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 
@@ -75,6 +75,29 @@ export function isProcessRunning(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * PIDs of live postmasters serving `clusterDir`: processes whose command line has `-D clusterDir`. A backend
+ * the postmaster has just forked still shows its parent's command line until it renames itself, so a process
+ * whose parent is one of the matches is a backend, not a second server.
+ */
+export function postmastersOf(clusterDir: string): number[] {
+  const matches = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      const at = argv.indexOf('-D');
+      if (at < 0 || path.resolve(argv[at + 1] ?? '') !== clusterDir || !isProcessRunning(Number(entry)))
+        continue;
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      matches.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      /* exited while we looked */
+    }
+  }
+  return [...matches].filter(([, parent]) => !matches.has(parent)).map(([pid]) => pid);
 }
 
 export async function waitFor(

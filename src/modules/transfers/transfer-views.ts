@@ -7,7 +7,8 @@ import { personTypeOf } from '../identity/tax-id.js';
 import { toJson } from '../wallet/money.js';
 import type { CreateTransactionResponseDto, TransactionInfoDto } from './dto/transfer.dto.js';
 
-interface Row {
+/** A transfer as the views read it; also what wallet_create_transfer returns (amounts as decimal text). */
+export interface TransferViewRow {
   id: string;
   clearing_id: string | null;
   movement_type: 'DEPOSIT' | 'WITHDRAW';
@@ -25,7 +26,7 @@ interface Row {
   concept: string;
   summary: string | null;
   description: string | null;
-  created_at: Date;
+  created_at: Date | string;
   owner_type: 'USER' | 'COMPANY';
   owner_id: string;
   cvu: string;
@@ -70,21 +71,8 @@ export class TransferViews {
       params.push(principal.subject);
       scope += ' AND w.owner_id = $3';
     }
-    const rows = (await manager.query(`${SELECT} WHERE t.id = $1 AND ${scope}`, params)) as Row[];
+    const rows = (await manager.query(`${SELECT} WHERE t.id = $1 AND ${scope}`, params)) as TransferViewRow[];
     return rows[0] ? info(rows[0]) : undefined;
-  }
-
-  async created(manager: EntityManager, id: string): Promise<CreateTransactionResponseDto> {
-    const [row] = (await manager.query(`${SELECT} WHERE t.id = $1`, [id])) as Row[];
-    const view = info(row);
-    const { createdAt, amount, ...rest } = view;
-    return {
-      ...rest,
-      amount: { value: amount, currency: row.currency },
-      currency: row.currency,
-      movementType: row.movement_type,
-      created: createdAt,
-    } as CreateTransactionResponseDto;
   }
 
   /** Newest first; filters on status, movementType and a creation date range; keyset on (created_at, id). */
@@ -115,12 +103,24 @@ export class TransferViews {
     const rows = (await manager.query(
       `${SELECT} WHERE ${where.join(' AND ')} ORDER BY t.created_at DESC, t.id DESC LIMIT $${params.length}`,
       params,
-    )) as Row[];
-    return rows.map((row) => ({ view: info(row), createdAt: row.created_at }));
+    )) as TransferViewRow[];
+    return rows.map((row) => ({ view: info(row), createdAt: row.created_at as Date }));
   }
 }
 
-function info(row: Row): TransactionInfoDto {
+/** CreateTransactionResponse: TransactionInfo with the amount as an object, `created` and `movementType`. */
+export function createdView(row: TransferViewRow): CreateTransactionResponseDto {
+  const { createdAt, amount, ...rest } = info(row);
+  return {
+    ...rest,
+    amount: { value: amount, currency: row.currency },
+    currency: row.currency,
+    movementType: row.movement_type,
+    created: createdAt,
+  } as CreateTransactionResponseDto;
+}
+
+function info(row: TransferViewRow): TransactionInfoDto {
   const ownerTaxKey = row.owner_type === 'USER' && row.owner_tax_id_type === 'cuil' ? 'cuil' : 'cuit';
   const counterpartyPerson = personTypeOf(row.counterparty_tax_id);
   return {
@@ -152,6 +152,6 @@ function info(row: Row): TransactionInfoDto {
     description: row.description,
     taxes: toJson(row.taxes),
     fees: toJson(row.fees),
-    createdAt: row.created_at.toISOString(),
+    createdAt: new Date(row.created_at).toISOString(),
   } as TransactionInfoDto;
 }

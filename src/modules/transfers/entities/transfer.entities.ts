@@ -27,6 +27,10 @@ import type { TransferStatus } from '../transfer-status.js';
 @Index('idx_transfers_in_flight', ['updatedAt'], {
   where: `"status" IN ('COMMITING', 'INICIADO', 'EN_CURSO')`,
 })
+/** The in-flight sum of the limit check (wallet_check_limits) reads only these few rows. */
+@Index('idx_transfers_account_in_flight', ['accountId', 'movementType'], {
+  where: `"status" IN ('COMMITING', 'INICIADO', 'EN_CURSO')`,
+})
 export class TransferEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_transfers' }) id: string;
   @Column('uuid', { name: 'app_id' }) appId: string;

@@ -332,12 +332,14 @@ export class AccountsService {
     amount: Money,
   ): Promise<void> {
     const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
-    const column = side === 'deposit' ? 'deposit' : 'withdraw';
-    await manager.query(
-      `INSERT INTO operated_amounts (account_id, period, ${column}) VALUES ($1, $2, $4), ($1, $3, $4)
-       ON CONFLICT (account_id, period) DO UPDATE SET ${column} = operated_amounts.${column} + EXCLUDED.${column}, updated_at = now()`,
-      [accountId, month, year, toDb(amount)],
-    );
+    // The same database function the transfer path uses (migrations/1763900700000-TransferFunction.ts).
+    await manager.query(`SELECT wallet_add_operated($1, $2, $3, $4, $5)`, [
+      accountId,
+      side,
+      toDb(amount),
+      month,
+      year,
+    ]);
   }
 
   /** The account (not deleted), scoped to the principal, locked when asked; 404 otherwise. */

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
@@ -87,43 +87,31 @@ export class LedgerService {
     return id;
   }
 
-  /** Writes one balanced entry and moves the cached wallet balances. Returns the entry id and new balances. */
-  async post(
-    manager: EntityManager,
-    input: EntryInput,
-  ): Promise<{ entryId: string; balances: Map<string, Money> }> {
-    const lines = input.lines.filter((line) => !line.amount.isZero());
-    const sums = new Map<string, Money>();
-    for (const line of lines)
-      sums.set(line.currency, (sums.get(line.currency) ?? new Money(0)).plus(line.amount));
-    for (const [currency, sum] of sums) {
-      if (!sum.isZero()) throw new Error(`journal entry does not balance in ${currency}: ${sum.toString()}`);
+  /**
+   * Writes one balanced entry and moves the cached wallet balances, through the database's `ledger_post` (the
+   * same function the transfer path calls, migrations/1763900700000-TransferFunction.ts). Returns the entry id.
+   */
+  async post(manager: EntityManager, input: EntryInput): Promise<{ entryId: string }> {
+    const currencies = new Set(input.lines.map((line) => line.currency));
+    if (currencies.size !== 1) {
+      throw new Error(
+        `a journal entry balances in one currency; this one mixes ${[...currencies].join(', ')}`,
+      );
     }
-    if (lines.length < 2) throw new Error('a journal entry needs at least two non-zero postings');
-    const entryId = randomUUID();
-    await manager.query(
-      `INSERT INTO journal_entries (id, app_id, kind, reference, description, actor) VALUES ($1, $2, $3, $4, $5, $6)`,
-      [entryId, input.appId, input.kind, input.reference ?? null, input.description ?? null, input.actor],
-    );
-    await manager.query(
-      `INSERT INTO postings (entry_id, account_id, amount, currency)
-       SELECT $1, unnest($2::uuid[]), unnest($3::numeric[]), unnest($4::text[])`,
+    const [row] = (await manager.query(
+      `SELECT ledger_post($1, $2, $3, $4, $5, $6::uuid[], $7::numeric[], $8) AS entry_id`,
       [
-        entryId,
-        lines.map((line) => line.accountId),
-        lines.map((line) => toDb(line.amount)),
-        lines.map((line) => line.currency),
+        input.appId,
+        input.kind,
+        input.reference ?? null,
+        input.description ?? null,
+        input.actor,
+        input.lines.map((line) => line.accountId),
+        input.lines.map((line) => toDb(line.amount)),
+        [...currencies][0],
       ],
-    );
-    const moved = (await manager.query(
-      `UPDATE ledger_accounts a SET balance = a.balance + d.amount
-         FROM (SELECT account_id, sum(amount) AS amount FROM unnest($1::uuid[], $2::numeric[]) AS t(account_id, amount)
-               GROUP BY account_id) d
-        WHERE a.id = d.account_id AND a.kind = 'WALLET'
-      RETURNING a.id, a.balance`,
-      [lines.map((line) => line.accountId), lines.map((line) => toDb(line.amount))],
-    )) as [{ id: string; balance: string }[], number];
-    return { entryId, balances: new Map(moved[0].map((row) => [row.id, fromDb(row.balance)])) };
+    )) as { entry_id: string }[];
+    return { entryId: row.entry_id };
   }
 
   /**
