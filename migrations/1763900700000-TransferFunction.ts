@@ -14,6 +14,7 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * deterministic id of a system account, created on first use; the same derivation as systemAccountId() in
  * TypeScript), `wallet_round` (half-even to the currency's minor units, like Money), `wallet_check_limits` and
  * `wallet_add_operated`. A partial index serves the in-flight sum of the limit check from the few pending rows.
+ * `wallet_create_transfers(jsonb)` runs several transfers as one group commit (see below).
  */
 export class TransferFunction1763900700000 implements MigrationInterface {
   name = 'TransferFunction1763900700000';
@@ -126,9 +127,11 @@ export class TransferFunction1763900700000 implements MigrationInterface {
       END
       $$`);
     await queryRunner.query(CREATE_TRANSFER);
+    await queryRunner.query(CREATE_TRANSFERS);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`DROP FUNCTION "wallet_create_transfers"(jsonb)`);
     await queryRunner.query(`DROP FUNCTION "wallet_create_transfer"(jsonb)`);
     await queryRunner.query(`DROP FUNCTION "wallet_add_operated"(uuid, text, numeric, text, text)`);
     await queryRunner.query(
@@ -340,5 +343,46 @@ BEGIN
     UPDATE idempotency_keys SET response_status = 201, response_body = v_row WHERE app_id = v_app AND key = v_key;
   END IF;
   RETURN jsonb_build_object('row', v_row, 'submit', NOT v_internal);
+END
+$$`;
+
+/**
+ * Group commit: several transfers in one transaction and one round trip (one WAL flush for all). Each runs in
+ * its own subtransaction, so a refusal undoes only its own writes and every transfer is still checked on its
+ * own, in order (a later one sees the balances the earlier ones left). Every ledger row the batch can touch is
+ * locked first, in id order, so concurrent batches never deadlock on them.
+ * Input: a JSON array of wallet_create_transfer inputs. Output: an array of the same length whose elements are
+ * that function's output or {refused: {code, path, type, message}}.
+ */
+const CREATE_TRANSFERS = `
+CREATE FUNCTION "wallet_create_transfers"(p jsonb) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_results jsonb := '[]'::jsonb;
+  v_item jsonb;
+  v_code text;
+  v_message text;
+  v_path text;
+  v_type text;
+BEGIN
+  PERFORM 1 FROM ledger_accounts
+   WHERE id IN (SELECT (e->>'accountId')::uuid FROM jsonb_array_elements(p) AS e
+                UNION
+                SELECT w.id FROM wallet_accounts w
+                 WHERE w.cvu IN (SELECT e->'counterparty'->>'identifier' FROM jsonb_array_elements(p) AS e)
+                   AND w.status <> 'DELETED')
+     AND kind = 'WALLET'
+   ORDER BY id FOR UPDATE;
+  FOR v_item IN SELECT e FROM jsonb_array_elements(p) AS e LOOP
+    BEGIN
+      v_results := v_results || jsonb_build_array(wallet_create_transfer(v_item));
+    EXCEPTION WHEN SQLSTATE 'WT400' OR SQLSTATE 'WT403' THEN
+      GET STACKED DIAGNOSTICS v_code = RETURNED_SQLSTATE, v_message = MESSAGE_TEXT, v_path = PG_EXCEPTION_DETAIL,
+                              v_type = PG_EXCEPTION_HINT;
+      v_results := v_results || jsonb_build_array(jsonb_build_object('refused',
+        jsonb_build_object('code', v_code, 'path', v_path, 'type', v_type, 'message', v_message)));
+    END;
+  END LOOP;
+  RETURN v_results;
 END
 $$`;

@@ -181,6 +181,71 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
     expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
   });
 
+  it('group commit: concurrent transfers share transactions, and a refused one in a group writes nothing', async () => {
+    // 30 senders funded for one transfer of 6 (6.04 with the tax), each sending two at once: 60 requests
+    // against 4 database calls at a time (TRANSFER_BATCH_CONCURRENCY), some of them refused.
+    const receiver = await open();
+    await setLimits(t.http, token, receiver.uuid, {
+      monthlyWithdrawLimit: 100_000,
+      monthlyDepositLimit: 100_000,
+      annualWithdrawLimit: 100_000,
+      annualDepositLimit: 100_000,
+    });
+    const senders = await Promise.all(Array.from({ length: 30 }, () => open(10)));
+    const before = await moneyRowCounts(t.dataSource);
+    // The receiver's ledger row held from another connection: the first calls wait on it, the requests
+    // arriving meanwhile queue in the batcher, and the next free calls take them in groups.
+    const holder = t.dataSource.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    await holder.query(`SELECT 1 FROM ledger_accounts WHERE id = $1 FOR UPDATE`, [receiver.uuid]);
+    const sent = Promise.all(
+      senders.flatMap((sender) => [1, 2].map(() => send(transferBody(sender.uuid, receiver.cvu, 6)))),
+    );
+    const waiting = await pollUntil(
+      async () =>
+        (
+          (await t.dataSource.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%wallet_create_transfer%'`,
+          )) as { n: number }[]
+        )[0].n,
+      (n) => n >= 4,
+    );
+    expect(waiting).toBe(4); // TRANSFER_BATCH_CONCURRENCY calls, no more
+    // Let the other requests arrive: fewer of them queued would only mean more, smaller groups.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    await holder.commitTransaction();
+    await holder.release();
+    const responses = await sent;
+    const accepted = responses.filter((response) => response.status === 201);
+    const refused = responses.filter((response) => response.status !== 201);
+    expect(accepted).toHaveLength(30);
+    for (const response of refused) {
+      expect(expectValidation(response)).toStrictEqual([
+        { path: 'amount', type: 'invalid', message: expect.stringMatching(/insufficient funds/) },
+      ]);
+    }
+    for (const sender of senders) expect(await balance(sender.uuid)).toBe(3.96);
+    expect(await balance(receiver.uuid)).toBe(178.8); // 30 × (6 − 0.04 tax on the credit)
+    // Nothing of the 30 refused: two transfers, two events, one entry per accepted one.
+    const after = await moneyRowCounts(t.dataSource);
+    expect({
+      transfers: after.transfers - before.transfers,
+      journal_entries: after.journal_entries - before.journal_entries,
+      events: after.events - before.events,
+    }).toStrictEqual({ transfers: 60, journal_entries: 30, events: 30 });
+    // now() is the transaction's start: entries written by one call share it, to the microsecond.
+    const [grouping] = (await t.dataSource.query(
+      `SELECT count(*)::int AS entries, count(DISTINCT created_at)::int AS transactions
+         FROM journal_entries WHERE kind = 'INTERNAL_TRANSFER' AND reference = ANY($1)`,
+      [accepted.map((response) => (response.body as { uuid: string }).uuid)],
+    )) as { entries: number; transactions: number }[];
+    expect(grouping.entries).toBe(30);
+    expect(grouping.transactions).toBeLessThan(30);
+    expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
+  });
+
   describe('refusals write nothing', () => {
     it('insufficient funds: 400 at amount naming the cause', async () => {
       const sender = await open(50);

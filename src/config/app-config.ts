@@ -55,6 +55,11 @@ export interface AppConfig {
       };
   /** Tax rate applied to each movement (fraction, e.g. 0.006 for 0.6 %); 0 by default. */
   readonly transferTaxRate: string;
+  /**
+   * Group commit of POST /wallet/transactions (docs/decisions/0015): at most `max` transfers per database call,
+   * at most `concurrency` calls in flight; requests arriving meanwhile wait for the next call.
+   */
+  readonly transferBatch: { readonly max: number; readonly concurrency: number };
   /** The name this service shows as `entidadBancaria` of its own accounts. */
   readonly entityName: string;
   /** The simulated directory of other institutions' accounts (JSON). */
@@ -290,6 +295,10 @@ export function loadConfig(env: Env = process.env): AppConfig {
         problems.push(`TRANSFER_TAX_RATE must be a fraction from 0 to 1 (got "${rate}")`);
       return rate;
     })(),
+    transferBatch: {
+      max: int('TRANSFER_BATCH_MAX', 32, 1, 60),
+      concurrency: int('TRANSFER_BATCH_CONCURRENCY', 4, 1, 100),
+    },
     entityName: str('ENTITY_NAME') ?? 'Wallet Service',
     counterpartyDirectoryFile: path.resolve(
       str('COUNTERPARTY_DIRECTORY_FILE') ?? 'config/counterparty-directory.json',

@@ -9,6 +9,7 @@ import { COUNTERPARTY_DIRECTORY } from './counterparty/counterparty-directory.po
 import { CounterpartyController } from './counterparty/counterparty.controller.js';
 import { CounterpartyService } from './counterparty/counterparty.service.js';
 import { FixtureDirectory } from './counterparty/fixture-directory.js';
+import { TransferBatcher } from './transfer-batcher.js';
 import { TransferViews } from './transfer-views.js';
 import { TransfersController } from './transfers.controller.js';
 import { TransfersService } from './transfers.service.js';
@@ -20,6 +21,7 @@ import { TransfersService } from './transfers.service.js';
   providers: [
     CounterpartyService,
     TransfersService,
+    TransferBatcher,
     TransferViews,
     ClearingService,
     SimulatorRail,

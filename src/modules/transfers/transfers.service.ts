@@ -3,13 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Principal } from '../../common/auth/principal.js';
-import {
-  ForbiddenError,
-  NotFoundError,
-  ValidationFailedError,
-  type ForbiddenReason,
-  type ValidationItemType,
-} from '../../common/errors/domain-errors.js';
+import { ForbiddenError, NotFoundError, ValidationFailedError } from '../../common/errors/domain-errors.js';
 import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, type Page } from '../../common/http/pagination.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { cuitProblem } from '../identity/tax-id.js';
@@ -27,7 +21,8 @@ import type {
   TransactionInfoDto,
   TransactionListQueryDto,
 } from './dto/transfer.dto.js';
-import { createdView, TransferViews, type TransferViewRow } from './transfer-views.js';
+import { refusalOf, TransferBatcher } from './transfer-batcher.js';
+import { createdView, TransferViews } from './transfer-views.js';
 
 const actorOf = (principal: Principal) =>
   principal.kind === 'client' ? `client:${principal.appId}` : `subject:${principal.subject}`;
@@ -52,6 +47,7 @@ export class TransfersService {
     private readonly accounts: AccountsService,
     private readonly webhooks: WebhooksService,
     private readonly views: TransferViews,
+    private readonly batcher: TransferBatcher,
     @Inject(CLEARING_RAIL) private readonly rail: ClearingRail,
   ) {}
 
@@ -96,7 +92,7 @@ export class TransfersService {
     }
 
     const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
-    // One round trip: everything the transfer writes happens in wallet_create_transfer (decisions/0015).
+    // Everything the transfer writes happens in one database call, grouped with others (decisions/0015).
     const parameters = JSON.stringify({
       appId: principal.appId,
       subject: principal.kind === 'subject' ? principal.subject : null,
@@ -121,12 +117,7 @@ export class TransfersService {
       requestHash:
         idempotencyKey === undefined ? null : createHash('sha256').update(canonicalJson(input)).digest('hex'),
     });
-    const result = await this.withRetries(async () => {
-      const [row] = (await this.dataSource.query(`SELECT wallet_create_transfer($1::jsonb) AS result`, [
-        parameters,
-      ])) as { result: CreateResult }[];
-      return row.result;
-    });
+    const result = await this.batcher.create(parameters);
     if ('replay' in result) return createdView(result.replay);
     // After commit: if this hand-over is lost, the clearing recovery sweep submits the transfer again.
     if (result.submit) await this.rail.submit(result.row.id).catch(() => undefined);
@@ -252,45 +243,6 @@ export class TransfersService {
       nextCursor: more && last ? encodeCursor({ createdAt: last.createdAt, id: last.view.uuid }) : null,
     };
   }
-
-  /** Deadlocks and serialization failures are retried here, never shown to the client. */
-  private async withRetries<T>(work: () => Promise<T>): Promise<T> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await work();
-      } catch (error) {
-        const code =
-          (error as { driverError?: { code?: string }; code?: string }).driverError?.code ??
-          (error as { code?: string }).code;
-        if ((code === '40P01' || code === '40001') && attempt < 5) continue;
-        throw refusalOf(error) ?? error;
-      }
-    }
-  }
-}
-
-type CreateResult = { replay: TransferViewRow } | { row: TransferViewRow; submit: boolean };
-
-/**
- * A refusal raised by the database functions (migrations/1763900700000-TransferFunction.ts) as the domain
- * error it stands for: SQLSTATE WT400 → 400 at DETAIL (the path) of type HINT; WT403 → 403 with reason HINT.
- */
-function refusalOf(error: unknown): Error | undefined {
-  const driver = ((error as { driverError?: unknown }).driverError ?? error) as {
-    code?: string;
-    detail?: string;
-    hint?: string;
-    message?: string;
-  };
-  if (driver.code === 'WT400') {
-    return ValidationFailedError.single(
-      driver.detail ?? '',
-      (driver.hint ?? 'invalid') as ValidationItemType,
-      driver.message ?? 'invalid',
-    );
-  }
-  if (driver.code === 'WT403') return new ForbiddenError(driver.hint as ForbiddenReason, driver.message);
-  return undefined;
 }
 
 /** JSON with sorted keys, so the same request always hashes the same. */
