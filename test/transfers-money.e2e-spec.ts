@@ -48,6 +48,13 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
   const balance = (uuid: string) => balanceOf(t.http, token, uuid);
   const send = (body: unknown, key?: string) => postTransfer(t.http, token, body, key);
   const cents = (value: number) => Math.round(value * 100);
+  const raiseLimits = (uuid: string) =>
+    setLimits(t.http, token, uuid, {
+      monthlyWithdrawLimit: 100_000,
+      monthlyDepositLimit: 100_000,
+      annualWithdrawLimit: 100_000,
+      annualDepositLimit: 100_000,
+    });
 
   describe('internal transfer', () => {
     it('settles at once: CreateTransactionResponse, both balances, the DEPOSIT record, operado and the event', async () => {
@@ -145,18 +152,8 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
   it('200 concurrent withdrawals from an account funded for 100: money conserved, never negative', async () => {
     const sender = await open(503); // each transfer of 5 costs 5.03 (tax 0.03): exactly 100 fit
     const receiver = await open();
-    await setLimits(t.http, token, sender.uuid, {
-      monthlyWithdrawLimit: 100_000,
-      monthlyDepositLimit: 100_000,
-      annualWithdrawLimit: 100_000,
-      annualDepositLimit: 100_000,
-    });
-    await setLimits(t.http, token, receiver.uuid, {
-      monthlyWithdrawLimit: 100_000,
-      monthlyDepositLimit: 100_000,
-      annualWithdrawLimit: 100_000,
-      annualDepositLimit: 100_000,
-    });
+    await raiseLimits(sender.uuid);
+    await raiseLimits(receiver.uuid);
     const body = transferBody(sender.uuid, receiver.cvu, 5);
     const responses = await Promise.all(Array.from({ length: 200 }, () => send(body)));
     const statuses = responses.map((response) => response.status);
@@ -185,12 +182,7 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
     // 30 senders funded for one transfer of 6 (6.04 with the tax), each sending two at once: 60 requests
     // against 4 database calls at a time (TRANSFER_BATCH_CONCURRENCY), some of them refused.
     const receiver = await open();
-    await setLimits(t.http, token, receiver.uuid, {
-      monthlyWithdrawLimit: 100_000,
-      monthlyDepositLimit: 100_000,
-      annualWithdrawLimit: 100_000,
-      annualDepositLimit: 100_000,
-    });
+    await raiseLimits(receiver.uuid);
     const senders = await Promise.all(Array.from({ length: 30 }, () => open(10)));
     const before = await moneyRowCounts(t.dataSource);
     // The receiver's ledger row held from another connection: the first calls wait on it, the requests
