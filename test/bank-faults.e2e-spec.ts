@@ -43,17 +43,16 @@ import { createOwner, openAccount, setBalance } from './support/wallet.js';
 const SEED = Number(process.env.BANK_SEED ?? 20261123) >>> 0;
 const OPS = process.env.BANK_OPS ? Number(process.env.BANK_OPS) : undefined;
 const PLAIN_OPS = OPS ?? 240;
-const FAULT_OPS = OPS ?? 150;
+const FAULT_OPS = OPS ?? 120;
 const CONCURRENCY = 6;
 const TAX_RATE_PER_MILLE = 6; // TRANSFER_TAX_RATE 0.006
 const FUNDING = 400;
 const backend = process.env.TEST_REDIS_URL ? 'redis' : 'postgres';
 const WORKER_JS = path.join(ROOT, 'dist/src/worker.js');
-const REPLAY = `replay: BANK_SEED=${SEED}${OPS ? ` BANK_OPS=${OPS}` : ''} ${
-  backend === 'redis'
-    ? 'TEST_QUEUE_BACKEND=redis node --experimental-vm-modules node_modules/jest/bin/jest.js'
-    : 'npm test --'
-} --testPathPatterns bank-faults`;
+// (`npm run test:redis -- --testPathPatterns X` adds X to its own patterns: it would run every queue suite.)
+const REPLAY = `replay: BANK_SEED=${SEED}${OPS ? ` BANK_OPS=${OPS}` : ''}${
+  backend === 'redis' ? ' TEST_QUEUE_BACKEND=redis' : ''
+} npm test -- --testPathPatterns bank-faults`;
 
 /** mulberry32: a small seeded PRNG (uniform in [0, 1)). */
 function mulberry32(seed: number): () => number {
@@ -253,6 +252,9 @@ interface Stats {
   refused: number;
   faults: Record<string, number>;
   recoveredBySweep: number;
+  /** Slowest answer to one attempt (an answer, not an abort), and how many took over 2 s. */
+  slowestAnswerMs: number;
+  answersOver2s: number;
   durationMs: number;
 }
 
@@ -278,6 +280,8 @@ class Bank {
     refused: 0,
     faults: {},
     recoveredBySweep: 0,
+    slowestAnswerMs: 0,
+    answersOver2s: 0,
     durationMs: 0,
   };
   /** The body each keyed request was first sent with, and its final answer. */
@@ -578,8 +582,12 @@ class Bank {
       const test = make();
       const abort = this.options.faults && mayAbort && this.rng.chance(this.options.abortChance);
       if (abort) test.timeout(this.rng.int(1, 15));
+      const sentAt = Date.now();
       try {
         const response = await test;
+        const took = Date.now() - sentAt;
+        this.stats.slowestAnswerMs = Math.max(this.stats.slowestAnswerMs, took);
+        if (took > 2_000) this.stats.answersOver2s++;
         const answer: Answer = {
           status: response.status,
           body: response.body as unknown,
@@ -1092,7 +1100,7 @@ describe(`bank invariant under a seeded random workload (${backend} queue backen
         })();
         const workerFaults = (async () => {
           while (running) {
-            await pause(faultRng.int(2_000, 3_500));
+            await pause(faultRng.int(1_500, 3_000));
             if (!running) break;
             count('workerKilled');
             await restartWorker();
@@ -1101,7 +1109,7 @@ describe(`bank invariant under a seeded random workload (${backend} queue backen
         const redisFaults = (async () => {
           if (!redis || !redisPort) return;
           while (running) {
-            await pause(faultRng.int(3_000, 5_000));
+            await pause(faultRng.int(4_000, 7_000));
             if (!running) break;
             await kill(redis);
             count('redisStopped');
@@ -1125,7 +1133,7 @@ describe(`bank invariant under a seeded random workload (${backend} queue backen
         if (redis && redisPort && (redis.child.exitCode !== null || redis.child.signalCode !== null))
           redis = await startRedis(redisPort);
         await restartWorker();
-        let final = await waitFor(async () => (await bank.inFlight()).length === 0, 15_000, 100);
+        let final = await waitFor(async () => (await bank.inFlight()).length === 0, 5_000, 100);
         if (!final) {
           // Jobs lost with Redis or with a killed worker wait for the recovery sweep (in flight for longer than
           // the delay + 30 s, checked at start and every 30 s). Let that time pass, then start a worker.
