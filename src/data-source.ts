@@ -1,5 +1,6 @@
 import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
+import { GuardedPgClient } from './common/database/guarded-pg-client.js';
 import { ApplicationKeyEntity } from './modules/apps/entities/application-key.entity.js';
 import { ApplicationEntity } from './modules/apps/entities/application.entity.js';
 import { UsedAssertionEntity } from './modules/auth/entities/used-assertion.entity.js';
@@ -74,6 +75,8 @@ export function dataSourceOptions(url: string, poolSize: number, applicationName
     migrationsRun: false,
     logging: false,
     extra: {
+      // A connection terminated while the pool hands it over must not crash the process (see the class).
+      Client: GuardedPgClient,
       max: poolSize,
       application_name: applicationName,
       connectionTimeoutMillis: 10_000,

@@ -7,6 +7,7 @@ import { UnauthorizedError } from '../errors/domain-errors.js';
 import { ERROR_STYLE_KEY, type ErrorStyle } from '../errors/error-style.js';
 import { ERROR_STYLE_REQUEST_KEY } from '../errors/api-exception.filter.js';
 import { AUTH_POLICY_KEY, type AuthPolicy } from './auth.decorator.js';
+import { CredentialLookupError } from './credential-lookup-error.js';
 
 /** Passport names of the two schemes; the strategies live in the auth module. */
 export const CC_STRATEGY = 'cc';
@@ -14,8 +15,15 @@ export const SUBJECT_STRATEGY = 'subject';
 
 function passportGuard(strategies: string[]) {
   return class extends AuthGuard(strategies) {
-    override handleRequest<T>(error: unknown, principal: T): T {
-      if (error || !principal) throw new UnauthorizedError();
+    override handleRequest<T>(error: unknown, principal: T, info?: unknown): T {
+      if (error) throw error instanceof CredentialLookupError ? error.reason : error;
+      if (!principal) {
+        const lookup = (Array.isArray(info) ? info : [info]).find(
+          (item): item is CredentialLookupError => item instanceof CredentialLookupError,
+        );
+        if (lookup) throw lookup.reason;
+        throw new UnauthorizedError();
+      }
       return principal;
     }
   };

@@ -7,6 +7,7 @@ import type { ClientPrincipal } from '../../../common/auth/principal.js';
 import { AppsService } from '../../apps/apps.service.js';
 import { SigningKeysService } from '../signing-keys.service.js';
 import { ACCESS_TOKEN_TYP } from '../token.service.js';
+import { CredentialLookupError } from '../../../common/auth/credential-lookup-error.js';
 
 interface AccessTokenPayload {
   client_id?: unknown;
@@ -50,7 +51,7 @@ export class ClientCredentialsStrategy extends PassportStrategy(Strategy, 'cc') 
             key
               ? done(null, key.export({ type: 'spki', format: 'pem' }) as string)
               : done(new Error('unknown kid')),
-          (error: unknown) => done(error),
+          (error: unknown) => done(new CredentialLookupError(error)),
         );
       },
     });

@@ -6,6 +6,7 @@ import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
 import type { SubjectPrincipal } from '../../../common/auth/principal.js';
 import { AppsService } from '../../apps/apps.service.js';
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../token.service.js';
+import { CredentialLookupError } from '../../../common/auth/credential-lookup-error.js';
 
 interface SubjectTokenPayload {
   iss?: unknown;
@@ -56,7 +57,7 @@ export class SubjectTokenStrategy extends PassportStrategy(Strategy, 'subject') 
             key
               ? done(null, key.export({ type: 'spki', format: 'pem' }) as string)
               : done(new Error('unknown application key')),
-          (error: unknown) => done(error),
+          (error: unknown) => done(new CredentialLookupError(error)),
         );
       },
     });

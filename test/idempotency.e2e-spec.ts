@@ -1,0 +1,223 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import request from 'supertest';
+import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
+import { accessToken, registerClient, type TestClient } from './support/auth.js';
+import { bearer, expectValidation } from './support/identity.js';
+import { waitFor } from './support/processes.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+import { balanceOf, postTransfer, transferBody, transferEvents } from './support/transfers.js';
+import { createOwner, openAccount, setBalance, type AccountInfo } from './support/wallet.js';
+
+/**
+ * Idempotency-Key under races and cut connections (issue 9, suite 2). transfers-money covers one key sent
+ * twice in a row, another body afterwards, and 20 identical requests racing on an external transfer. Here
+ * the races are forced: a test connection holds the sender's ledger row, so every request is inside the
+ * service (the first holding the key, the others waiting on it) before any of them may finish. And the
+ * client cuts its connection after sending, before the answer; the retry gets the stored result.
+ */
+describe('idempotency keys: races and cut connections (real database)', () => {
+  let t: TestApp;
+  let client: TestClient;
+  let token: string;
+  let port: number;
+  const lockers: pg.Client[] = [];
+
+  beforeAll(async () => {
+    // Enough connections for every racing request to be inside its transaction at once.
+    t = await startTestApp({ env: { DATABASE_POOL_SIZE: '30' } });
+    await t.app.listen(0, '127.0.0.1');
+    port = (t.http.address() as AddressInfo).port;
+    client = await registerClient(t.app, 'idempotency');
+    token = await accessToken(t.http, client);
+  });
+  afterAll(async () => {
+    await Promise.all(lockers.map((locker) => locker.end().catch(() => undefined)));
+    await t.close();
+  });
+
+  const open = async (balance = 0): Promise<AccountInfo> => {
+    const account = await openAccount(t.http, token, client.appId, await createOwner(t.http, token));
+    if (balance > 0) await setBalance(t.http, token, account.uuid, balance);
+    return account;
+  };
+  const send = (body: unknown, key: string) => postTransfer(t.http, token, body, key);
+
+  /** Holds the account's ledger row (FOR UPDATE) from a connection of the test until `release`. */
+  async function holdLedgerRow(accountId: string): Promise<{ release: () => Promise<void> }> {
+    const locker = new pg.Client({ connectionString: t.databaseUrl });
+    lockers.push(locker);
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('SELECT id FROM ledger_accounts WHERE id = $1 FOR UPDATE', [accountId]);
+    return {
+      release: async () => {
+        await locker.query('COMMIT');
+        await locker.end();
+      },
+    };
+  }
+
+  /** Backends of this database waiting on a lock (the row the test holds, or the key another request holds). */
+  const waitingOnLocks = async (): Promise<number> =>
+    (
+      (await t.dataSource.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      )) as { n: number }[]
+    )[0].n;
+
+  const transfersOf = async (accountId: string): Promise<{ id: string; amount: string }[]> =>
+    (await t.dataSource.query(`SELECT id, amount::text FROM transfers WHERE account_id = $1`, [
+      accountId,
+    ])) as { id: string; amount: string }[];
+
+  const keyRows = async (key: string): Promise<number> =>
+    (
+      (await t.dataSource.query(`SELECT count(*)::int AS n FROM idempotency_keys WHERE key = $1`, [key])) as {
+        n: number;
+      }[]
+    )[0].n;
+
+  it('20 requests with one key, all inside the service at once: one transfer, 20 identical answers', async () => {
+    const sender = await open(1000);
+    const receiver = await open();
+    const body = transferBody(sender.uuid, receiver.cvu, 10);
+    const key = `race-internal-${Date.now()}`;
+    const held = await holdLedgerRow(sender.uuid);
+    const pending = Array.from({ length: 20 }, () => send(body, key).then((response) => response));
+    // The first holds the key and waits for the row; the 19 others wait for the first on the key.
+    expect(await waitFor(async () => (await waitingOnLocks()) >= 20, 20_000, 50)).toBe(true);
+    await held.release();
+    const responses = await Promise.all(pending);
+    expect(responses.map((response) => response.status)).toEqual(Array(20).fill(201));
+    for (const response of responses) {
+      expect(response.body).toStrictEqual(responses[0].body);
+      expect(response.headers['content-type']).toBe(responses[0].headers['content-type']);
+    }
+    expect(responses[0].body).toMatchObject({ status: 'ACREDITADO', amount: { value: 10 } });
+
+    const withdrawals = await transfersOf(sender.uuid);
+    expect(withdrawals.map((row) => row.id)).toEqual([responses[0].body.uuid]);
+    const deposits = await transfersOf(receiver.uuid);
+    expect(deposits).toHaveLength(1);
+    expect(await transferEvents(t.dataSource, deposits[0].id)).toHaveLength(1);
+    expect(await balanceOf(t.http, token, sender.uuid)).toBe(990);
+    expect(await balanceOf(t.http, token, receiver.uuid)).toBe(10);
+    expect(await keyRows(key)).toBe(1);
+  }, 120_000);
+
+  it('the same key with another body while the first is in flight: 400 at Idempotency-Key, one effect', async () => {
+    const sender = await open(1000);
+    const receiver = await open();
+    const first = transferBody(sender.uuid, receiver.cvu, 25);
+    const other = { ...first, amount: 26 };
+    const key = `race-bodies-${Date.now()}`;
+    const held = await holdLedgerRow(sender.uuid);
+    const winner = send(first, key).then((response) => response);
+    expect(await waitFor(async () => (await waitingOnLocks()) >= 1, 20_000, 50)).toBe(true);
+    const same = Array.from({ length: 5 }, () => send(first, key).then((response) => response));
+    const different = Array.from({ length: 5 }, () => send(other, key).then((response) => response));
+    expect(await waitFor(async () => (await waitingOnLocks()) >= 11, 20_000, 50)).toBe(true);
+    await held.release();
+
+    const answer = await winner;
+    expect(answer.status).toBe(201);
+    for (const response of await Promise.all(same)) {
+      expect(response.status).toBe(201);
+      expect(response.body).toStrictEqual(answer.body);
+    }
+    for (const response of await Promise.all(different))
+      expect(expectValidation(response).map((item) => item.path)).toEqual(['Idempotency-Key']);
+    expect((await transfersOf(sender.uuid)).map((row) => [row.id, Number(row.amount)])).toEqual([
+      [answer.body.uuid, 25],
+    ]);
+    expect(await balanceOf(t.http, token, sender.uuid)).toBe(975);
+    // Sequentially too, once the first has committed.
+    expect(expectValidation(await send(other, key)).map((item) => item.path)).toEqual(['Idempotency-Key']);
+  }, 120_000);
+
+  /** POSTs the transfer on a raw connection and destroys the socket at `cut`; resolves once it is closed. */
+  function sendAndCut(
+    body: unknown,
+    key: string,
+    cut: (request: http.ClientRequest) => Promise<void> | void,
+  ): Promise<{ answered: boolean }> {
+    return new Promise((resolve) => {
+      let answered = false;
+      const payload = JSON.stringify(body);
+      const req = http.request({
+        host: '127.0.0.1',
+        port,
+        method: 'POST',
+        path: '/v1/wallet/transactions',
+        headers: {
+          Authorization: bearer(token),
+          'Content-Type': 'application/json',
+          'Content-Length': Buffer.byteLength(payload),
+          'Idempotency-Key': key,
+        },
+      });
+      req.on('response', (response) => {
+        answered = true;
+        response.resume();
+      });
+      req.on('error', () => undefined); // the cut itself
+      req.on('close', () => resolve({ answered }));
+      req.end(payload, () => void Promise.resolve(cut(req)).then(() => req.destroy()));
+    });
+  }
+
+  it('connection cut after the body, while the transfer is in the service: the retry gets the stored result', async () => {
+    const sender = await open(1000);
+    const receiver = await open();
+    const body = transferBody(sender.uuid, receiver.cvu, 40);
+    const key = `cut-${Date.now()}`;
+    const held = await holdLedgerRow(sender.uuid);
+    // Cut once the request holds the key and waits for the row: the service has it, the client has no answer.
+    const cut = await sendAndCut(body, key, async () => {
+      expect(await waitFor(async () => (await waitingOnLocks()) >= 1, 20_000, 50)).toBe(true);
+    });
+    expect(cut.answered).toBe(false);
+    // A retry sent at once waits for the first on the key, then replays what it stored.
+    const retry = send(body, key).then((response) => response);
+    expect(await waitFor(async () => (await waitingOnLocks()) >= 2, 20_000, 50)).toBe(true);
+    await held.release();
+    const answer = await retry;
+    expect(answer.status).toBe(201);
+    const rows = await transfersOf(sender.uuid);
+    expect(rows.map((row) => row.id)).toEqual([answer.body.uuid]); // the first request's transfer, once
+    // A later retry (after the first committed) gets the same stored answer.
+    const later = await send(body, key);
+    expect(later.status).toBe(201);
+    expect(later.body).toStrictEqual(answer.body);
+    expect(await balanceOf(t.http, token, sender.uuid)).toBe(960);
+    expect(await balanceOf(t.http, token, receiver.uuid)).toBe(40);
+    expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
+  }, 120_000);
+
+  it('connection cut right after the body (no lock, 15 times): retried until an answer, exactly one effect each', async () => {
+    const sender = await open(1000);
+    const receiver = await open();
+    for (let n = 0; n < 15; n++) {
+      const body = transferBody(sender.uuid, receiver.cvu, 1 + n);
+      const key = `cut-now-${Date.now()}-${n}`;
+      const cut = await sendAndCut(body, key, () => undefined);
+      expect(cut.answered).toBe(false);
+      // The first request may still be running, have committed, or never have started: the key decides.
+      let answer: request.Response | undefined;
+      for (let attempt = 0; attempt < 20 && answer?.status !== 201; attempt++) answer = await send(body, key);
+      expect(answer?.status).toBe(201);
+      const rows = (await transfersOf(sender.uuid)).filter((row) => Number(row.amount) === 1 + n);
+      expect(rows.map((row) => row.id)).toEqual([answer?.body.uuid]);
+    }
+    // 1 + 2 + … + 15 = 120 left the sender once each, whoever ran them.
+    expect(await balanceOf(t.http, token, sender.uuid)).toBe(880);
+    expect(await balanceOf(t.http, token, receiver.uuid)).toBe(120);
+    const [{ n }] = (await t.dataSource.query(
+      `SELECT count(*)::int AS n FROM idempotency_keys WHERE key LIKE 'cut-now-%'`,
+    )) as { n: number }[];
+    expect(n).toBe(15);
+  }, 120_000);
+});
