@@ -445,7 +445,7 @@ class Bank {
         this.expectTransferAnswer(index, 'race', first, body, op.key, op.from);
         const [{ n }] = await this.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM transfers WHERE account_id = $1 AND amount = $2 AND id IN
-             (SELECT (response_body->>'uuid')::uuid FROM idempotency_keys WHERE key = $3)`,
+             (SELECT (response_body->>'id')::uuid FROM idempotency_keys WHERE key = $3)`,
           [body.accountUUID, body.amount, op.key],
         );
         if (n !== (first.status === 201 ? 1 : 0))
@@ -833,9 +833,10 @@ class Bank {
       if (!legal) this.violation(`transfer ${row.id}: history ${JSON.stringify(row)}`);
     }
 
-    // Keys: one per accepted keyed request, storing that request's answer; refusals stored none.
+    // Keys: one per accepted keyed request, storing that request's answer (the transfer's view row,
+    // decisions/0015); refusals stored none.
     const keys = await this.query<{ key: string; uuid: string | null }>(
-      `SELECT key, response_body->>'uuid' AS uuid FROM idempotency_keys`,
+      `SELECT key, response_body->>'id' AS uuid FROM idempotency_keys`,
     );
     const keyed = this.accepted.filter((accepted) => accepted.key !== undefined);
     const stored = new Map(keys.map((row) => [row.key, row.uuid]));

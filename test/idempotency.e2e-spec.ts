@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import request from 'supertest';
 import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
+import { TransferBatcher } from '../src/modules/transfers/transfer-batcher.js';
 import { accessToken, registerClient, type TestClient } from './support/auth.js';
 import { bearer, expectValidation } from './support/identity.js';
 import { waitFor } from './support/processes.js';
@@ -68,6 +69,12 @@ describe('idempotency keys: races and cut connections (real database)', () => {
       )) as { n: number }[]
     )[0].n;
 
+  /** `n` transfer requests inside the service: at the database or queued for a call. */
+  const allInside = (n: number): boolean => {
+    const load = t.app.get(TransferBatcher).load();
+    return load.waiting + load.transfers >= n;
+  };
+
   const transfersOf = async (accountId: string): Promise<{ id: string; amount: string }[]> =>
     (await t.dataSource.query(`SELECT id, amount::text FROM transfers WHERE account_id = $1`, [
       accountId,
@@ -87,8 +94,9 @@ describe('idempotency keys: races and cut connections (real database)', () => {
     const key = `race-internal-${Date.now()}`;
     const held = await holdLedgerRow(sender.uuid);
     const pending = Array.from({ length: 20 }, () => send(body, key).then((response) => response));
-    // The first holds the key and waits for the row; the 19 others wait for the first on the key.
-    expect(await waitFor(async () => (await waitingOnLocks()) >= 20, 20_000, 50)).toBe(true);
+    // The first holds the key and waits for the row; the next calls wait for the first on the key, and the
+    // rest wait in the group-commit queue for a free call (decisions/0015).
+    expect(await waitFor(async () => allInside(20) && (await waitingOnLocks()) >= 4, 20_000, 50)).toBe(true);
     await held.release();
     const responses = await Promise.all(pending);
     expect(responses.map((response) => response.status)).toEqual(Array(20).fill(201));
@@ -119,7 +127,7 @@ describe('idempotency keys: races and cut connections (real database)', () => {
     expect(await waitFor(async () => (await waitingOnLocks()) >= 1, 20_000, 50)).toBe(true);
     const same = Array.from({ length: 5 }, () => send(first, key).then((response) => response));
     const different = Array.from({ length: 5 }, () => send(other, key).then((response) => response));
-    expect(await waitFor(async () => (await waitingOnLocks()) >= 11, 20_000, 50)).toBe(true);
+    expect(await waitFor(async () => allInside(11) && (await waitingOnLocks()) >= 4, 20_000, 50)).toBe(true);
     await held.release();
 
     const answer = await winner;

@@ -7,7 +7,9 @@ import {
   type ForbiddenReason,
   type ValidationItemType,
 } from '../../common/errors/domain-errors.js';
+import { MetricsRegistry } from '../../common/metrics/metrics.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { Gauge, Histogram } from 'prom-client';
 import type { TransferViewRow } from './transfer-views.js';
 
 /** What wallet_create_transfer answers: a replayed key's stored row, or the new transfer's row. */
@@ -39,11 +41,35 @@ interface Pending {
 export class TransferBatcher {
   private readonly waiting: Pending[] = [];
   private inFlight = 0;
+  private inFlightTransfers = 0;
+  private readonly groupSize: Histogram;
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    metrics: MetricsRegistry,
+  ) {
+    this.groupSize = new Histogram({
+      name: 'transfer_group_size',
+      help: 'Transfers written by one database call (group commit)',
+      buckets: [1, 2, 4, 8, 16, 32, 60],
+      registers: [metrics.registry],
+    });
+    const waiting = this.waiting;
+    new Gauge({
+      name: 'transfer_requests_waiting',
+      help: 'Transfer requests waiting for a free database call',
+      registers: [metrics.registry],
+      collect() {
+        this.set(waiting.length);
+      },
+    });
+  }
+
+  /** Requests queued, and calls and transfers at the database (for metrics and tests). */
+  load(): { waiting: number; calls: number; transfers: number } {
+    return { waiting: this.waiting.length, calls: this.inFlight, transfers: this.inFlightTransfers };
+  }
 
   create(input: string): Promise<CreateResult> {
     return new Promise<CreateResult>((resolve, reject) => {
@@ -57,8 +83,11 @@ export class TransferBatcher {
     while (this.inFlight < concurrency && this.waiting.length > 0) {
       const batch = this.waiting.splice(0, max);
       this.inFlight++;
+      this.inFlightTransfers += batch.length;
+      this.groupSize.observe(batch.length);
       void this.run(batch).finally(() => {
         this.inFlight--;
+        this.inFlightTransfers -= batch.length;
         this.dispatch();
       });
     }
