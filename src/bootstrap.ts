@@ -44,7 +44,7 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
     logger.info({ port: database.embedded.port, dataDir: config.dataDir }, 'embedded PostgreSQL running');
   }
   try {
-    await ensureSchema(database, role, logger);
+    await ensureSchema(database, role, logger, config.dbStatementTimeoutMs);
   } catch (error) {
     await database.embedded?.stop();
     throw error;
@@ -52,8 +52,16 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
   return { config, database, logger };
 }
 
-async function ensureSchema(database: DatabaseRuntime, role: ProcessRole, logger: Logger): Promise<void> {
-  const dataSource = new DataSource(dataSourceOptions(database.url, 2, `wallet-${role}-migrate`));
+async function ensureSchema(
+  database: DatabaseRuntime,
+  role: ProcessRole,
+  logger: Logger,
+  statementTimeoutMs: number,
+): Promise<void> {
+  // The same statement timeout as the service: DB_STATEMENT_TIMEOUT_MS=0 lets a long migration run.
+  const dataSource = new DataSource(
+    dataSourceOptions(database.url, 2, `wallet-${role}-migrate`, statementTimeoutMs),
+  );
   await dataSource.initialize();
   try {
     if (database.embedded || role === 'migrate') {

@@ -1,6 +1,7 @@
 import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
 import { GuardedPgClient } from './common/database/guarded-pg-client.js';
+import { DEFAULT_DB_STATEMENT_TIMEOUT_MS } from './config/app-config.js';
 import { ApplicationKeyEntity } from './modules/apps/entities/application-key.entity.js';
 import { ApplicationEntity } from './modules/apps/entities/application.entity.js';
 import { UsedAssertionEntity } from './modules/auth/entities/used-assertion.entity.js';
@@ -64,7 +65,12 @@ export const ENTITIES = [
   IdempotencyKeyEntity,
 ];
 
-export function dataSourceOptions(url: string, poolSize: number, applicationName: string): DataSourceOptions {
+export function dataSourceOptions(
+  url: string,
+  poolSize: number,
+  applicationName: string,
+  statementTimeoutMs = DEFAULT_DB_STATEMENT_TIMEOUT_MS,
+): DataSourceOptions {
   return {
     type: 'postgres',
     url,
@@ -80,8 +86,8 @@ export function dataSourceOptions(url: string, poolSize: number, applicationName
       max: poolSize,
       application_name: applicationName,
       connectionTimeoutMillis: 10_000,
-      // Guard rails: no statement or idle transaction holds locks forever.
-      options: '-c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000',
+      // Guard rails: no statement or idle transaction holds locks forever (docs/decisions/0014).
+      options: `-c statement_timeout=${statementTimeoutMs} -c idle_in_transaction_session_timeout=60000`,
     },
   };
 }

@@ -36,7 +36,12 @@ export class InfrastructureModule {
         DiscoveryModule,
         LoggerModule.forRoot(pinoParams(config, { service: 'wallet', role })),
         TypeOrmModule.forRoot({
-          ...dataSourceOptions(database.url, config.databasePoolSize, `wallet-${role}`),
+          ...dataSourceOptions(
+            database.url,
+            config.databasePoolSize,
+            `wallet-${role}`,
+            config.dbStatementTimeoutMs,
+          ),
           retryAttempts: 3,
           retryDelay: 1000,
         }),

@@ -3,6 +3,7 @@ import request from 'supertest';
 import { SmsSweeper } from '../src/modules/mobile/sms/sms-sweeper.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
 import { waitFor } from './support/processes.js';
+import { expectNoRoutes, seedBusyDay, sendSms, storedSms } from './support/mobile.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 /** The simulator's documented test numbers (README, "SMS and SIM swap"). */
@@ -16,15 +17,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{1
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 const bearer = (token: string) => `Bearer ${token}`;
-
-/** The interface's error rule 5: exactly `NO ROUTES`, as text/html, with the given status. */
-function expectNoRoutes(response: request.Response, status: 400 | 401): void {
-  expect({ status: response.status, type: response.headers['content-type'], body: response.text }).toEqual({
-    status,
-    type: expect.stringMatching(/^text\/html/),
-    body: 'NO ROUTES',
-  });
-}
 
 interface Status {
   status: string;
@@ -375,17 +367,8 @@ describe('SMS rate limits (counted in the database)', () => {
   });
   afterAll(() => t?.close());
 
-  const send = (authorization: string, dnis: string) =>
-    request(t.http)
-      .post('/v1/mobile/sms')
-      .set('Authorization', authorization)
-      .send({ dnis, message: 'Hola' });
-  const stored = async (appId: string) =>
-    (
-      (await t.dataSource.query('SELECT count(*)::int AS count FROM sms_messages WHERE app_id = $1', [
-        appId,
-      ])) as { count: number }[]
-    )[0].count;
+  const send = (authorization: string, dnis: string) => sendSms(t.http, authorization, dnis);
+  const stored = (appId: string) => storedSms(t.dataSource, appId);
 
   it('refuses a third message to one destination within the hour, then the fifth of the application within the minute', async () => {
     expect((await send(bearer(token), '541100000101')).status).toBe(200);
@@ -424,12 +407,7 @@ describe('SMS rate limits (counted in the database)', () => {
   it('refuses past the daily limit even when the last minute is quiet', async () => {
     const busy = await registerClient(t.app, 'busy-day');
     const busyToken = await accessToken(t.http, busy);
-    await t.dataSource.query(
-      `INSERT INTO sms_messages (id, app_id, dnis, status, created_at)
-       SELECT gen_random_uuid(), $1, '5411' || lpad(g::text, 8, '0'), 'DELIVRD', now() - interval '2 hours'
-         FROM generate_series(1, 50) g`,
-      [busy.appId],
-    );
+    await seedBusyDay(t.dataSource, busy.appId, 50);
     expectNoRoutes(await send(bearer(busyToken), '541100000300'), 400);
     // Messages older than a day no longer count.
     await t.dataSource.query(

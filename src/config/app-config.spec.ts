@@ -52,6 +52,9 @@ describe('loadConfig', () => {
       expect(config.webhookAllowPrivateUrls).toBe(false);
       expect(config.trustProxy).toBe(false);
       expect(config.metricsToken).toBeUndefined();
+      expect(config.dbStatementTimeoutMs).toBe(15_000);
+      expect(config.httpHeadersTimeoutMs).toBe(10_000);
+      expect(config.httpRequestTimeoutMs).toBe(30_000);
     });
 
     it('is silent by default under NODE_ENV=test', () => {
@@ -124,6 +127,9 @@ describe('loadConfig', () => {
       ['TRUST_PROXY', 'sometimes'],
       ['ACCESS_TOKEN_TTL_SECONDS', '30'],
       ['DATABASE_POOL_SIZE', '0'],
+      ['DB_STATEMENT_TIMEOUT_MS', '-1'],
+      ['HTTP_HEADERS_TIMEOUT_MS', '50'],
+      ['HTTP_HEADERS_TIMEOUT_MS', '40000'], // longer than the whole request (30 s)
     ])('%s=%s throws a ConfigError naming the variable', (name, value) => {
       const error = configError({ [name]: value });
       expect(error.name).toBe('ConfigError');

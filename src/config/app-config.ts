@@ -14,6 +14,8 @@ export interface AppConfig {
   /** Unset: the embedded PostgreSQL under dataDir. */
   readonly databaseUrl: string | undefined;
   readonly databasePoolSize: number;
+  /** Longest SQL statement on the service's connections (0: no limit); PostgreSQL cancels longer ones. */
+  readonly dbStatementTimeoutMs: number;
   /** Unset: BullMQ on its PostgreSQL backend. */
   readonly redisUrl: string | undefined;
   /** Key prefix of every queue (several deployments or test runs can share one Redis). */
@@ -25,6 +27,9 @@ export interface AppConfig {
   readonly accessTokenTtlSeconds: number;
   readonly clockSkewSeconds: number;
   readonly bodyLimitBytes: number;
+  /** Slowloris protection: time a client has to send the headers, and the whole request (408 after). */
+  readonly httpHeadersTimeoutMs: number;
+  readonly httpRequestTimeoutMs: number;
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   readonly metricsToken: string | undefined;
   readonly webhookAllowPrivateUrls: boolean;
@@ -131,6 +136,9 @@ const UNIT_BYTES: Record<string, number> = { b: 1, kb: 1024, mb: 1024 * 1024 };
 
 type Env = Record<string, string | undefined>;
 
+/** DB_STATEMENT_TIMEOUT_MS unset (also what connections opened without a config get). */
+export const DEFAULT_DB_STATEMENT_TIMEOUT_MS = 15_000;
+
 /** Reads and validates the environment; throws ConfigError naming every bad setting. */
 export function loadConfig(env: Env = process.env): AppConfig {
   const problems: string[] = [];
@@ -207,6 +215,11 @@ export function loadConfig(env: Env = process.env): AppConfig {
   if (!sizeMatch || bodyLimitBytes < 1024)
     problems.push(`BODY_LIMIT must be a size of at least 1kb such as 100kb`);
 
+  const httpHeadersTimeoutMs = int('HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
+  const httpRequestTimeoutMs = int('HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  if (httpHeadersTimeoutMs > httpRequestTimeoutMs)
+    problems.push('HTTP_HEADERS_TIMEOUT_MS must not be larger than HTTP_REQUEST_TIMEOUT_MS');
+
   const logLevelRaw = str('LOG_LEVEL') ?? (nodeEnv === 'test' ? 'silent' : 'info');
   const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
   if (!logLevels.includes(logLevelRaw)) problems.push(`LOG_LEVEL must be one of ${logLevels.join(', ')}`);
@@ -218,6 +231,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     routePrefix,
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     databasePoolSize: int('DATABASE_POOL_SIZE', 10, 1, 500),
+    dbStatementTimeoutMs: int('DB_STATEMENT_TIMEOUT_MS', DEFAULT_DB_STATEMENT_TIMEOUT_MS, 0, 3_600_000),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
     queuePrefix: (() => {
       const prefix = str('QUEUE_PREFIX') ?? 'wallet';
@@ -231,6 +245,8 @@ export function loadConfig(env: Env = process.env): AppConfig {
     accessTokenTtlSeconds: int('ACCESS_TOKEN_TTL_SECONDS', 900, 60, 3600),
     clockSkewSeconds: int('CLOCK_SKEW_SECONDS', 60, 0, 300),
     bodyLimitBytes,
+    httpHeadersTimeoutMs,
+    httpRequestTimeoutMs,
     logLevel: logLevelRaw as AppConfig['logLevel'],
     metricsToken: str('METRICS_TOKEN'),
     webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),

@@ -18,10 +18,18 @@ export interface ReceivedWebhook {
   status?: number;
   /** The answer was flushed completely (a 2xx here is an acknowledgement). */
   finished: boolean;
+  /** Body bytes written (an `endless` answer counts them until the sender hangs up). */
+  bytesSent: number;
+  /** Date.now() when the connection closed before the answer was complete (the sender hung up). */
+  abandonedAt?: number;
 }
 
-/** What to answer: a status (after an optional delay), or never answer at all. */
-export type Reply = { status: number; headers?: Record<string, string>; delayMs?: number } | 'hang';
+/**
+ * What to answer: a status (after an optional delay; `endless`: with a body that never ends, written
+ * as fast as the sender reads it), or never answer at all.
+ */
+export type Reply =
+  { status: number; headers?: Record<string, string>; delayMs?: number; endless?: boolean } | 'hang';
 
 export type Responder = (request: ReceivedWebhook, receiver: WebhookReceiver) => Reply;
 
@@ -92,6 +100,7 @@ export class WebhookReceiver {
         body: Buffer.concat(chunks).toString('utf8'),
         receivedAt: Date.now(),
         finished: false,
+        bytesSent: 0,
       };
       this.requests.push(received);
       const reply = this.responder(received, this);
@@ -104,13 +113,29 @@ export class WebhookReceiver {
         received.status = reply.status;
         received.answeredAt = Date.now();
         res.on('finish', () => (received.finished = true));
+        res.on('close', () => {
+          if (!received.finished) received.abandonedAt = Date.now();
+        });
         res.writeHead(reply.status, { 'Content-Type': 'text/plain', ...reply.headers });
+        if (reply.endless) return writeEndlessly(res, received);
         res.end(reply.status < 300 ? 'ok' : 'not now');
       };
       if (reply.delayMs) setTimeout(answer, reply.delayMs);
       else answer();
     });
   }
+}
+
+/** Writes 64 KiB chunks, honouring back-pressure, until the connection closes. */
+function writeEndlessly(res: http.ServerResponse, received: ReceivedWebhook): void {
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  const pump = () => {
+    while (!res.destroyed) {
+      received.bytesSent += chunk.length;
+      if (!res.write(chunk)) return void res.once('drain', pump);
+    }
+  };
+  pump();
 }
 
 /** Polls until `check` holds, at most `timeoutMs`; throws naming `what` otherwise. */

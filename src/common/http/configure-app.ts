@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import helmet from 'helmet';
@@ -13,6 +13,7 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): Op
   app.set('trust proxy', config.trustProxy);
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  applyServerTimeouts(app.getHttpServer() as Server, config);
   const docsPrefix = `/${config.routePrefix}/docs`;
   const dashboardPrefix = `/${config.routePrefix}/queues`;
   const apiHelmet = helmet();
@@ -49,6 +50,21 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): Op
     customSiteTitle: 'Wallet service API v1',
   });
   return document;
+}
+
+/**
+ * Slowloris protection: a client that has not sent its headers within HTTP_HEADERS_TIMEOUT_MS, or
+ * the whole request within HTTP_REQUEST_TIMEOUT_MS, gets 408 and the connection is closed. Node
+ * checks every connectionsCheckingInterval (30 s by default, read when the server starts listening),
+ * so the check runs often enough for the timeouts to mean what they say.
+ */
+function applyServerTimeouts(server: Server, config: AppConfig): void {
+  server.headersTimeout = config.httpHeadersTimeoutMs;
+  server.requestTimeout = config.httpRequestTimeoutMs;
+  (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.min(
+    1000,
+    Math.ceil(config.httpHeadersTimeoutMs / 4),
+  );
 }
 
 export function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIObject {

@@ -1,0 +1,363 @@
+import type { AddressInfo } from 'node:net';
+import net from 'node:net';
+import pg from 'pg';
+import request from 'supertest';
+import { MAX_PAGE_SIZE } from '../src/common/http/pagination.js';
+import { AppsService } from '../src/modules/apps/apps.service.js';
+import { WebhooksService, type EventView } from '../src/modules/webhooks/webhooks.service.js';
+import { accessToken, clientAssertion, registerClient, type TestClient } from './support/auth.js';
+import { bearer, countRows, expectValidation, userBody } from './support/identity.js';
+import { expectNoRoutes, seedBusyDay, sendSms, storedSms } from './support/mobile.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+import { isolatedRedisEnv, pollUntil, WebhookReceiver, type Responder } from './support/webhook-receiver.js';
+
+/**
+ * Suite 6, resource limits (docs/decisions/0014-resource-limits.md): every limit the service
+ * promises, pushed past on a real PostgreSQL and real HTTP peers, with the error body it answers.
+ * Each limit is set low here so that crossing it is cheap; the defaults are in the README.
+ */
+const LIMITS = {
+  BODY_LIMIT: '2kb',
+  SMS_APP_LIMIT_PER_MINUTE: '3',
+  SMS_APP_LIMIT_PER_DAY: '20',
+  SMS_DESTINATION_LIMIT_PER_HOUR: '1',
+  DB_STATEMENT_TIMEOUT_MS: '2000',
+  HTTP_HEADERS_TIMEOUT_MS: '1000',
+  HTTP_REQUEST_TIMEOUT_MS: '2000',
+  WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+  // As long as allowed: an answer that is cut off early was cut by the size cap, not by this.
+  WEBHOOK_TIMEOUT_MS: '60000',
+};
+const STATEMENT_TIMEOUT_MS = Number(LIMITS.DB_STATEMENT_TIMEOUT_MS);
+/** What the webhook sender reads of an answer at most (docs/decisions/0008). */
+const WEBHOOK_RESPONSE_CAP = 64 * 1024;
+
+/** Resolves with Date.now() when `socket` closes, or with undefined after `ms` (the bound of a test). */
+function closedWithin(socket: net.Socket, ms: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(undefined), ms);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      resolve(Date.now());
+    });
+  });
+}
+
+/** A raw connection that records everything the server answers. */
+async function rawConnection(port: number): Promise<{ socket: net.Socket; answer: () => string }> {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => undefined); // a reset after the 408 is what we expect
+  let text = '';
+  socket.setEncoding('latin1').on('data', (chunk: string) => (text += chunk));
+  await new Promise((resolve) => socket.once('connect', resolve));
+  return { socket, answer: () => text };
+}
+
+describe('resource limits, each turned down on one application', () => {
+  let t: TestApp;
+  let client: TestClient;
+  let token: string;
+  let port: number;
+  const receivers: WebhookReceiver[] = [];
+
+  beforeAll(async () => {
+    t = await startTestApp({ runWorker: true, env: { ...LIMITS, ...isolatedRedisEnv(14) } });
+    // Listen as main.ts does (supertest then uses this server as it is), so raw sockets can reach it.
+    await new Promise<void>((resolve) => t.http.listen(0, '127.0.0.1', resolve));
+    port = (t.http.address() as AddressInfo).port;
+    client = await registerClient(t.app, 'limits');
+    token = await accessToken(t.http, client);
+  });
+  afterEach(async () => {
+    await Promise.all(receivers.splice(0).map((receiver) => receiver.close()));
+  });
+  afterAll(() => t?.close());
+
+  const createUser = async (): Promise<string> => {
+    const response = await request(t.http)
+      .post('/v1/users')
+      .set('Authorization', bearer(token))
+      .send(userBody());
+    expect(response.status).toBe(201);
+    return (response.body as { uuid: string }).uuid;
+  };
+
+  describe('BODY_LIMIT (2kb here, 100kb by default)', () => {
+    const oversized = { ...userBody(), firstName: 'x'.repeat(3 * 1024) };
+
+    it('refuses a larger body with 413 PayloadTooLargeError, before authentication, and stores nothing', async () => {
+      const users = await countRows(t.dataSource, 'users');
+      const response = await request(t.http)
+        .post('/v1/users')
+        .set('Authorization', bearer(token))
+        .send(oversized);
+      expect(response.status).toBe(413);
+      expect(response.body).toStrictEqual({ name: 'PayloadTooLargeError', message: expect.any(String) });
+      const anonymous = await request(t.http).post('/v1/users').send(oversized);
+      expect(anonymous.status).toBe(413);
+      expect(await countRows(t.dataSource, 'users')).toBe(users);
+    });
+
+    it('answers it with 400 NO ROUTES on the SMS routes (rule 5), and reads a body under the limit', async () => {
+      // Without a token: read, the body would get 401 from the guard; the limit answers before it.
+      expectNoRoutes(
+        await request(t.http)
+          .post('/v1/mobile/sms')
+          .send({ dnis: '541123456789', message: 'x'.repeat(3 * 1024) }),
+        400,
+      );
+      expect(Buffer.byteLength(JSON.stringify(userBody()))).toBeLessThan(2 * 1024);
+      expect(await createUser()).toEqual(expect.any(String));
+    });
+  });
+
+  describe(`page size (at most ${MAX_PAGE_SIZE})`, () => {
+    it(`refuses limit=${MAX_PAGE_SIZE + 1} with 400 ValidationError naming limit; serves limit=${MAX_PAGE_SIZE}`, async () => {
+      const list = (limit: number) =>
+        request(t.http).get('/v1/users/all').query({ limit }).set('Authorization', bearer(token));
+      expect(expectValidation(await list(MAX_PAGE_SIZE + 1))).toStrictEqual([
+        { path: 'limit', message: expect.any(String), type: 'invalid' },
+      ]);
+      const served = await list(MAX_PAGE_SIZE);
+      expect(served.status).toBe(200);
+      expect(Array.isArray(served.body)).toBe(true);
+    });
+  });
+
+  describe('SMS rate limits (per application 3 a minute and 20 a day, 1 an hour per destination here)', () => {
+    const send = (authorization: string, dnis: string) => sendSms(t.http, authorization, dnis);
+    const stored = (appId: string) => storedSms(t.dataSource, appId);
+
+    it('refuses the second message to a destination within the hour, then the fourth of the minute: 400 NO ROUTES with Retry-After', async () => {
+      const sender = await registerClient(t.app, 'sms-limits');
+      const auth = bearer(await accessToken(t.http, sender));
+      expect((await send(auth, '541100000601')).status).toBe(200);
+      const perDestination = await send(auth, '541100000601');
+      expectNoRoutes(perDestination);
+      expect(perDestination.headers['retry-after']).toBe('600');
+      expect((await send(auth, '541100000602')).status).toBe(200);
+      expect((await send(auth, '541100000603')).status).toBe(200);
+      const perMinute = await send(auth, '541100000604');
+      expectNoRoutes(perMinute);
+      expect(perMinute.headers['retry-after']).toBe('60');
+      expect(await stored(sender.appId)).toBe(3);
+    });
+
+    it('refuses past the daily limit: 400 NO ROUTES with Retry-After 3600', async () => {
+      const busy = await registerClient(t.app, 'sms-busy-day');
+      await seedBusyDay(t.dataSource, busy.appId, 20);
+      const refused = await send(bearer(await accessToken(t.http, busy)), '541100000700');
+      expectNoRoutes(refused);
+      expect(refused.headers['retry-after']).toBe('3600');
+      expect(await stored(busy.appId)).toBe(20);
+    });
+  });
+
+  describe(`DB_STATEMENT_TIMEOUT_MS (${STATEMENT_TIMEOUT_MS} ms here, 15 s by default)`, () => {
+    it('is set on the connections of the pool, with the idle-in-transaction guard', async () => {
+      const settings = (await Promise.all(
+        Array.from({ length: 4 }, () =>
+          t.dataSource.query(
+            `SELECT current_setting('statement_timeout') AS statement,
+                    current_setting('idle_in_transaction_session_timeout') AS idle`,
+          ),
+        ),
+      )) as { statement: string; idle: string }[][];
+      for (const [row] of settings) expect(row).toStrictEqual({ statement: '2s', idle: '1min' });
+    });
+
+    it('cancels a statement stuck behind a lock: 500 with the error body, and its transaction writes nothing', async () => {
+      const userId = await createUser();
+      const kycPath = `/v1/users/${userId}/kyc-data`;
+      const patchKyc = () =>
+        request(t.http).patch(kycPath).set('Authorization', bearer(token)).send({ isPep: true });
+      const created = await request(t.http)
+        .post(kycPath)
+        .set('Authorization', bearer(token))
+        .send({ civilStatus: 'MARRIED', isPep: false, isSOAUIF: false });
+      expect(created.status).toBe(201);
+      const history = async () =>
+        (
+          (await t.dataSource.query('SELECT count(*)::int AS n FROM kyc_history WHERE owner_id = $1', [
+            userId,
+          ])) as { n: number }[]
+        )[0].n;
+      const historyBefore = await history();
+
+      // Another session takes a lock that lets readers through but not the INSERT into kyc_history that
+      // the PATCH makes after updating user_kyc_data, and keeps it: without the timeout the PATCH waits.
+      const locker = new pg.Client({ connectionString: t.databaseUrl, application_name: 'limits-locker' });
+      await locker.connect();
+      try {
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE kyc_history IN EXCLUSIVE MODE');
+        const started = Date.now();
+        const stuck = await patchKyc().timeout(30_000);
+        const elapsed = Date.now() - started;
+        expect(stuck.status).toBe(500);
+        expect(stuck.body).toStrictEqual({
+          name: 'InternalServerError',
+          message: expect.any(String),
+          detail: { trackingId: stuck.headers['x-request-id'] },
+        });
+        expect(elapsed).toBeGreaterThanOrEqual(STATEMENT_TIMEOUT_MS - 100);
+        // The lock is still held: the answer came from the timeout, not from the lock going away.
+        const held = await locker.query(
+          `SELECT count(*)::int AS n FROM pg_locks WHERE pid = pg_backend_pid()
+              AND relation = 'kyc_history'::regclass AND mode = 'ExclusiveLock' AND granted`,
+        );
+        expect(held.rows[0].n).toBe(1);
+      } finally {
+        await locker.query('ROLLBACK').catch(() => undefined);
+        await locker.end();
+      }
+
+      // The update made before the cancelled INSERT was rolled back with it.
+      const after = await request(t.http).get(kycPath).set('Authorization', bearer(token));
+      expect(after.body).toMatchObject({ isPep: false });
+      expect(await history()).toBe(historyBefore);
+      // The connection went back to the pool in a usable state, and the same request now succeeds.
+      const retried = await patchKyc();
+      expect(retried.status).toBe(200);
+      expect(retried.body).toMatchObject({ isPep: true });
+      expect(await history()).toBe(historyBefore + 1);
+    });
+  });
+
+  describe('HTTP_HEADERS_TIMEOUT_MS and HTTP_REQUEST_TIMEOUT_MS (1 s and 2 s here; 10 s and 30 s by default)', () => {
+    /** Bound of each test: far above the limits here, far below Node's defaults (60 s and 300 s). */
+    const BOUND_MS = 15_000;
+
+    it('answers a prompt request on a raw connection', async () => {
+      const { socket, answer } = await rawConnection(port);
+      socket.end('GET /v1/health/live HTTP/1.1\r\nHost: wallet.test\r\nConnection: close\r\n\r\n');
+      expect(await closedWithin(socket, BOUND_MS)).toBeDefined();
+      expect(answer()).toMatch(/^HTTP\/1\.1 200 /);
+    });
+
+    /** Sends `head`, then `drip()` every 100 ms, until the server closes the connection (or BOUND_MS passes). */
+    const trickle = async (head: string, drip: () => string) => {
+      const { socket, answer } = await rawConnection(port);
+      const started = Date.now();
+      const closed = closedWithin(socket, BOUND_MS);
+      socket.write(head);
+      const timer = setInterval(() => socket.writable && socket.write(drip()), 100);
+      const closedAt = await closed;
+      clearInterval(timer);
+      socket.destroy();
+      return { closedAfterMs: closedAt === undefined ? undefined : closedAt - started, answer: answer() };
+    };
+
+    it('closes a connection whose headers trickle in (slowloris) with 408', async () => {
+      let line = 0;
+      // One more header line every 100 ms, never the empty line that ends them.
+      const { closedAfterMs, answer } = await trickle(
+        'GET /v1/health/live HTTP/1.1\r\nHost: wallet.test\r\n',
+        () => `X-Slow-${line++}: 1\r\n`,
+      );
+      expect(closedAfterMs).toBeDefined();
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      expect(closedAfterMs).toBeGreaterThanOrEqual(900);
+    });
+
+    it('closes a connection whose body trickles in with 408 once the whole request took too long', async () => {
+      const { closedAfterMs, answer } = await trickle(
+        'POST /v1/users HTTP/1.1\r\nHost: wallet.test\r\nContent-Type: application/json\r\n' +
+          `Authorization: Bearer ${token}\r\nContent-Length: 1000\r\n\r\n{"firstName":"`,
+        () => 'x',
+      );
+      expect(closedAfterMs).toBeDefined();
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      // Past the headers timeout (the headers were complete): the whole-request timeout closed it.
+      expect(closedAfterMs).toBeGreaterThanOrEqual(1900);
+    });
+  });
+
+  describe('webhook answers (at most 64 KiB read)', () => {
+    const appWithReceiver = async (responder: Responder) => {
+      const receiver = await WebhookReceiver.start(responder);
+      receivers.push(receiver);
+      const { appId } = await registerClient(t.app, 'webhook receiver');
+      await t.app.get(AppsService).setWebhook(appId, receiver.url());
+      return { appId, receiver };
+    };
+    /** The event once an attempt is recorded with this outcome (the attempt row is written first, then the event). */
+    const settled = async (
+      appId: string,
+      eventId: string,
+      status: EventView['status'],
+      lastError: string | null,
+    ) => {
+      const webhooks = t.app.get(WebhooksService);
+      let event: EventView | undefined;
+      await pollUntil(
+        `event ${eventId} to be ${status} (last error ${lastError}) after an attempt`,
+        async () => {
+          event = (await webhooks.list({ appId })).find((found) => found.eventId === eventId);
+          return event?.status === status && event.lastError === lastError && event.deliveries.length > 0;
+        },
+        30_000,
+      );
+      return event!;
+    };
+
+    it.each<[number, EventView['status'], string | null]>([
+      [200, 'delivered', null],
+      [503, 'pending', 'HTTP 503'],
+    ])(
+      'cuts off an endless %p answer after the cap, records the attempt (%s) and moves on',
+      async (status, eventStatus, error) => {
+        const { appId, receiver } = await appWithReceiver(() => ({ status, endless: true }));
+        const { eventId } = await t.app.get(WebhooksService).sendTest(appId);
+        const event = await settled(appId, eventId, eventStatus, error);
+        expect(event.deliveries[0]).toMatchObject({ statusCode: status, error });
+        // Long before WEBHOOK_TIMEOUT_MS (60 s): the sender hung up once it had read enough.
+        expect(event.deliveries[0].durationMs).toBeLessThan(20_000);
+        const [answer] = receiver.requests;
+        expect(answer.abandonedAt).toBeDefined();
+        expect(answer.bytesSent).toBeGreaterThan(WEBHOOK_RESPONSE_CAP);
+        // What the sender did not read stayed in socket buffers (a few MiB at most), not in memory.
+        expect(answer.bytesSent).toBeLessThan(64 * 1024 * 1024);
+      },
+    );
+
+    it('delivers the next event right after an endless answer (the worker is not stuck)', async () => {
+      const endless = await appWithReceiver(() => ({ status: 200, endless: true }));
+      const plain = await appWithReceiver(() => ({ status: 200 }));
+      const webhooks = t.app.get(WebhooksService);
+      const first = await webhooks.sendTest(endless.appId);
+      const second = await webhooks.sendTest(plain.appId);
+      await settled(endless.appId, first.eventId, 'delivered', null);
+      await settled(plain.appId, second.eventId, 'delivered', null);
+      expect(plain.receiver.acknowledged(second.eventId)).toHaveLength(1);
+    });
+  });
+});
+
+describe('token endpoint rate limit (TOKEN_RATE_LIMIT_PER_MINUTE: 3 here, 60 by default)', () => {
+  let t: TestApp;
+  let client: TestClient;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { TOKEN_RATE_LIMIT_PER_MINUTE: '3' } });
+    client = await registerClient(t.app, 'token-limit');
+  });
+  afterAll(() => t?.close());
+
+  const exchange = async (assertion: Promise<string>) =>
+    request(t.http)
+      .post('/v1/oauth/app/token')
+      .send({ appId: client.appId, token: await assertion, grantType: 'client_credentials' });
+
+  it('refuses the fourth request of an address within the minute with 429 in the endpoint’s own body; refused assertions count', async () => {
+    expect((await exchange(clientAssertion(client))).status).toBe(200);
+    const wrongAudience = await exchange(clientAssertion(client, { claims: { aud: 'https://elsewhere/' } }));
+    expect(wrongAudience.status).toBe(401);
+    expect((await exchange(clientAssertion(client))).status).toBe(200);
+    const limited = await exchange(clientAssertion(client));
+    expect(limited.status).toBe(429);
+    expect(limited.body).toStrictEqual({ errorId: 'rate_limited', code: 429, message: expect.any(String) });
+    expect(limited.headers['retry-after']).toBe('60');
+    expect(limited.headers['ratelimit-policy']).toMatch(/q=3\b/);
+  });
+});
