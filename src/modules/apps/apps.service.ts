@@ -1,6 +1,7 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import type { JWK } from 'jose';
 import { DataSource } from 'typeorm';
 import { NotFoundError, ValidationFailedError } from '../../common/errors/domain-errors.js';
 import { assertPublicHost, PrivateAddressError } from '../../common/net/public-address.js';
@@ -29,6 +30,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The application registry: each application is a tenant, with its keys and webhook URL. */
 @Injectable()
 export class AppsService {
+  /** Parsed public keys by key id (a thumbprint: the same id is always the same key). */
+  private readonly parsedKeys = new Map<string, KeyObject>();
+
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -110,19 +114,31 @@ export class AppsService {
   /** The active key `keyId` of the active application `appId`, or undefined. */
   async findActiveKey(appId: string, keyId: string): Promise<KeyObject | undefined> {
     if (!UUID.test(appId)) return undefined;
-    const row = await this.dataSource
-      .getRepository(ApplicationKeyEntity)
-      .createQueryBuilder('k')
-      .innerJoin(ApplicationEntity, 'a', 'a.id = k.app_id')
-      .where('k.app_id = :appId AND k.key_id = :keyId', { appId, keyId })
-      .andWhere(`k.status = 'active' AND a.status = 'active'`)
-      .getOne();
-    return row ? keyObjectFromJwk(row.publicJwk) : undefined;
+    // Plain SQL: this runs on every request with a user token.
+    const [row] = (await this.dataSource.query(
+      `SELECT k.public_jwk FROM application_keys k JOIN applications a ON a.id = k.app_id
+        WHERE k.app_id = $1 AND k.key_id = $2 AND k.status = 'active' AND a.status = 'active'`,
+      [appId, keyId],
+    )) as { public_jwk: JWK }[];
+    if (!row) return undefined;
+    // The key id is the key's RFC 7638 thumbprint, so a parsed key can be kept by it (the status is read above).
+    let key = this.parsedKeys.get(keyId);
+    if (!key) {
+      if (this.parsedKeys.size >= 10_000) this.parsedKeys.clear();
+      key = keyObjectFromJwk(row.public_jwk);
+      this.parsedKeys.set(keyId, key);
+    }
+    return key;
   }
 
   async isActive(appId: string): Promise<boolean> {
     if (!UUID.test(appId)) return false;
-    return this.dataSource.getRepository(ApplicationEntity).existsBy({ id: appId, status: 'active' });
+    // Plain SQL: this runs on every request with an application token.
+    const rows = (await this.dataSource.query(
+      `SELECT 1 FROM applications WHERE id = $1 AND status = 'active'`,
+      [appId],
+    )) as unknown[];
+    return rows.length > 0;
   }
 
   /**

@@ -49,7 +49,7 @@ export class ClientCredentialsStrategy extends PassportStrategy(Strategy, 'cc') 
         signingKeys.publicKey(header.kid).then(
           (key) =>
             key
-              ? done(null, key.export({ type: 'spki', format: 'pem' }) as string)
+              ? done(null, key as unknown as string) // a KeyObject: jsonwebtoken takes it as is, no PEM round trip
               : done(new Error('unknown kid')),
           (error: unknown) => done(new CredentialLookupError(error)),
         );

@@ -55,7 +55,7 @@ export class SubjectTokenStrategy extends PassportStrategy(Strategy, 'subject') 
         apps.findActiveKey(iss, kid).then(
           (key) =>
             key
-              ? done(null, key.export({ type: 'spki', format: 'pem' }) as string)
+              ? done(null, key as unknown as string) // a KeyObject: jsonwebtoken takes it as is, no PEM round trip
               : done(new Error('unknown application key')),
           (error: unknown) => done(new CredentialLookupError(error)),
         );

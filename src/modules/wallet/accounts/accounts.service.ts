@@ -196,13 +196,17 @@ export class AccountsService {
     return { message: 'Account deleted' };
   }
 
+  /** One query, no entity: the most frequent read of all. Scoped like require(): the app, and a user's own. */
   async balance(principal: Principal, id: string): Promise<BalanceResponseDto> {
-    const account = await this.require(this.dataSource.manager, principal, id);
+    const params = [id.toLowerCase(), principal.appId];
+    if (principal.kind === 'subject') params.push(principal.subject);
     const [row] = (await this.dataSource.query(
-      `SELECT balance::text AS balance FROM ledger_accounts WHERE id = $1`,
-      [account.id],
-    )) as { balance: string }[];
-    return { id: account.id, accountId: account.id, balance: toJson(row.balance) };
+      `SELECT w.id, l.balance::text AS balance FROM wallet_accounts w JOIN ledger_accounts l ON l.id = w.id
+        WHERE w.id = $1 AND w.app_id = $2 AND w.status <> 'DELETED'${principal.kind === 'subject' ? ' AND w.owner_id::text = $3' : ''}`,
+      params,
+    )) as { id: string; balance: string }[];
+    if (!row) throw new NotFoundError(id, 'Account not found');
+    return { id: row.id, accountId: row.id, balance: toJson(row.balance) };
   }
 
   /** Sets the balance by posting the difference against the adjustments account (never overwritten in place). */
