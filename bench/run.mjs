@@ -39,7 +39,7 @@ const S = {
   connections: envInt('BENCH_CONNECTIONS', 32),
   accounts: envInt('BENCH_ACCOUNTS', 1000),
   webhookEvents: envInt('BENCH_WEBHOOK_EVENTS', 20_000),
-  pgQueueEvents: envInt('BENCH_PG_QUEUE_EVENTS', 20_000),
+  pgQueueEvents: envInt('BENCH_PG_QUEUE_EVENTS', 5_000),
   latencySamples: envInt('BENCH_LATENCY_SAMPLES', 200),
   queueConcurrency: 50,
   logLevel: process.env.BENCH_LOG_LEVEL || 'info',
