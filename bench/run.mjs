@@ -148,6 +148,14 @@ async function main() {
       `PostgreSQL is not durable (fsync=${postgres.fsync}, synchronous_commit=${postgres.synchronous_commit})`,
     );
   }
+  // fsync means something only on a real disk: say which file system holds the data (tmpfs would make it a no-op).
+  postgres.dataFileSystem = (
+    await run('findmnt', ['-n', '-o', 'FSTYPE', '-T', tmp]).catch(() => ({ stdout: 'unknown' }))
+  ).stdout.trim();
+  if (postgres.dataFileSystem === 'tmpfs')
+    say(
+      'WARNING: the data directory is on tmpfs (set TMPDIR to a directory on disk): fsync costs nothing there',
+    );
   const pgEnv = {
     ...process.env,
     PGPASSWORD: pgPassword,
@@ -198,6 +206,12 @@ async function main() {
     await admin.query(`CREATE DATABASE ${db}`);
     say(`pgbench -i -s ${scale} (${db})…`);
     await run(pgbench, ['-i', '-q', '-s', String(scale), db], { env: pgEnv });
+    const check = new pg.Client({ connectionString: dbUrl(db) });
+    await check.connect();
+    const { rows } = await check.query('SELECT count(*)::int AS n FROM pgbench_accounts');
+    await check.end();
+    if (rows[0].n !== 100_000 * scale)
+      throw new Error(`pgbench -i -s ${scale} left ${rows[0].n} rows in pgbench_accounts`);
   }
 
   // -------------------------------------------------------------------------------------------------------
@@ -826,7 +840,7 @@ async function main() {
     );
     lines.push(
       `PostgreSQL ${result.postgres.server_version} (fsync=${result.postgres.fsync}, ` +
-        `synchronous_commit=${result.postgres.synchronous_commit}), ${result.versions.redis}, Node ${result.versions.node}`,
+        `synchronous_commit=${result.postgres.synchronous_commit}, data on ${result.postgres.dataFileSystem}), ${result.versions.redis}, Node ${result.versions.node}`,
     );
     lines.push('');
     lines.push(goalsTable(result.ratios));
