@@ -286,6 +286,9 @@ async function main() {
   say(`accounts ready in ${((performance.now() - setupStarted) / 1000).toFixed(1)} s`);
   await stopChild(api.process);
   const expectedWallets = HOT_BALANCE + BALANCE * (S.accounts - 1);
+  // Deadlocks over the whole run, read when no service process is connected (a backend's counters reach
+  // pg_stat_database when it exits), besides the per-phase reading.
+  const deadlocksAtStart = (await money()).deadlocks;
 
   // -------------------------------------------------------------------------------------------------------
   const runs = [];
@@ -307,6 +310,8 @@ async function main() {
     fail(`ledger verify failed: ${error.message.slice(0, 500)}`);
   }
   const finalMoney = await money();
+  if (finalMoney.deadlocks !== deadlocksAtStart)
+    fail(`${finalMoney.deadlocks - deadlocksAtStart} deadlocks in PostgreSQL during the run`);
   if (Number(finalMoney.wallets) !== expectedWallets)
     fail(`money not conserved: the bench accounts hold ${finalMoney.wallets}, expected ${expectedWallets}`);
 
@@ -374,6 +379,17 @@ async function main() {
       [transfersClient.appId],
     );
     return rows[0];
+  }
+
+  /** RSS after the load has settled: 2 s idle, then the median of 5 readings 200 ms apart (MiB). */
+  async function settledRss(pid) {
+    await sleep(2000);
+    const readings = [];
+    for (let i = 0; i < 5; i++) {
+      readings.push(rssMiB(pid));
+      await sleep(200);
+    }
+    return readings.sort((a, b) => a - b)[2];
   }
 
   /** Waits until requests still in flight when a load ended have finished (no new transfer for 500 ms). */
@@ -488,7 +504,7 @@ async function main() {
       );
       say(`bare Nest GET /ping, ${S.connections} connections…`);
       const ping = await measure('bare Nest ping', bare.pid, { url: `http://127.0.0.1:${port}/ping` });
-      raw.bareNest = { ...ping, rssMiB: rssMiB(bare.pid) };
+      raw.bareNest = { ...ping, rssMiB: await settledRss(bare.pid) };
       say(`  ${ping.rps.toFixed(0)} req/s, p99 ${ping.p99Ms} ms, RSS ${raw.bareNest.rssMiB.toFixed(1)} MiB`);
       await stopChild(bare);
     }
@@ -497,9 +513,9 @@ async function main() {
     api = await startApi();
     say(`API started (pid ${api.process.pid})`);
     raw.round1 = await httpRound(1);
-    raw.apiRssAfterRound1MiB = rssMiB(api.process.pid);
+    raw.apiRssAfterRound1MiB = await settledRss(api.process.pid);
     raw.round2 = await httpRound(2);
-    raw.apiRssAfterRound2MiB = rssMiB(api.process.pid);
+    raw.apiRssAfterRound2MiB = await settledRss(api.process.pid);
     say(`API RSS ${raw.apiRssAfterRound1MiB.toFixed(1)} → ${raw.apiRssAfterRound2MiB.toFixed(1)} MiB`);
     await stopChild(api.process);
     if (api.process.exitCode !== 0) fail(`the API did not stop cleanly (exit ${api.process.exitCode})`);
