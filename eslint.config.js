@@ -21,4 +21,16 @@ export default tseslint.config(
     files: ['src/cli.ts', 'src/**/commands/*.ts', 'scripts/**', 'bench/**', 'test/**'],
     rules: { 'no-console': 'off' },
   },
+  {
+    // The benchmark's plain Node scripts (not type-checked): Node's timers, fetch and performance globals.
+    files: ['bench/**/*.mjs'],
+    languageOptions: {
+      globals: {
+        setTimeout: 'readonly',
+        clearTimeout: 'readonly',
+        fetch: 'readonly',
+        performance: 'readonly',
+      },
+    },
+  },
 );
