@@ -2,6 +2,7 @@ import { DynamicModule, Global, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
+import { VerifiedTokenCache } from './common/auth/verified-token-cache.js';
 import {
   DATABASE_RUNTIME,
   type DatabaseRuntime,
@@ -52,6 +53,7 @@ export class InfrastructureModule {
         { provide: QUEUE_CONNECTION, useValue: queueConnection },
         QueueFactory,
         MetricsRegistry,
+        VerifiedTokenCache,
       ],
       exports: [
         APP_CONFIG,
@@ -59,6 +61,7 @@ export class InfrastructureModule {
         QUEUE_CONNECTION,
         QueueFactory,
         MetricsRegistry,
+        VerifiedTokenCache,
         DiscoveryModule,
       ],
     };

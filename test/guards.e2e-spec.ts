@@ -306,15 +306,26 @@ describe('authentication and authorization on fixture routes', () => {
   });
 
   describe('a disabled application', () => {
-    it('loses its access tokens and its user tokens at once', async () => {
+    it('loses its access tokens and its user tokens within AUTH_CACHE_MS (1 s)', async () => {
       const app = await registerClient(t.app, 'to-be-disabled');
       const token = await accessToken(t.http, app);
       const userToken = await subjectToken(app, ownerA1);
       expect((await ccOnly(bearer(token))).status).toBe(200);
       expect((await echo(bearer(userToken))).status).toBe(200);
 
+      // Disabled behind the service's back (no in-process change to clear the verified-token cache).
       await t.dataSource.query(`UPDATE applications SET status = 'disabled' WHERE id = $1`, [app.appId]);
-
+      const disabledAt = Date.now();
+      for (;;) {
+        const statuses = [
+          (await ccOnly(bearer(token))).status,
+          (await echo(bearer(token))).status,
+          (await echo(bearer(userToken))).status,
+        ];
+        if (statuses.every((status) => status === 401)) break;
+        expect(Date.now() - disabledAt).toBeLessThan(1000 + 500); // the cache's bound, and a margin
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
       expectUnauthorized(await ccOnly(bearer(token)));
       expectUnauthorized(await echo(bearer(token)));
       expectUnauthorized(await echo(bearer(userToken)));

@@ -8,6 +8,8 @@ import { ERROR_STYLE_KEY, type ErrorStyle } from '../errors/error-style.js';
 import { ERROR_STYLE_REQUEST_KEY } from '../errors/api-exception.filter.js';
 import { AUTH_POLICY_KEY, type AuthPolicy } from './auth.decorator.js';
 import { CredentialLookupError } from './credential-lookup-error.js';
+import type { Principal } from './principal.js';
+import { VerifiedTokenCache } from './verified-token-cache.js';
 
 /** Passport names of the two schemes; the strategies live in the auth module. */
 export const CC_STRATEGY = 'cc';
@@ -44,6 +46,7 @@ export class ApiAuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly verified: VerifiedTokenCache,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -56,14 +59,33 @@ export class ApiAuthGuard implements CanActivate {
       case 'public':
         return true;
       case 'cc':
-        return (await this.clientOnly.canActivate(context)) as boolean;
+        return this.viaPassport(context, request, 'cc');
       case 'either':
-        return (await this.either.canActivate(context)) as boolean;
+        return this.viaPassport(context, request, 'either');
       case 'ops':
         return this.operator(request);
       default:
         throw new UnauthorizedError();
     }
+  }
+
+  /** The policy's strategies, unless the same token verified moments ago (VerifiedTokenCache). */
+  private async viaPassport(
+    context: ExecutionContext,
+    request: Record<string, unknown>,
+    policy: 'cc' | 'either',
+  ): Promise<boolean> {
+    const header = (request.headers as Record<string, string | undefined>).authorization;
+    const token = header?.startsWith('Bearer ') ? header.slice(7) : undefined;
+    const cached = token === undefined ? undefined : this.verified.get(token);
+    if (cached && (policy === 'either' || cached.kind === 'client')) {
+      request.user = cached;
+      return true;
+    }
+    const guard = policy === 'cc' ? this.clientOnly : this.either;
+    const allowed = (await guard.canActivate(context)) as boolean;
+    if (allowed && token !== undefined) this.verified.remember(token, request.user as Principal);
+    return allowed;
   }
 
   private operator(request: Record<string, unknown>): boolean {

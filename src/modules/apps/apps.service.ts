@@ -4,6 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { JWK } from 'jose';
 import { DataSource } from 'typeorm';
 import { NotFoundError, ValidationFailedError } from '../../common/errors/domain-errors.js';
+import { VerifiedTokenCache } from '../../common/auth/verified-token-cache.js';
 import { assertPublicHost, PrivateAddressError } from '../../common/net/public-address.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { ApplicationKeyEntity } from './entities/application-key.entity.js';
@@ -36,6 +37,7 @@ export class AppsService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly verified: VerifiedTokenCache,
   ) {}
 
   async create(input: { name: string; publicKey: string; webhookUrl?: string }): Promise<CreatedApp> {
@@ -108,6 +110,7 @@ export class AppsService {
       .update({ appId, keyId, status: 'active' }, { status: 'revoked', revokedAt: new Date() });
     if (!result.affected)
       throw new NotFoundError(keyId, 'No active key with that keyId for this application');
+    this.verified.clear(); // user tokens signed with it stop working now, not after AUTH_CACHE_MS
     return { appId, keyId, status: 'revoked' };
   }
 

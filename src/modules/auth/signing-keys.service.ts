@@ -12,6 +12,7 @@ import {
 } from 'jose';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { NotFoundError, ValidationFailedError } from '../../common/errors/domain-errors.js';
+import { VerifiedTokenCache } from '../../common/auth/verified-token-cache.js';
 
 interface StoredKey {
   kid: string;
@@ -46,7 +47,10 @@ export class SigningKeysService implements OnModuleInit {
   private mtimeMs = -1;
   private lastCheck = 0;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly verified: VerifiedTokenCache,
+  ) {}
 
   async onModuleInit(): Promise<void> {
     if (await this.ensureFile()) await this.refresh(true);
@@ -185,6 +189,7 @@ export class SigningKeysService implements OnModuleInit {
     }
     this.keys = loaded;
     this.mtimeMs = stat.mtimeMs;
+    this.verified.clear(); // a retired key's tokens stop working as soon as this process sees the change
   }
 }
 
