@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { APP_CONFIG, type AppConfig } from '../src/config/app-config.js';
 import { canMove, type TransferStatus } from '../src/modules/transfers/transfer-status.js';
 import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
 import { accessToken, registerClient, type TestClient } from './support/auth.js';
@@ -180,10 +181,11 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
 
   it('group commit: concurrent transfers share transactions, and a refused one in a group writes nothing', async () => {
     // 30 senders funded for one transfer of 6 (6.04 with the tax), each sending two at once: 60 requests
-    // against 4 database calls at a time (TRANSFER_BATCH_CONCURRENCY), some of them refused.
+    // against TRANSFER_BATCH_CONCURRENCY database calls at a time, some of them refused.
     const receiver = await open();
     await raiseLimits(receiver.uuid);
     const senders = await Promise.all(Array.from({ length: 30 }, () => open(10)));
+    const calls = t.app.get<AppConfig>(APP_CONFIG).transferBatch.concurrency;
     const before = await moneyRowCounts(t.dataSource);
     // The receiver's ledger row held from another connection: the first calls wait on it, the requests
     // arriving meanwhile queue in the batcher, and the next free calls take them in groups.
@@ -202,9 +204,9 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
               WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%wallet_create_transfer%'`,
           )) as { n: number }[]
         )[0].n,
-      (n) => n >= 4,
+      (n) => n >= calls,
     );
-    expect(waiting).toBe(4); // TRANSFER_BATCH_CONCURRENCY calls, no more
+    expect(waiting).toBe(calls); // TRANSFER_BATCH_CONCURRENCY calls, no more
     // Let the other requests arrive: fewer of them queued would only mean more, smaller groups.
     await new Promise((resolve) => setTimeout(resolve, 500));
     await holder.commitTransaction();

@@ -315,7 +315,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     })(),
     transferBatch: {
       max: int('TRANSFER_BATCH_MAX', 32, 1, 60),
-      concurrency: int('TRANSFER_BATCH_CONCURRENCY', 4, 1, 100),
+      concurrency: int('TRANSFER_BATCH_CONCURRENCY', 1, 1, 100),
     },
     entityName: str('ENTITY_NAME') ?? 'Wallet Service',
     counterpartyDirectoryFile: path.resolve(
