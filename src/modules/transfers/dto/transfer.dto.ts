@@ -100,8 +100,8 @@ export class CounterPartyDto extends PartyDto {
 /** TransactionInfo. */
 export class TransactionInfoDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
-  @ApiProperty({ nullable: true, description: 'the clearing house id (neutral name)' }) clearingId:
-    string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'the clearing house id (neutral name)' })
+  clearingId: string | null;
   @ApiProperty({ enum: ['DEPOSIT', 'WITHDRAW'] }) type: 'DEPOSIT' | 'WITHDRAW';
   @ApiProperty({
     enum: [
@@ -121,10 +121,10 @@ export class TransactionInfoDto {
   @ApiProperty() amount: number;
   @ApiProperty() currency: string;
   @ApiProperty({ enum: CONCEPTS }) concept: string;
-  @ApiProperty({ nullable: true }) summary: string | null;
-  @ApiProperty({ nullable: true }) description: string | null;
-  @ApiProperty({ nullable: true }) taxes: number | null;
-  @ApiProperty({ nullable: true }) fees: number | null;
+  @ApiProperty({ type: String, nullable: true }) summary: string | null;
+  @ApiProperty({ type: String, nullable: true }) description: string | null;
+  @ApiProperty({ type: Number, nullable: true }) taxes: number | null;
+  @ApiProperty({ type: Number, nullable: true }) fees: number | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
 }
 
@@ -136,7 +136,7 @@ export class AmountDto {
 /** CreateTransactionResponse: TransactionInfo with amount as an object, currency, movementType, created. */
 export class CreateTransactionResponseDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
-  @ApiProperty({ nullable: true }) clearingId: string | null;
+  @ApiProperty({ type: String, nullable: true }) clearingId: string | null;
   @ApiProperty({ enum: ['DEPOSIT', 'WITHDRAW'] }) type: 'DEPOSIT' | 'WITHDRAW';
   @ApiProperty() status: string;
   @ApiProperty({ type: InternalPartyDto }) account: InternalPartyDto;
@@ -145,10 +145,10 @@ export class CreateTransactionResponseDto {
   @ApiProperty() currency: string;
   @ApiProperty({ enum: ['DEPOSIT', 'WITHDRAW'] }) movementType: 'DEPOSIT' | 'WITHDRAW';
   @ApiProperty({ enum: CONCEPTS }) concept: string;
-  @ApiProperty({ nullable: true }) summary: string | null;
-  @ApiProperty({ nullable: true }) description: string | null;
-  @ApiProperty({ nullable: true }) taxes: number | null;
-  @ApiProperty({ nullable: true }) fees: number | null;
+  @ApiProperty({ type: String, nullable: true }) summary: string | null;
+  @ApiProperty({ type: String, nullable: true }) description: string | null;
+  @ApiProperty({ type: Number, nullable: true }) taxes: number | null;
+  @ApiProperty({ type: Number, nullable: true }) fees: number | null;
   @ApiProperty({ format: 'date-time' }) created: string;
 }
 
