@@ -77,6 +77,17 @@ export class CreateTransactionDto {
   @ApiPropertyOptional({ maxLength: 200 }) @IsOptional() @MaxLength(200) @IsString() summary?: string;
 }
 
+/** The transaction status values of the interface. */
+const TRANSACTION_STATUSES = [
+  'COMMITING',
+  'INICIADO',
+  'EN_CURSO',
+  'ERROR_DATOS',
+  'SIN_GARANTIA',
+  'ERROR_ACREDITACION',
+  'ACREDITADO',
+];
+
 export class PartyDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
   @ApiProperty() name: string;
@@ -103,18 +114,7 @@ export class TransactionInfoDto {
   @ApiProperty({ type: String, nullable: true, description: 'the clearing house id (neutral name)' })
   clearingId: string | null;
   @ApiProperty({ enum: ['DEPOSIT', 'WITHDRAW'] }) type: 'DEPOSIT' | 'WITHDRAW';
-  @ApiProperty({
-    enum: [
-      'COMMITING',
-      'INICIADO',
-      'EN_CURSO',
-      'ERROR_DATOS',
-      'SIN_GARANTIA',
-      'ERROR_ACREDITACION',
-      'ACREDITADO',
-    ],
-  })
-  status: string;
+  @ApiProperty({ enum: TRANSACTION_STATUSES }) status: string;
 
   @ApiProperty({ type: InternalPartyDto }) account: InternalPartyDto;
   @ApiProperty({ type: CounterPartyDto }) counterParty: CounterPartyDto;
@@ -138,7 +138,7 @@ export class CreateTransactionResponseDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
   @ApiProperty({ type: String, nullable: true }) clearingId: string | null;
   @ApiProperty({ enum: ['DEPOSIT', 'WITHDRAW'] }) type: 'DEPOSIT' | 'WITHDRAW';
-  @ApiProperty() status: string;
+  @ApiProperty({ enum: TRANSACTION_STATUSES }) status: string;
   @ApiProperty({ type: InternalPartyDto }) account: InternalPartyDto;
   @ApiProperty({ type: CounterPartyDto }) counterParty: CounterPartyDto;
   @ApiProperty({ type: AmountDto }) amount: AmountDto;
