@@ -38,7 +38,14 @@ export class HealthController {
   @Get('live')
   @Public()
   @ApiOperation({ summary: 'Liveness: the process answers' })
-  @ApiOkResponse({ description: '{"status":"ok"}' })
+  @ApiOkResponse({
+    description: '{"status":"ok"}',
+    schema: {
+      type: 'object',
+      properties: { status: { type: 'string', enum: ['ok'] } },
+      required: ['status'],
+    },
+  })
   live(): { status: 'ok' } {
     return { status: 'ok' };
   }
@@ -46,7 +53,29 @@ export class HealthController {
   @Get('ready')
   @Public()
   @ApiOperation({ summary: 'Readiness: the database and the queue backend answer' })
-  @ApiOkResponse({ description: '{"status":"ok","checks":{…}}' })
+  @ApiOkResponse({
+    description: '{"status":"ok","checks":{…}}',
+    schema: {
+      type: 'object',
+      properties: {
+        status: { type: 'string', enum: ['ok'] },
+        checks: {
+          type: 'object',
+          description: 'one entry per dependency (database, and queue or redis)',
+          additionalProperties: {
+            type: 'object',
+            properties: {
+              status: { type: 'string', enum: ['up', 'down'] },
+              latencyMs: { type: 'number' },
+              message: { type: 'string' },
+            },
+            required: ['status'],
+          },
+        },
+      },
+      required: ['status', 'checks'],
+    },
+  })
   @ApiServiceUnavailableResponse({ description: 'A dependency is down' })
   async ready(): Promise<{ status: 'ok'; checks: Record<string, CheckResult> }> {
     const checks: Record<string, CheckResult> = {

@@ -13,7 +13,32 @@ export class JwksController {
   @Public()
   @Header('Cache-Control', 'public, max-age=300')
   @ApiOperation({ summary: 'Public keys that sign access tokens and webhooks (JWKS)' })
-  @ApiOkResponse({ description: 'A JSON Web Key Set' })
+  @ApiOkResponse({
+    description: 'A JSON Web Key Set',
+    schema: {
+      type: 'object',
+      properties: {
+        keys: {
+          type: 'array',
+          items: {
+            type: 'object',
+            description: 'an EC P-256 public key (ES256)',
+            properties: {
+              kty: { type: 'string', enum: ['EC'] },
+              crv: { type: 'string', enum: ['P-256'] },
+              x: { type: 'string' },
+              y: { type: 'string' },
+              kid: { type: 'string' },
+              alg: { type: 'string', enum: ['ES256'] },
+              use: { type: 'string', enum: ['sig'] },
+            },
+            required: ['kty', 'crv', 'x', 'y', 'kid', 'alg', 'use'],
+          },
+        },
+      },
+      required: ['keys'],
+    },
+  })
   jwks(): Promise<{ keys: JWK[] }> {
     return this.keys.jwks();
   }

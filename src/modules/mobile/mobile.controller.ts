@@ -13,6 +13,7 @@ import { AuthEither } from '../../common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
 import { ValidationFailedError } from '../../common/errors/domain-errors.js';
 import { UseErrorStyle } from '../../common/errors/error-style.js';
+import { ErrorResponseDto } from '../../common/http/openapi.js';
 import { SimSwapRequestDto, SimSwapResponseDto } from './dto/sim-swap.dto.js';
 import {
   SmsSendRequestDto,
@@ -92,7 +93,10 @@ export class MobileController {
   @ApiOperation({ summary: 'Whether the SIM of a phone number was swapped recently (CAMARA SIM Swap check)' })
   @ApiOkResponse({ type: SimSwapResponseDto })
   @TextErrors('Invalid request, or the provider cannot check this number: `NO ROUTES`')
-  @ApiServiceUnavailableResponse({ description: 'The SIM swap provider failed (JSON error body)' })
+  @ApiServiceUnavailableResponse({
+    type: ErrorResponseDto,
+    description: 'The SIM swap provider failed (JSON error body)',
+  })
   async check(@Body() body: SimSwapRequestDto): Promise<SimSwapResponseDto> {
     const { message } = await this.simSwap.check(body.phoneNumber);
     return { message };

@@ -11,7 +11,7 @@ import {
 } from '@nestjs/swagger';
 import { AuthClient, AuthEither } from '../../common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
-import { ErrorResponses } from '../../common/http/openapi.js';
+import { ErrorResponseDto, ErrorResponses } from '../../common/http/openapi.js';
 import { Paginated, type Page } from '../../common/http/pagination.js';
 import {
   CreateTransactionDto,
@@ -66,7 +66,10 @@ export class TransfersController {
     description: 'retries with the same key and body get the first answer; kept at least 24 h',
   })
   @ApiCreatedResponse({ type: CreateTransactionResponseDto })
-  @ApiForbiddenResponse({ description: 'INVALID_STATE: the account (or the receiving one) is not ACTIVE' })
+  @ApiForbiddenResponse({
+    type: ErrorResponseDto,
+    description: 'INVALID_STATE: the account (or the receiving one) is not ACTIVE',
+  })
   create(
     @CurrentPrincipal() principal: Principal,
     @Body() body: CreateTransactionDto,
@@ -79,7 +82,7 @@ export class TransfersController {
   @AuthEither()
   @ApiOperation({ summary: 'A transfer' })
   @ApiOkResponse({ type: TransactionInfoDto })
-  @ApiNotFoundResponse({ description: 'Unknown transfer' })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown transfer' })
   get(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
@@ -93,7 +96,7 @@ export class TransfersController {
   @ListFilters()
   @ApiOperation({ summary: "An account's transfers (both sides of internal ones), newest first" })
   @ApiOkResponse({ type: [TransactionInfoDto] })
-  @ApiNotFoundResponse({ description: 'Unknown account' })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown account' })
   ofAccount(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,

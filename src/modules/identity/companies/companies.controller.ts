@@ -21,7 +21,7 @@ import {
 } from '@nestjs/swagger';
 import { AuthClient, AuthEither } from '../../../common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
-import { ErrorResponses } from '../../../common/http/openapi.js';
+import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
 import { Paginated, PageQueryDto, type Page } from '../../../common/http/pagination.js';
 import { CompanyKycDataDto, UpdateKycDataDto } from '../kyc/dto/kyc.dto.js';
 import { KycDataService } from '../kyc/kyc-data.service.js';
@@ -64,7 +64,7 @@ export class CompaniesController {
   @AuthEither()
   @ApiOperation({ summary: 'A company' })
   @ApiOkResponse({ type: CompanyResponseDto })
-  @ApiNotFoundResponse({ description: 'Unknown company' })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown company' })
   get(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
@@ -76,7 +76,7 @@ export class CompaniesController {
   @AuthEither()
   @ApiOperation({ summary: "Replace one section of the company's KYC data (UpdateKYCDataRequest)" })
   @ApiOkResponse({ type: CompanyKycDataDto, description: 'The company KYC data after the change' })
-  @ApiNotFoundResponse({ description: 'Unknown company' })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown company' })
   updateKyc(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
@@ -90,8 +90,11 @@ export class CompaniesController {
   @HttpCode(204)
   @ApiOperation({ summary: 'Delete a company (kept for audit; gone from the API)' })
   @ApiNoContentResponse()
-  @ApiNotFoundResponse({ description: 'Unknown company' })
-  @ApiForbiddenResponse({ description: 'INVALID_STATE: the company owns an account holding money' })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown company' })
+  @ApiForbiddenResponse({
+    type: ErrorResponseDto,
+    description: 'INVALID_STATE: the company owns an account holding money',
+  })
   async remove(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,

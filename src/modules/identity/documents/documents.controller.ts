@@ -19,12 +19,11 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiPayloadTooLargeResponse,
-  ApiProduces,
   ApiTags,
 } from '@nestjs/swagger';
 import { AuthEither } from '../../../common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
-import { ErrorResponses } from '../../../common/http/openapi.js';
+import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
 import { Paginated, PageQueryDto, type Page } from '../../../common/http/pagination.js';
 import { DocumentsService, type UploadedFile as File } from './documents.service.js';
 import { DocumentResponseDto, UploadDocumentDto, UploadDocumentFormDto } from './dto/document.dto.js';
@@ -42,7 +41,7 @@ export class DocumentsController {
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: UploadDocumentFormDto })
   @ApiCreatedResponse({ type: DocumentResponseDto })
-  @ApiPayloadTooLargeResponse({ description: 'file over DOCUMENT_MAX_BYTES' })
+  @ApiPayloadTooLargeResponse({ type: ErrorResponseDto, description: 'file over DOCUMENT_MAX_BYTES' })
   uploadForUser(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
@@ -72,7 +71,7 @@ export class DocumentsController {
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: UploadDocumentFormDto })
   @ApiCreatedResponse({ type: DocumentResponseDto })
-  @ApiPayloadTooLargeResponse({ description: 'file over DOCUMENT_MAX_BYTES' })
+  @ApiPayloadTooLargeResponse({ type: ErrorResponseDto, description: 'file over DOCUMENT_MAX_BYTES' })
   uploadForCompany(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
@@ -99,7 +98,7 @@ export class DocumentsController {
   @AuthEither()
   @ApiOperation({ summary: "A document's metadata" })
   @ApiOkResponse({ type: DocumentResponseDto })
-  @ApiNotFoundResponse({ description: 'Unknown document' })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown document' })
   get(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
@@ -110,9 +109,17 @@ export class DocumentsController {
   @Get('documents/:uuid/content')
   @AuthEither()
   @ApiOperation({ summary: 'Download a document' })
-  @ApiProduces('application/pdf', 'image/jpeg', 'image/png')
-  @ApiOkResponse({ description: 'the bytes as uploaded' })
-  @ApiNotFoundResponse({ description: 'Unknown document' })
+  // The bytes' types on the 200 only: the errors stay JSON (ApiProduces would retype them all).
+  @ApiOkResponse({
+    description: 'the bytes as uploaded',
+    content: Object.fromEntries(
+      ['application/pdf', 'image/jpeg', 'image/png'].map((type) => [
+        type,
+        { schema: { type: 'string', format: 'binary' } },
+      ]),
+    ),
+  })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown document' })
   async content(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,

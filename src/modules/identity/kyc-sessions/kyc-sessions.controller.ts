@@ -11,7 +11,7 @@ import {
 } from '@nestjs/swagger';
 import { AuthEither } from '../../../common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
-import { ErrorResponses } from '../../../common/http/openapi.js';
+import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
 import { CreateKycSessionDto, KycSessionDto, SubmitKycStepDto } from './dto/kyc-session.dto.js';
 import { KYC_STEPS } from './entities/kyc-session.entity.js';
 import { KycSessionsService } from './kyc-sessions.service.js';
@@ -34,7 +34,7 @@ export class KycSessionsController {
   @AuthEither()
   @ApiOperation({ summary: 'A KYC session with its steps' })
   @ApiOkResponse({ type: KycSessionDto })
-  @ApiNotFoundResponse({ description: 'Unknown session' })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown session' })
   get(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
@@ -55,6 +55,7 @@ export class KycSessionsController {
   @ApiParam({ name: 'step', enum: KYC_STEPS })
   @ApiAcceptedResponse({ type: KycSessionDto })
   @ApiForbiddenResponse({
+    type: ErrorResponseDto,
     description: 'INVALID_STATE: session finished, step already submitted, SELFIE missing',
   })
   submit(

@@ -8,7 +8,7 @@ import {
 } from '@nestjs/swagger';
 import { AuthClient, AuthEither } from '../../../common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
-import { ErrorResponses } from '../../../common/http/openapi.js';
+import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
 import { Paginated, PageQueryDto, type Page } from '../../../common/http/pagination.js';
 import {
   CompanyKycDataDto,
@@ -31,7 +31,7 @@ export class KycDataController {
   @AuthEither()
   @ApiOperation({ summary: "Create a user's KYC data (CreateUserKYCDataRequest)" })
   @ApiCreatedResponse({ type: UserKycDataDto })
-  @ApiNotFoundResponse({ description: 'Unknown user' })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
   createUser(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,

@@ -23,7 +23,7 @@ import {
 } from '@nestjs/swagger';
 import { AuthClient, AuthEither } from '../../../common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
-import { ErrorResponses } from '../../../common/http/openapi.js';
+import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
 import { Paginated, PageQueryDto, type Page } from '../../../common/http/pagination.js';
 import { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto.js';
 import { UsersService } from './users.service.js';
@@ -38,7 +38,10 @@ export class UsersController {
   @AuthEither()
   @ApiOperation({ summary: 'Register a natural-person user (a user token registers the user it names)' })
   @ApiCreatedResponse({ type: UserResponseDto })
-  @ApiBadRequestResponse({ description: 'Validation error (duplicate tax id: type duplicate)' })
+  @ApiBadRequestResponse({
+    type: ErrorResponseDto,
+    description: 'Validation error (duplicate tax id: type duplicate)',
+  })
   create(@CurrentPrincipal() principal: Principal, @Body() body: CreateUserDto): Promise<UserResponseDto> {
     return this.users.create(principal, body);
   }
@@ -59,7 +62,7 @@ export class UsersController {
   @AuthClient()
   @ApiOperation({ summary: 'A user' })
   @ApiOkResponse({ type: UserResponseDto })
-  @ApiNotFoundResponse({ description: 'Unknown user (or another application’s)' })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user (or another application’s)' })
   get(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
@@ -71,7 +74,7 @@ export class UsersController {
   @AuthEither()
   @ApiOperation({ summary: 'Modify a user' })
   @ApiOkResponse({ type: UserResponseDto })
-  @ApiNotFoundResponse({ description: 'Unknown user' })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
   update(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
@@ -85,9 +88,12 @@ export class UsersController {
   @HttpCode(204)
   @ApiOperation({ summary: 'Delete a user (kept for audit; gone from the API)' })
   @ApiNoContentResponse()
-  @ApiNotFoundResponse({ description: 'Unknown user' })
-  @ApiForbiddenResponse({ description: 'INVALID_STATE: the user owns an account holding money' })
-  @ApiUnauthorizedResponse()
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
+  @ApiForbiddenResponse({
+    type: ErrorResponseDto,
+    description: 'INVALID_STATE: the user owns an account holding money',
+  })
+  @ApiUnauthorizedResponse({ type: ErrorResponseDto })
   async remove(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,

@@ -77,6 +77,17 @@ export class CreateTransactionDto {
   @ApiPropertyOptional({ maxLength: 200 }) @IsOptional() @MaxLength(200) @IsString() summary?: string;
 }
 
+/** The transaction status values of the interface. */
+const TRANSACTION_STATUSES = [
+  'COMMITING',
+  'INICIADO',
+  'EN_CURSO',
+  'ERROR_DATOS',
+  'SIN_GARANTIA',
+  'ERROR_ACREDITACION',
+  'ACREDITADO',
+];
+
 export class PartyDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
   @ApiProperty() name: string;
@@ -100,31 +111,20 @@ export class CounterPartyDto extends PartyDto {
 /** TransactionInfo. */
 export class TransactionInfoDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
-  @ApiProperty({ nullable: true, description: 'the clearing house id (neutral name)' }) clearingId:
-    string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'the clearing house id (neutral name)' })
+  clearingId: string | null;
   @ApiProperty({ enum: ['DEPOSIT', 'WITHDRAW'] }) type: 'DEPOSIT' | 'WITHDRAW';
-  @ApiProperty({
-    enum: [
-      'COMMITING',
-      'INICIADO',
-      'EN_CURSO',
-      'ERROR_DATOS',
-      'SIN_GARANTIA',
-      'ERROR_ACREDITACION',
-      'ACREDITADO',
-    ],
-  })
-  status: string;
+  @ApiProperty({ enum: TRANSACTION_STATUSES }) status: string;
 
   @ApiProperty({ type: InternalPartyDto }) account: InternalPartyDto;
   @ApiProperty({ type: CounterPartyDto }) counterParty: CounterPartyDto;
   @ApiProperty() amount: number;
   @ApiProperty() currency: string;
   @ApiProperty({ enum: CONCEPTS }) concept: string;
-  @ApiProperty({ nullable: true }) summary: string | null;
-  @ApiProperty({ nullable: true }) description: string | null;
-  @ApiProperty({ nullable: true }) taxes: number | null;
-  @ApiProperty({ nullable: true }) fees: number | null;
+  @ApiProperty({ type: String, nullable: true }) summary: string | null;
+  @ApiProperty({ type: String, nullable: true }) description: string | null;
+  @ApiProperty({ type: Number, nullable: true }) taxes: number | null;
+  @ApiProperty({ type: Number, nullable: true }) fees: number | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
 }
 
@@ -136,19 +136,19 @@ export class AmountDto {
 /** CreateTransactionResponse: TransactionInfo with amount as an object, currency, movementType, created. */
 export class CreateTransactionResponseDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
-  @ApiProperty({ nullable: true }) clearingId: string | null;
+  @ApiProperty({ type: String, nullable: true }) clearingId: string | null;
   @ApiProperty({ enum: ['DEPOSIT', 'WITHDRAW'] }) type: 'DEPOSIT' | 'WITHDRAW';
-  @ApiProperty() status: string;
+  @ApiProperty({ enum: TRANSACTION_STATUSES }) status: string;
   @ApiProperty({ type: InternalPartyDto }) account: InternalPartyDto;
   @ApiProperty({ type: CounterPartyDto }) counterParty: CounterPartyDto;
   @ApiProperty({ type: AmountDto }) amount: AmountDto;
   @ApiProperty() currency: string;
   @ApiProperty({ enum: ['DEPOSIT', 'WITHDRAW'] }) movementType: 'DEPOSIT' | 'WITHDRAW';
   @ApiProperty({ enum: CONCEPTS }) concept: string;
-  @ApiProperty({ nullable: true }) summary: string | null;
-  @ApiProperty({ nullable: true }) description: string | null;
-  @ApiProperty({ nullable: true }) taxes: number | null;
-  @ApiProperty({ nullable: true }) fees: number | null;
+  @ApiProperty({ type: String, nullable: true }) summary: string | null;
+  @ApiProperty({ type: String, nullable: true }) description: string | null;
+  @ApiProperty({ type: Number, nullable: true }) taxes: number | null;
+  @ApiProperty({ type: Number, nullable: true }) fees: number | null;
   @ApiProperty({ format: 'date-time' }) created: string;
 }
 

@@ -9,7 +9,7 @@ import {
 } from '@nestjs/swagger';
 import { AuthClient, AuthEither } from '../../../common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
-import { ErrorResponses } from '../../../common/http/openapi.js';
+import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
 import { AccountInfoDto } from '../../identity/users/dto/user.dto.js';
 import type { OwnerAccountView } from '../../identity/owner-accounts.port.js';
 import { AccountsService } from './accounts.service.js';
@@ -33,7 +33,10 @@ const Uuid = () => Param('uuid', ParseUUIDPipe);
 @ApiTags('Accounts')
 @Controller('wallet/accounts')
 @ErrorResponses()
-@ApiNotFoundResponse({ description: 'Unknown account (or not reachable by the caller)' })
+@ApiNotFoundResponse({
+  type: ErrorResponseDto,
+  description: 'Unknown account (or not reachable by the caller)',
+})
 export class AccountsController {
   constructor(private readonly accounts: AccountsService) {}
 
@@ -62,7 +65,10 @@ export class AccountsController {
     summary: 'Modify an account (status changes follow the state machine: docs/decisions/0011)',
   })
   @ApiOkResponse({ type: AccountInfoDto })
-  @ApiForbiddenResponse({ description: 'INVALID_STATE: a status change the state machine does not allow' })
+  @ApiForbiddenResponse({
+    type: ErrorResponseDto,
+    description: 'INVALID_STATE: a status change the state machine does not allow',
+  })
   modify(
     @CurrentPrincipal() principal: Principal,
     @Uuid() uuid: string,
@@ -76,7 +82,10 @@ export class AccountsController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Delete an account (it is kept in a deleted state; its CVU is never reused)' })
   @ApiOkResponse({ type: MessageResponseDto })
-  @ApiForbiddenResponse({ description: 'INVALID_STATE: it holds money or has transfers in flight' })
+  @ApiForbiddenResponse({
+    type: ErrorResponseDto,
+    description: 'INVALID_STATE: it holds money or has transfers in flight',
+  })
   remove(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<{ message: string }> {
     return this.accounts.remove(principal, uuid);
   }

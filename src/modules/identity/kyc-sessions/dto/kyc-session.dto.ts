@@ -22,10 +22,10 @@ export class SubmitKycStepDto {
 export class KycStepDto {
   @ApiProperty({ enum: KYC_STEPS }) step: string;
   @ApiProperty({ enum: ['PENDING', 'SUCCESS', 'FAILED'] }) status: string;
-  @ApiProperty({ format: 'uuid', nullable: true }) documentUuid: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true }) submittedAt: string | null;
-  @ApiProperty({ format: 'date-time', nullable: true }) completedAt: string | null;
-  @ApiProperty({ nullable: true }) failureReason: string | null;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true }) documentUuid: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) submittedAt: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) completedAt: string | null;
+  @ApiProperty({ type: String, nullable: true }) failureReason: string | null;
 }
 
 export class KycSessionDto {

@@ -36,12 +36,12 @@ export class UpdateUserKycDataDto {
 
 /** UserKYCData. */
 export class UserKycDataDto {
-  @ApiProperty({ format: 'uuid', nullable: true }) uuid: string | null;
+  @ApiProperty({ type: String, format: 'uuid', nullable: true }) uuid: string | null;
   @ApiProperty({ format: 'uuid' }) userId: string;
-  @ApiProperty({ enum: KYC_CIVIL_STATUSES, nullable: true }) civilStatus: string | null;
-  @ApiProperty({ nullable: true }) isPep: boolean | null;
-  @ApiProperty({ nullable: true }) isSOAUIF: boolean | null;
-  @ApiProperty({ nullable: true }) isBlackListed: boolean | null;
+  @ApiProperty({ type: String, enum: KYC_CIVIL_STATUSES, nullable: true }) civilStatus: string | null;
+  @ApiProperty({ type: Boolean, nullable: true }) isPep: boolean | null;
+  @ApiProperty({ type: Boolean, nullable: true }) isSOAUIF: boolean | null;
+  @ApiProperty({ type: Boolean, nullable: true }) isBlackListed: boolean | null;
 }
 
 /** CreateCompanyKYCDataRequest: the datosBasicos section. */
@@ -77,7 +77,7 @@ export class CompanyKycDataDto {
   @ApiProperty({ type: 'object', additionalProperties: true, nullable: true })
   monitoreoDeCumplimiento: Record<string, unknown> | null;
 
-  @ApiProperty({ format: 'date-time', nullable: true }) updated: string | null;
+  @ApiProperty({ type: String, format: 'date-time', nullable: true }) updated: string | null;
 }
 
 export class KycHistoryEntryDto {

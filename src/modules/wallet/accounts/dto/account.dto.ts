@@ -116,7 +116,7 @@ export class SetFeesDto {
 export class BalanceResponseDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ format: 'uuid' }) accountId: string;
-  @ApiProperty({ nullable: true }) balance: number | null;
+  @ApiProperty({ type: Number, nullable: true }) balance: number | null;
 }
 
 export class LimitsDataDto {
