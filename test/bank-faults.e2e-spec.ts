@@ -43,7 +43,7 @@ import { createOwner, openAccount, setBalance } from './support/wallet.js';
 const SEED = Number(process.env.BANK_SEED ?? 20261123) >>> 0;
 const OPS = process.env.BANK_OPS ? Number(process.env.BANK_OPS) : undefined;
 const PLAIN_OPS = OPS ?? 240;
-const FAULT_OPS = OPS ?? 120;
+const FAULT_OPS = OPS ?? 240;
 const CONCURRENCY = 6;
 const TAX_RATE_PER_MILLE = 6; // TRANSFER_TAX_RATE 0.006
 const FUNDING = 400;
@@ -1099,9 +1099,10 @@ describe(`bank invariant under a seeded random workload (${backend} queue backen
             count('terminationRounds');
           }
         })();
+        // The first of each fault comes early, so that even a fast workload meets every fault at least once.
         const workerFaults = (async () => {
-          while (running) {
-            await pause(faultRng.int(1_500, 3_000));
+          for (let round = 0; running; round++) {
+            await pause(round === 0 ? faultRng.int(300, 800) : faultRng.int(1_500, 3_000));
             if (!running) break;
             count('workerKilled');
             await restartWorker();
@@ -1109,8 +1110,8 @@ describe(`bank invariant under a seeded random workload (${backend} queue backen
         })();
         const redisFaults = (async () => {
           if (!redis || !redisPort) return;
-          while (running) {
-            await pause(faultRng.int(4_000, 7_000));
+          for (let round = 0; running; round++) {
+            await pause(round === 0 ? faultRng.int(800, 1_500) : faultRng.int(4_000, 7_000));
             if (!running) break;
             await kill(redis);
             count('redisStopped');
