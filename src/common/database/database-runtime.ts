@@ -41,6 +41,9 @@ const MIGRATION_LOCK = 7_261_001;
  */
 export async function migrateWithLock(dataSource: DataSource, url: string): Promise<string[]> {
   const lockClient = new pg.Client({ connectionString: url, application_name: 'wallet-migrate-lock' });
+  // A connection terminated by the server fails the awaited query below; without a listener the same error
+  // would also be emitted as an unhandled 'error' event and kill the process starting up.
+  lockClient.on('error', () => undefined);
   await lockClient.connect();
   try {
     await lockClient.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);

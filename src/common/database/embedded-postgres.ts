@@ -224,6 +224,7 @@ export async function ensureEmbeddedPostgres(
 
   const base = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${server.port}`;
   const admin = new pg.Client({ connectionString: `${base}/postgres` });
+  admin.on('error', () => undefined); // failures reach the awaited queries; never an unhandled 'error' event
   await admin.connect();
   try {
     const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [options.databaseName]);
