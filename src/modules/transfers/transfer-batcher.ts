@@ -7,6 +7,7 @@ import {
   type ForbiddenReason,
   type ValidationItemType,
 } from '../../common/errors/domain-errors.js';
+import { pgErrorOf } from '../../common/database/sql.js';
 import { MetricsRegistry } from '../../common/metrics/metrics.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { Gauge, Histogram } from 'prom-client';
@@ -124,27 +125,19 @@ async function withRetries<T>(work: () => Promise<T>): Promise<T> {
     try {
       return await work();
     } catch (error) {
-      const code = driverOf(error).code;
+      const code = pgErrorOf(error).code;
       if ((code === '40P01' || code === '40001') && attempt < 5) continue;
       throw error;
     }
   }
 }
 
-const driverOf = (error: unknown) =>
-  ((error as { driverError?: unknown }).driverError ?? error) as {
-    code?: string;
-    detail?: string;
-    hint?: string;
-    message?: string;
-  };
-
 /**
  * A refusal raised by the database functions (migrations/1763900700000-TransferFunction.ts) as the domain
  * error it stands for: SQLSTATE WT400 → 400 at DETAIL (the path) of type HINT; WT403 → 403 with reason HINT.
  */
 export function refusalOf(error: unknown): Error | undefined {
-  const driver = driverOf(error);
+  const driver = pgErrorOf(error);
   if (driver.code !== 'WT400' && driver.code !== 'WT403') return undefined;
   return refusalError({
     code: driver.code,

@@ -12,7 +12,7 @@ import { WebhooksService } from '../webhooks/webhooks.service.js';
 import { AccountsService } from '../wallet/accounts/accounts.service.js';
 import { isValidCbu } from '../wallet/cvu.js';
 import { LedgerService } from '../wallet/ledger/ledger.service.js';
-import { MAX_AMOUNT, MINOR_UNITS, parseAmount, toDb } from '../wallet/money.js';
+import { MAX_AMOUNT, MINOR_UNITS, Money, parseAmount, toDb } from '../wallet/money.js';
 import { periodsOf } from '../wallet/periods.js';
 import { CLEARING_RAIL, type ClearingRail } from './clearing/clearing-rail.port.js';
 import type {
@@ -83,7 +83,8 @@ export class TransfersService {
       throw ValidationFailedError.single('counterParty.cValue', 'invalid', `cValue ${taxProblem}`);
     // The currency-independent checks here; decimals, sign and minimum against the account's currency in the
     // database function.
-    if (Math.abs(input.amount) > MAX_AMOUNT.toNumber()) {
+    const amount = new Money(String(input.amount)); // the decimal the client wrote (money.ts), never a float compare
+    if (amount.abs().gt(MAX_AMOUNT)) {
       throw ValidationFailedError.single(
         'amount',
         'invalid',
@@ -97,7 +98,7 @@ export class TransfersService {
       appId: principal.appId,
       subject: principal.kind === 'subject' ? principal.subject : null,
       accountId: input.accountUUID.toLowerCase(),
-      amount: String(input.amount),
+      amount: toDb(amount),
       movementType: input.movementType,
       counterparty: {
         name: counterParty.name.trim(),
