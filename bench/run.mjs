@@ -45,8 +45,15 @@ const S = {
   logLevel: process.env.BENCH_LOG_LEVEL || 'info',
   cpuProf: process.env.BENCH_CPU_PROF === '1',
   skipPgQueue: process.env.BENCH_SKIP_PG_QUEUE === '1',
+  // For iterating on one part: a comma list of pgbench, bare, http, webhooks (and of the HTTP phases with
+  // BENCH_HTTP_PHASES). A partial run writes bench/results/partial.json, never latest.json.
+  only: (process.env.BENCH_ONLY || '').split(',').filter(Boolean),
+  httpPhases: (process.env.BENCH_HTTP_PHASES || '').split(',').filter(Boolean),
 };
 const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
+const partial = S.only.length > 0 || S.httpPhases.length > 0;
+const resultFile = partial ? 'partial.json' : 'latest.json';
+const wanted = (part) => S.only.length === 0 || S.only.includes(part);
 const started = performance.now();
 const startedAt = new Date().toISOString();
 const nowMs = () => performance.timeOrigin + performance.now();
@@ -199,10 +206,12 @@ async function main() {
 
   // -------------------------------------------------------------------------------------------------------
   // pgbench databases (initialised once)
-  for (const [db, scale] of [
-    ['pgbench_s10', 10],
-    ['pgbench_s1', 1],
-  ]) {
+  for (const [db, scale] of wanted('pgbench')
+    ? [
+        ['pgbench_s10', 10],
+        ['pgbench_s1', 1],
+      ]
+    : []) {
     await admin.query(`CREATE DATABASE ${db}`);
     say(`pgbench -i -s ${scale} (${db})…`);
     await run(pgbench, ['-i', '-q', '-s', String(scale), db], { env: pgEnv });
@@ -361,7 +370,7 @@ async function main() {
       loadAverageAtEnd: os.loadavg(),
     },
   };
-  writeFileSync(path.join(RESULTS_DIR, 'latest.json'), `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(path.join(RESULTS_DIR, resultFile), `${JSON.stringify(result, null, 2)}\n`);
   printReport(result);
 
   // =========================================================================================================
@@ -454,6 +463,7 @@ async function main() {
     const raw = {};
 
     // References: pgbench (tpcb-like, prepared, 32 clients, 2 threads), at scale 10 and 1, then 1 client.
+    const skipped = { tps: Number.NaN, latencyMs: Number.NaN };
     const bench = async (db, clients, threads, seconds) => {
       await admin.query('CHECKPOINT');
       const { stdout } = await run(
@@ -469,15 +479,16 @@ async function main() {
       if (failed > 0) fail(`pgbench on ${db} reported ${failed} failed transactions`);
       return { tps, latencyMs };
     };
-    say(`pgbench scale 10, 32 clients, ${S.pgbenchS} s…`);
-    const s10 = await bench('pgbench_s10', 32, 2, S.pgbenchS);
-    say(`  ${s10.tps.toFixed(0)} tps, ${s10.latencyMs} ms mean`);
-    say(`pgbench scale 1, 32 clients, ${S.pgbenchS} s…`);
-    const s1 = await bench('pgbench_s1', 32, 2, S.pgbenchS);
-    say(`  ${s1.tps.toFixed(0)} tps, ${s1.latencyMs} ms mean`);
-    say(`pgbench scale 10, 1 client, ${S.pgbenchC1S} s…`);
-    const c1 = await bench('pgbench_s10', 1, 1, S.pgbenchC1S);
-    say(`  ${c1.tps.toFixed(0)} tps, ${c1.latencyMs} ms mean`);
+    const timed = async (label, db, clients, threads, seconds) => {
+      if (!wanted('pgbench')) return skipped;
+      say(`pgbench ${label}, ${seconds} s…`);
+      const result = await bench(db, clients, threads, seconds);
+      say(`  ${result.tps.toFixed(0)} tps, ${result.latencyMs} ms mean`);
+      return result;
+    };
+    const s10 = await timed('scale 10, 32 clients', 'pgbench_s10', 32, 2, S.pgbenchS);
+    const s1 = await timed('scale 1, 32 clients', 'pgbench_s1', 32, 2, S.pgbenchS);
+    const c1 = await timed('scale 10, 1 client', 'pgbench_s10', 1, 1, S.pgbenchC1S);
     raw.pgbench = {
       scale10Tps: s10.tps,
       scale10LatencyMs: s10.latencyMs,
@@ -488,7 +499,8 @@ async function main() {
     };
 
     // Reference: bare NestJS + Express, GET /ping.
-    {
+    raw.bareNest = { rps: Number.NaN, rssMiB: Number.NaN };
+    if (wanted('bare')) {
       const port = await freePort();
       const logFile = path.join(tmp, `bare-${r}.log`);
       const bare = await startProcess(
@@ -510,20 +522,30 @@ async function main() {
     }
 
     // The service over HTTP: two identical rounds (figures from the first; RSS growth between them).
-    api = await startApi();
-    say(`API started (pid ${api.process.pid})`);
-    raw.round1 = await httpRound(1);
-    raw.apiRssAfterRound1MiB = await settledRss(api.process.pid);
-    raw.round2 = await httpRound(2);
-    raw.apiRssAfterRound2MiB = await settledRss(api.process.pid);
-    say(`API RSS ${raw.apiRssAfterRound1MiB.toFixed(1)} → ${raw.apiRssAfterRound2MiB.toFixed(1)} MiB`);
-    await stopChild(api.process);
-    if (api.process.exitCode !== 0) fail(`the API did not stop cleanly (exit ${api.process.exitCode})`);
+    const none = { rps: Number.NaN, p99Ms: Number.NaN, meanMs: Number.NaN, cpuUsPerRequest: Number.NaN };
+    raw.round1 = Object.fromEntries(
+      ['transfersUniform', 'transfersHot', 'balance', 'transfersC1', 'ping'].map((key) => [key, none]),
+    );
+    if (wanted('http')) {
+      api = await startApi();
+      say(`API started (pid ${api.process.pid})`);
+      raw.round1 = { ...raw.round1, ...(await httpRound(1)) };
+      raw.apiRssAfterRound1MiB = await settledRss(api.process.pid);
+      raw.round2 = await httpRound(2);
+      raw.apiRssAfterRound2MiB = await settledRss(api.process.pid);
+      say(`API RSS ${raw.apiRssAfterRound1MiB.toFixed(1)} → ${raw.apiRssAfterRound2MiB.toFixed(1)} MiB`);
+      await stopChild(api.process);
+      if (api.process.exitCode !== 0) fail(`the API did not stop cleanly (exit ${api.process.exitCode})`);
+    }
 
     // Queues: webhooks delivered by the worker, and raw BullMQ, on Redis then on PostgreSQL.
-    raw.webhooksRedis = await webhooks('redis', S.webhookEvents);
-    raw.rawBullmqRedis = await rawBullmq('redis', S.webhookEvents);
-    if (!S.skipPgQueue) {
+    raw.webhooksRedis = { deliveredPerSec: Number.NaN, latencyP99Ms: Number.NaN };
+    raw.rawBullmqRedis = { drainJobsPerSec: Number.NaN, latencyP99Ms: Number.NaN };
+    if (wanted('webhooks')) {
+      raw.webhooksRedis = await webhooks('redis', S.webhookEvents);
+      raw.rawBullmqRedis = await rawBullmq('redis', S.webhookEvents);
+    }
+    if (!S.skipPgQueue && wanted('webhooks')) {
       raw.rawBullmqPostgres = await rawBullmq('postgres', S.pgQueueEvents);
       raw.webhooksPostgres = await webhooks('postgres', S.pgQueueEvents);
     }
@@ -649,6 +671,7 @@ async function main() {
     ];
     const out = {};
     for (const [key, label, options, movesMoney] of phases) {
+      if (S.httpPhases.length > 0 && !S.httpPhases.includes(key)) continue;
       await admin.query('CHECKPOINT');
       const before = await money();
       say(`round ${round}: ${label}, ${options.connections ?? S.connections} connection(s)…`);
@@ -910,7 +933,7 @@ async function main() {
         ? 'checks: no non-2xx, no 5xx, no deadlock, money conserved, every transfer written, webhooks all delivered, ledger verify ok'
         : `FAILED RUN — ${result.failures.length} check(s) failed:\n  - ${result.failures.join('\n  - ')}`,
     );
-    lines.push(`written to ${path.relative(ROOT, path.join(RESULTS_DIR, 'latest.json'))}`);
+    lines.push(`written to ${path.relative(ROOT, path.join(RESULTS_DIR, resultFile))}`);
     process.stdout.write(`${lines.join('\n')}\n`);
   }
 }

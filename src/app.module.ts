@@ -5,7 +5,7 @@ import { ApiExceptionFilter } from './common/errors/api-exception.filter.js';
 import { HealthController } from './common/health/health.controller.js';
 import { JsonBodyMiddleware } from './common/http/json-body.middleware.js';
 import { RouteCatalog } from './common/http/route-catalog.js';
-import { HttpMetricsMiddleware, MetricsController } from './common/metrics/metrics.js';
+import { MetricsController } from './common/metrics/metrics.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
 import { AppsModule } from './modules/apps/apps.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
@@ -53,6 +53,6 @@ export class AppModule implements NestModule {
   }
 
   configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(HttpMetricsMiddleware, JsonBodyMiddleware).forRoutes('*splat');
+    consumer.apply(JsonBodyMiddleware).forRoutes('*splat');
   }
 }

@@ -385,14 +385,18 @@ describe('error bodies through HTTP', () => {
   });
 
   describe('security headers', () => {
-    it('sets helmet headers and hides x-powered-by on success and on errors', async () => {
+    it('sets the API security headers (no-store, no ETag) and hides x-powered-by on success and on errors', async () => {
       for (const response of [
         await request(t.http).get('/v1/health/live'),
         await request(t.http).get('/v1/no-such-route'),
         await request(t.http).get('/v1/test-fixtures/crash'),
       ]) {
         expect(response.headers['x-content-type-options']).toBe('nosniff');
+        expect(response.headers['x-frame-options']).toBe('DENY');
+        expect(response.headers['content-security-policy']).toBe("default-src 'none';frame-ancestors 'none'");
+        expect(response.headers['cache-control']).toBe('no-store');
         expect(response.headers['x-powered-by']).toBeUndefined();
+        expect(response.headers.etag).toBeUndefined();
       }
     });
   });

@@ -2,10 +2,12 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import helmet from 'helmet';
+import { PinoLogger } from 'nestjs-pino';
 import type { AppConfig } from '../../config/app-config.js';
 import { BEARER_SCHEME, CC_SCHEME, OPS_SCHEME } from '../auth/auth.decorator.js';
-import { requestId } from '../logging/logging.js';
+import { MetricsRegistry } from '../metrics/metrics.js';
 import { mountQueueDashboard } from '../queue/queue-dashboard.js';
+import { httpObservability, recordHeaders } from './http-observability.js';
 import { createValidationPipe } from './validation.js';
 
 /** HTTP settings shared by main.ts and the test harness, so tests run the app as served. */
@@ -13,22 +15,47 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): Op
   app.set('trust proxy', config.trustProxy);
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  // A JSON API's answers are not cached by validators: no ETag (and no hash of every body).
+  app.set('etag', false);
   applyServerTimeouts(app.getHttpServer() as Server, config);
   const docsPrefix = `/${config.routePrefix}/docs`;
   const dashboardPrefix = `/${config.routePrefix}/queues`;
-  const apiHelmet = helmet();
+  // A JSON API's answers: the headers that matter for them (OWASP REST Security), not those meant for
+  // HTML pages (DNS prefetch, IE download options, Flash policies, the XSS auditor). Money and personal
+  // data are never stored by a cache (`no-store`; a route may declare its own, as the JWKS does).
+  const apiHeaders = [
+    ...recordHeaders(
+      helmet({
+        contentSecurityPolicy: {
+          useDefaults: false,
+          directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] },
+        },
+        xFrameOptions: { action: 'deny' },
+        crossOriginOpenerPolicy: false,
+        originAgentCluster: false,
+        xDnsPrefetchControl: false,
+        xDownloadOptions: false,
+        xPermittedCrossDomainPolicies: false,
+        xXssProtection: false,
+      }),
+    ),
+    ['Cache-Control', 'no-store'] as const,
+  ];
   // The interactive page needs its own inline bootstrap script.
-  const docsHelmet = helmet({ contentSecurityPolicy: false });
-  app.use((request: { path: string }, response: unknown, next: () => void) =>
-    (request.path.startsWith(docsPrefix) || request.path.startsWith(dashboardPrefix)
-      ? docsHelmet
-      : apiHelmet)(request as never, response as never, next),
+  const docsHeaders = recordHeaders(helmet({ contentSecurityPolicy: false }));
+  app.use(
+    httpObservability({
+      logger: () => PinoLogger.root,
+      metrics: app.get(MetricsRegistry),
+      headersFor: (path) =>
+        path.startsWith(docsPrefix) || path.startsWith(dashboardPrefix) ? docsHeaders : apiHeaders,
+      quiet: (path) => path.includes('/health/'),
+    }),
   );
   // Nest's own not-found handler lives under the prefix: answer everything else here, in the same body.
   const prefix = `/${config.routePrefix}`;
   app.use((request: IncomingMessage & { path: string }, response: ServerResponse, next: () => void) => {
     if (request.path === prefix || request.path.startsWith(`${prefix}/`)) return next();
-    requestId(request, response);
     response.statusCode = 404;
     response.setHeader('Content-Type', 'application/json; charset=utf-8');
     response.end(

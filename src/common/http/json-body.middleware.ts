@@ -18,11 +18,15 @@ export class JsonBodyMiddleware implements NestMiddleware {
     this.parse = express.json({ limit: config.bodyLimitBytes, strict: true, type: () => true });
   }
 
-  async use(request: Request, response: Response, next: NextFunction): Promise<void> {
+  use(request: Request, response: Response, next: NextFunction): void | Promise<void> {
     const length = request.headers['content-length'];
     const hasBody =
       (length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined;
     if (!METHODS_WITH_BODY.has(request.method) || !hasBody) return next();
+    return this.parseBody(request, response, next);
+  }
+
+  private async parseBody(request: Request, response: Response, next: NextFunction): Promise<void> {
     const type = (request.headers['content-type'] ?? '').toLowerCase();
     if (type.startsWith('multipart/form-data')) return next();
     if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/.test(type)) {

@@ -33,21 +33,13 @@ export function pinoParams(config: AppConfig, base: Record<string, string>): Par
   const options = {
     level: config.logLevel,
     base,
-    genReqId: requestId,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    // Query strings can carry identifiers; log the path only.
-    serializers: {
-      req: (req: { id: string; method: string; url: string }) => ({
-        id: req.id,
-        method: req.method,
-        path: String(req.url ?? '').split('?')[0],
-      }),
-      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-    },
-    customLogLevel: (_req: IncomingMessage, res: ServerResponse, error?: Error) =>
-      error || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug',
-    autoLogging: { ignore: (req: IncomingMessage) => (req.url ?? '').includes('/health/') },
   } satisfies NonNullable<Params['pinoHttp']>;
   // The CLI keeps stdout for its JSON answers: its logs go to stderr.
-  return { pinoHttp: base.role === 'cli' ? [options, pino.destination(2)] : options };
+  return {
+    pinoHttp: base.role === 'cli' ? [options, pino.destination(2)] : options,
+    // nestjs-pino's per-request middleware (pino-http's child logger and an AsyncLocalStorage context per
+    // request) is not mounted: the request id and the access log come from httpObservability (decision 0016).
+    forRoutes: [],
+  };
 }

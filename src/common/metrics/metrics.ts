@@ -1,6 +1,5 @@
-import { Controller, Get, Header, Injectable, NestMiddleware } from '@nestjs/common';
+import { Controller, Get, Header, Injectable } from '@nestjs/common';
 import { ApiExcludeController } from '@nestjs/swagger';
-import type { NextFunction, Request, Response } from 'express';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
 import { AuthOperator } from '../auth/auth.decorator.js';
 
@@ -18,25 +17,6 @@ export class MetricsRegistry {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
-  }
-}
-
-/** Records each request's duration under its route pattern (never the raw path, which holds ids). */
-@Injectable()
-export class HttpMetricsMiddleware implements NestMiddleware {
-  constructor(private readonly metrics: MetricsRegistry) {}
-
-  use(request: Request, response: Response, next: NextFunction): void {
-    const end = this.metrics.httpDuration.startTimer();
-    response.on('finish', () => {
-      const route = (request.route as { path?: string } | undefined)?.path ?? 'unmatched';
-      end({
-        method: request.method,
-        route: `${request.baseUrl ?? ''}${route}`,
-        status: String(response.statusCode),
-      });
-    });
-    next();
   }
 }
 
