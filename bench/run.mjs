@@ -51,6 +51,7 @@ const S = {
   httpPhases: (process.env.BENCH_HTTP_PHASES || '').split(',').filter(Boolean),
 };
 const RESULTS_DIR = path.join(ROOT, 'bench', 'results');
+const METRICS_TOKEN = `bench-${process.pid}-metrics-token`;
 const partial = S.only.length > 0 || S.httpPhases.length > 0;
 const resultFile = partial ? 'partial.json' : 'latest.json';
 const wanted = (part) => S.only.length === 0 || S.only.includes(part);
@@ -240,6 +241,7 @@ async function main() {
       SIGNING_KEYS_FILE: signingKeysFile,
       LOG_LEVEL: S.logLevel,
       QUEUE_PREFIX: 'bench',
+      METRICS_TOKEN: METRICS_TOKEN,
       ACCESS_TOKEN_TTL_SECONDS: '3600',
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
       ...extra,
@@ -681,11 +683,17 @@ async function main() {
         ...options,
         setupClient: (client) => client.on('response', (status) => status < 300 && all2xx++),
       };
+      const groupsBefore = await groupMetrics();
       out[key] = await measure(label, api.process.pid, counted);
       const after = await quiet();
+      if (movesMoney) out[key].groupCommit = groupDelta(groupsBefore, await groupMetrics());
+      const group = out[key].groupCommit;
       say(
         `  ${out[key].rps.toFixed(0)} req/s, mean ${out[key].meanMs.toFixed(2)} ms, p99 ${out[key].p99Ms} ms, ` +
-          `CPU ${out[key].cpuUsPerRequest?.toFixed(0)} µs/req`,
+          `CPU ${out[key].cpuUsPerRequest?.toFixed(0)} µs/req` +
+          (group
+            ? `; ${group.calls} database calls of ${group.meanSize.toFixed(1)} transfers, ${group.meanCallMs.toFixed(1)} ms each`
+            : ''),
       );
       if (after.wallets !== before.wallets || after.ledger !== before.ledger)
         fail(
@@ -704,6 +712,30 @@ async function main() {
       if (!movesMoney && written !== 0) fail(`${label}: ${written} transfers written by a read-only load`);
     }
     return out;
+  }
+
+  /** The group-commit histograms of the API's /metrics (sums and counts). */
+  async function groupMetrics() {
+    const text = await fetch(`${api.baseUrl}metrics`, {
+      headers: { Authorization: `Bearer ${METRICS_TOKEN}` },
+    })
+      .then((response) => (response.ok ? response.text() : ''))
+      .catch(() => '');
+    const value = (name) => Number(new RegExp(`^${name} ([0-9.e+-]+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+    return {
+      calls: value('transfer_group_size_count'),
+      transfers: value('transfer_group_size_sum'),
+      seconds: value('transfer_call_duration_seconds_sum'),
+    };
+  }
+
+  function groupDelta(before, after) {
+    const calls = after.calls - before.calls;
+    return {
+      calls,
+      meanSize: (after.transfers - before.transfers) / calls,
+      meanCallMs: ((after.seconds - before.seconds) * 1000) / calls,
+    };
   }
 
   async function setAsideTransferEvents() {

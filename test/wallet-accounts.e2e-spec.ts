@@ -888,6 +888,41 @@ describe('wallet accounts (real database)', () => {
       expect((await remove(account.uuid, ownToken)).status).toBe(200);
     });
 
+    it('balance reads sent at once share database queries, and each is still answered within its own tenant', async () => {
+      // Balance reads arriving together go to the database in one query (BalanceReader): every reader must
+      // still see only what its own token reaches, whatever else is in the same query.
+      const ownerId = await user();
+      const mine = await openAccount(t.http, tokenA, appA.appId, ownerId);
+      const theirs = await open();
+      await setBalance(t.http, tokenA, mine.uuid, 12.5);
+      await setBalance(t.http, tokenA, theirs.uuid, 7);
+      const ownToken = await subjectToken(appA, ownerId);
+      const cases = [
+        { token: tokenA, uuid: mine.uuid, status: 200, balance: 12.5 },
+        { token: tokenA, uuid: theirs.uuid, status: 200, balance: 7 },
+        { token: tokenB, uuid: mine.uuid, status: 404 },
+        { token: ownToken, uuid: mine.uuid, status: 200, balance: 12.5 },
+        { token: ownToken, uuid: theirs.uuid, status: 404 },
+        { token: tokenA, uuid: randomUUID(), status: 404 },
+      ];
+      const rounds = Array.from({ length: 8 }, () => cases).flat();
+      const responses = await Promise.all(
+        rounds.map(({ token, uuid }) =>
+          api().get(path(uuid, '/balance')).set('Authorization', bearer(token)),
+        ),
+      );
+      responses.forEach((response, n) => {
+        const expected = rounds[n];
+        if (expected.status === 404) expectNotFound(response, expected.uuid);
+        else
+          expect(response.body).toStrictEqual({
+            id: expected.uuid,
+            accountId: expected.uuid,
+            balance: expected.balance,
+          });
+      });
+    });
+
     it('the application reaches every account of its own: every route answers 200', async () => {
       const account = await open();
       for (const route of ACCOUNT_ROUTES.filter((route) => route.method !== 'delete')) {

@@ -7,6 +7,7 @@ import {
   type ForbiddenReason,
   type ValidationItemType,
 } from '../../common/errors/domain-errors.js';
+import { MicroBatcher, type Settled } from '../../common/database/micro-batcher.js';
 import { pgErrorOf } from '../../common/database/sql.js';
 import { MetricsRegistry } from '../../common/metrics/metrics.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
@@ -23,98 +24,129 @@ interface Refusal {
   message: string;
 }
 
-interface Pending {
+interface Request {
   /** The function's input, already JSON. */
   input: string;
-  resolve: (result: CreateResult) => void;
-  reject: (error: unknown) => void;
+  /** The sender's account id. */
+  accountId: string;
+  /** The counterparty's CBU/CVU. */
+  identifier: string;
+  /** The accounts it touches, as far as known: requests sharing one are never in concurrent calls. */
+  keys: readonly string[];
 }
 
+/** How many CVU → account id pairs the batcher remembers (a scheduling hint, bounded). */
+const KNOWN_CVUS = 50_000;
+
 /**
- * Group commit for transfer creation (docs/decisions/0015-money-path.md). A request goes to the database at
- * once when fewer than `concurrency` calls are in flight (so an idle service answers after one call, no
- * waiting); otherwise it waits, and the next free call takes every waiting request, up to `max`, into one
- * transaction (wallet_create_transfers): one round trip and one WAL flush for all of them, each still checked
- * on its own. A refusal answers only its own request; a failure of the whole call (a lost connection) answers
- * every request of that call with it, and nothing of that call was written unless it committed.
+ * Group commit for transfer creation (docs/decisions/0015-money-path.md), on a MicroBatcher: a request goes to
+ * the database at once when fewer than `concurrency` calls are in flight (so an idle service answers after one
+ * call, no waiting); otherwise it waits, and the next free call takes the waiting requests, up to `max`, into
+ * one transaction (wallet_create_transfers): one round trip and one WAL flush for all of them, each still checked
+ * on its own. Requests that touch an account of a call in flight wait for the next call instead of a concurrent
+ * one, so a hot account's requests queue into large groups rather than small calls waiting on each other's row
+ * locks, while unrelated requests use the other calls. A refusal answers only its own request; a failure of the
+ * whole call (a lost connection) answers every request of that call with it, and nothing of that call was
+ * written unless it committed.
  */
 @Injectable()
 export class TransferBatcher {
-  private readonly waiting: Pending[] = [];
-  private inFlight = 0;
-  private inFlightTransfers = 0;
-  private readonly groupSize: Histogram;
+  private readonly batcher: MicroBatcher<Request, CreateResult>;
+  /**
+   * Our CVUs and their account ids, learnt from answers: a request names its sender by id and its counterparty
+   * by CVU, and the two must compare equal for requests between the same accounts to be kept out of concurrent
+   * calls. A CVU never changes owner; a stale or missing pair only costs a call that waits on row locks.
+   */
+  private readonly accountOfCvu = new Map<string, string>();
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    @Inject(APP_CONFIG) config: AppConfig,
     metrics: MetricsRegistry,
   ) {
-    this.groupSize = new Histogram({
+    const groupSize = new Histogram({
       name: 'transfer_group_size',
       help: 'Transfers written by one database call (group commit)',
       buckets: [1, 2, 4, 8, 16, 32, 60],
       registers: [metrics.registry],
     });
-    const waiting = this.waiting;
+    const callDuration = new Histogram({
+      name: 'transfer_call_duration_seconds',
+      help: 'Duration of one group-commit database call, from sending to its answer',
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers: [metrics.registry],
+    });
+    this.batcher = new MicroBatcher<Request, CreateResult>({
+      ...config.transferBatch,
+      keysOf: (request) => request.keys,
+      onCall: (size) => groupSize.observe(size),
+      run: async (requests) => {
+        const end = callDuration.startTimer();
+        try {
+          return await this.run(requests);
+        } finally {
+          end();
+        }
+      },
+    });
+    const batcher = this.batcher;
     new Gauge({
       name: 'transfer_requests_waiting',
       help: 'Transfer requests waiting for a free database call',
       registers: [metrics.registry],
       collect() {
-        this.set(waiting.length);
+        this.set(batcher.load().waiting);
       },
     });
   }
 
   /** Requests queued, and calls and transfers at the database (for metrics and tests). */
   load(): { waiting: number; calls: number; transfers: number } {
-    return { waiting: this.waiting.length, calls: this.inFlight, transfers: this.inFlightTransfers };
+    const { waiting, calls, items } = this.batcher.load();
+    return { waiting, calls, transfers: items };
   }
 
-  create(input: string): Promise<CreateResult> {
-    return new Promise<CreateResult>((resolve, reject) => {
-      this.waiting.push({ input, resolve, reject });
-      this.dispatch();
-    });
+  create(input: string, accountId: string, identifier: string): Promise<CreateResult> {
+    const keys = [accountId, this.accountOfCvu.get(identifier) ?? identifier];
+    return this.batcher.submit({ input, accountId, identifier, keys });
   }
 
-  private dispatch(): void {
-    const { max, concurrency } = this.config.transferBatch;
-    while (this.inFlight < concurrency && this.waiting.length > 0) {
-      const batch = this.waiting.splice(0, max);
-      this.inFlight++;
-      this.inFlightTransfers += batch.length;
-      this.groupSize.observe(batch.length);
-      void this.run(batch).finally(() => {
-        this.inFlight--;
-        this.inFlightTransfers -= batch.length;
-        this.dispatch();
-      });
+  private learn(request: Request, result: CreateResult): void {
+    const row = 'replay' in result ? result.replay : result.row;
+    if (row.cvu) this.remember(row.cvu, request.accountId);
+    if (row.counterparty_account_id) this.remember(request.identifier, row.counterparty_account_id);
+  }
+
+  private remember(cvu: string, accountId: string): void {
+    if (this.accountOfCvu.get(cvu) === accountId) return;
+    this.accountOfCvu.delete(cvu);
+    if (this.accountOfCvu.size >= KNOWN_CVUS) {
+      this.accountOfCvu.delete(this.accountOfCvu.keys().next().value!);
     }
+    this.accountOfCvu.set(cvu, accountId);
   }
 
-  private async run(batch: Pending[]): Promise<void> {
+  private async run(batch: Request[]): Promise<Settled<CreateResult>[]> {
     try {
       if (batch.length === 1) {
         const [row] = (await withRetries(() =>
           this.dataSource.query(`SELECT wallet_create_transfer($1::jsonb) AS result`, [batch[0].input]),
         )) as { result: CreateResult }[];
-        batch[0].resolve(row.result);
-        return;
+        this.learn(batch[0], row.result);
+        return [{ value: row.result }];
       }
       const [row] = (await withRetries(() =>
         this.dataSource.query(`SELECT wallet_create_transfers($1::jsonb) AS results`, [
-          `[${batch.map((pending) => pending.input).join(',')}]`,
+          `[${batch.map((request) => request.input).join(',')}]`,
         ]),
       )) as { results: (CreateResult | { refused: Refusal })[] }[];
-      row.results.forEach((result, n) => {
-        if ('refused' in result) batch[n].reject(refusalError(result.refused));
-        else batch[n].resolve(result);
+      return row.results.map((result, n) => {
+        if ('refused' in result) return { error: refusalError(result.refused) };
+        this.learn(batch[n], result);
+        return { value: result };
       });
     } catch (error) {
-      const refused = refusalOf(error);
-      for (const pending of batch) pending.reject(refused ?? error);
+      throw refusalOf(error) ?? error;
     }
   }
 }

@@ -118,7 +118,11 @@ export class TransfersService {
       requestHash:
         idempotencyKey === undefined ? null : createHash('sha256').update(canonicalJson(input)).digest('hex'),
     });
-    const result = await this.batcher.create(parameters);
+    const result = await this.batcher.create(
+      parameters,
+      input.accountUUID.toLowerCase(),
+      counterParty.identifier,
+    );
     if ('replay' in result) return createdView(result.replay);
     // After commit: if this hand-over is lost, the clearing recovery sweep submits the transfer again.
     if (result.submit) await this.rail.submit(result.row.id).catch(() => undefined);

@@ -2,13 +2,14 @@ import { Module } from '@nestjs/common';
 import { IdentityModule } from '../identity/identity.module.js';
 import { AccountsController } from './accounts/accounts.controller.js';
 import { AccountsService } from './accounts/accounts.service.js';
+import { BalanceReader } from './accounts/balance-reader.js';
 import { LedgerService } from './ledger/ledger.service.js';
 
 /** Wallet accounts on the double-entry ledger. Transfers post into it through LedgerService. */
 @Module({
   imports: [IdentityModule],
   controllers: [AccountsController],
-  providers: [AccountsService, LedgerService],
+  providers: [AccountsService, BalanceReader, LedgerService],
   exports: [AccountsService, LedgerService],
 })
 export class WalletModule {}

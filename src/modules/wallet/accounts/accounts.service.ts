@@ -29,6 +29,7 @@ import type {
   SetFeesDto,
   SetLimitsDto,
 } from './dto/account.dto.js';
+import { BalanceReader } from './balance-reader.js';
 import { WalletAccountEntity, type AccountStatus } from './entities/wallet-account.entity.js';
 
 /** Allowed status changes (DELETED only through DELETE). */
@@ -55,6 +56,7 @@ export class AccountsService {
     private readonly ledger: LedgerService,
     private readonly users: UsersService,
     private readonly companies: CompaniesService,
+    private readonly balances: BalanceReader,
   ) {}
 
   async create(principal: Principal, input: CreateAccountDto): Promise<OwnerAccountView> {
@@ -198,15 +200,10 @@ export class AccountsService {
 
   /** One query, no entity: the most frequent read of all. Scoped like require(): the app, and a user's own. */
   async balance(principal: Principal, id: string): Promise<BalanceResponseDto> {
-    const params = [id.toLowerCase(), principal.appId];
-    if (principal.kind === 'subject') params.push(principal.subject);
-    const [row] = (await this.dataSource.query(
-      `SELECT w.id, l.balance::text AS balance FROM wallet_accounts w JOIN ledger_accounts l ON l.id = w.id
-        WHERE w.id = $1 AND w.app_id = $2 AND w.status <> 'DELETED'${principal.kind === 'subject' ? ' AND w.owner_id::text = $3' : ''}`,
-      params,
-    )) as { id: string; balance: string }[];
-    if (!row) throw new NotFoundError(id, 'Account not found');
-    return { id: row.id, accountId: row.id, balance: toJson(row.balance) };
+    const balance = await this.balances.balanceOf(principal, id);
+    if (balance === null) throw new NotFoundError(id, 'Account not found');
+    const accountId = id.toLowerCase();
+    return { id: accountId, accountId, balance: toJson(balance) };
   }
 
   /** Sets the balance by posting the difference against the adjustments account (never overwritten in place). */
