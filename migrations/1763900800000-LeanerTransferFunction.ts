@@ -18,6 +18,8 @@ import { CREATE_TRANSFER, CREATE_TRANSFERS } from './1763900700000-TransferFunct
  *   construction, and the deferred postings_balance trigger still checks it); both transfer rows in one
  *   INSERT, their four history rows in one, the four operated amounts in one upsert.
  * - External transfers are written as before (the hold still goes through ledger_post).
+ * - A group passes the ledger rows it locked up front (p_locked): a transfer whose rows are among them reads the
+ *   sender's balance with the sender instead of locking again.
  */
 export class LeanerTransferFunction1763900800000 implements MigrationInterface {
   name = 'LeanerTransferFunction1763900800000';
@@ -43,17 +45,19 @@ export class LeanerTransferFunction1763900800000 implements MigrationInterface {
       DECLARE
         v_results jsonb[] := '{}';
         v_item jsonb;
+        v_locked uuid[];
       BEGIN
-        PERFORM 1 FROM ledger_accounts
-         WHERE id IN (SELECT (e->>'accountId')::uuid FROM jsonb_array_elements(p) AS e
-                      UNION
-                      SELECT w.id FROM wallet_accounts w
-                       WHERE w.cvu IN (SELECT e->'counterparty'->>'identifier' FROM jsonb_array_elements(p) AS e)
-                         AND w.status <> 'DELETED')
-           AND kind = 'WALLET'
-         ORDER BY id FOR UPDATE;
+        SELECT array_agg(id) INTO v_locked FROM (
+          SELECT id FROM ledger_accounts
+           WHERE id IN (SELECT (e->>'accountId')::uuid FROM jsonb_array_elements(p) AS e
+                        UNION
+                        SELECT w.id FROM wallet_accounts w
+                         WHERE w.cvu IN (SELECT e->'counterparty'->>'identifier' FROM jsonb_array_elements(p) AS e)
+                           AND w.status <> 'DELETED')
+             AND kind = 'WALLET'
+           ORDER BY id FOR UPDATE) l;
         FOR v_item IN SELECT e FROM jsonb_array_elements(p) AS e LOOP
-          v_results := v_results || wallet_transfer_try(v_item);
+          v_results := v_results || wallet_transfer_try(v_item, v_locked);
         END LOOP;
         RETURN to_jsonb(v_results);
       END
@@ -63,7 +67,7 @@ export class LeanerTransferFunction1763900800000 implements MigrationInterface {
   async down(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(CREATE_TRANSFERS.replace('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION'));
     await queryRunner.query(CREATE_TRANSFER.replace('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION'));
-    await queryRunner.query(`DROP FUNCTION "wallet_transfer_try"(jsonb)`);
+    await queryRunner.query(`DROP FUNCTION "wallet_transfer_try"(jsonb, uuid[])`);
   }
 }
 
@@ -76,7 +80,7 @@ export class LeanerTransferFunction1763900800000 implements MigrationInterface {
  * receiver's.
  */
 const TRANSFER_TRY = `
-CREATE FUNCTION "wallet_transfer_try"(p jsonb) RETURNS jsonb
+CREATE FUNCTION "wallet_transfer_try"(p jsonb, p_locked uuid[] DEFAULT NULL) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
   v_app uuid := (p->>'appId')::uuid;
@@ -133,9 +137,10 @@ BEGIN
            w.monthly_withdraw_limit, w.annual_withdraw_limit, w.monthly_deposit_limit, w.annual_deposit_limit,
            coalesce(u.first_name || ' ' || u.last_name, c.legal_name) AS owner_name,
            coalesce(u.tax_id, c.tax_value) AS owner_tax_id,
-           coalesce(u.tax_id_type, 'cuit') AS owner_tax_id_type
+           coalesce(u.tax_id_type, 'cuit') AS owner_tax_id_type, l.balance
       INTO acc
       FROM wallet_accounts w
+      JOIN ledger_accounts l ON l.id = w.id
       LEFT JOIN users u ON w.owner_type = 'USER' AND u.id = w.owner_id
       LEFT JOIN companies c ON w.owner_type = 'COMPANY' AND c.id = w.owner_id
      WHERE w.id = (p->>'accountId')::uuid AND w.app_id = v_app AND w.status <> 'DELETED';
@@ -176,9 +181,14 @@ BEGIN
           'message', 'the counterparty is the same account');
         EXIT checks;
       END IF;
-      -- Both ledger rows, in id order: concurrent transfers between the same accounts never deadlock.
-      SELECT max(l.balance) FILTER (WHERE l.id = acc.id) INTO v_balance
-        FROM (SELECT id, balance FROM ledger_accounts WHERE id IN (acc.id, recv.id) ORDER BY id FOR UPDATE) l;
+      -- Both ledger rows, in id order: concurrent transfers between the same accounts never deadlock. Rows
+      -- this transaction locked already (p_locked, by wallet_create_transfers) were read with the sender.
+      IF acc.id = ANY (p_locked) AND recv.id = ANY (p_locked) THEN
+        v_balance := acc.balance;
+      ELSE
+        SELECT max(l.balance) FILTER (WHERE l.id = acc.id) INTO v_balance
+          FROM (SELECT id, balance FROM ledger_accounts WHERE id IN (acc.id, recv.id) ORDER BY id FOR UPDATE) l;
+      END IF;
       IF recv.status <> 'ACTIVE' THEN
         v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
           'message', 'the receiving account cannot receive money');
@@ -189,6 +199,8 @@ BEGIN
           'message', 'the receiving account holds another currency');
         EXIT checks;
       END IF;
+    ELSIF acc.id = ANY (p_locked) THEN
+      v_balance := acc.balance;
     ELSE
       SELECT balance INTO v_balance FROM ledger_accounts WHERE id = acc.id FOR UPDATE;
     END IF;
