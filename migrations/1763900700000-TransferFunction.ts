@@ -155,7 +155,7 @@ export class TransferFunction1763900700000 implements MigrationInterface {
  * Output: {replay: <stored row>} for a replayed key, else {row: <the sender's transfer as a view row>, submit:
  * true when it goes to the clearing rail}. Amounts in the row are decimal text, never JSON numbers.
  */
-const CREATE_TRANSFER = `
+export const CREATE_TRANSFER = `
 CREATE FUNCTION "wallet_create_transfer"(p jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -354,7 +354,7 @@ $$`;
  * Input: a JSON array of wallet_create_transfer inputs. Output: an array of the same length whose elements are
  * that function's output or {refused: {code, path, type, message}}.
  */
-const CREATE_TRANSFERS = `
+export const CREATE_TRANSFERS = `
 CREATE FUNCTION "wallet_create_transfers"(p jsonb) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -6,6 +6,7 @@ import { WalletLedger1763900500000 } from './1763900500000-WalletLedger.js';
 import { Transfers1763900600000 } from './1763900600000-Transfers.js';
 import { Messaging1763900300000 } from './1763900300000-Messaging.js';
 import { TransferFunction1763900700000 } from './1763900700000-TransferFunction.js';
+import { LeanerTransferFunction1763900800000 } from './1763900800000-LeanerTransferFunction.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   WalletLedger1763900500000,
   Transfers1763900600000,
   TransferFunction1763900700000,
+  LeanerTransferFunction1763900800000,
 ];

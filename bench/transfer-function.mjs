@@ -1,0 +1,471 @@
+// node bench/transfer-function.mjs: the PostgreSQL cost of the money path alone, against pgbench measured in the
+// same run on the same server (docs/decisions/0017-leaner-transfer-function.md). No API, no HTTP: the calls the
+// TransferBatcher makes (wallet_create_transfers with groups of internal transfers built exactly as
+// TransfersService builds them, each with an Idempotency-Key) from 1 and 2 connections, and pgbench tpcb-like.
+//
+// It reports transfers/s, the PostgreSQL CPU per transfer (utime + stime of every process of the server, from
+// /proc) and the ratio to pgbench's tps, then a pg_stat_statements breakdown (track = all: every statement
+// nested in the functions) of a profiled round.
+//
+// A/B in one run: when migrations newer than BENCH_FN_BASE (default 1763900700000, the first transfer
+// function) exist, each measured round runs once on the head schema and once with those migrations reverted
+// (their down(), then up() again), in the order A B B A …, so drift (tables growing, the machine's other load)
+// falls on both. BENCH_FN_BASE=none measures the head only.
+//
+// Settings (environment): BENCH_FN_S (seconds per measured phase, 10), BENCH_FN_ROUNDS (ABBA rounds, 1),
+// BENCH_FN_BATCH (transfers per call, 30), BENCH_FN_CONNS (comma list, "1,2"), BENCH_PGBENCH_S (20),
+// BENCH_FN_ACCOUNTS (1000), BENCH_FN_PREFILL (transfers written before measuring, 20000), BENCH_FN_PROFILE_CALLS (calls in the profiled round, 200), BENCH_FN_ONLY (a comma
+// list of pgbench, transfers, profile).
+import { createHash, randomInt, randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, chmodSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import pg from 'pg';
+import { cleanup, onCleanup, run } from './lib/procs.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const env = (name, def) => process.env[name] || def;
+const S = {
+  seconds: Number(env('BENCH_FN_S', '10')),
+  rounds: Number(env('BENCH_FN_ROUNDS', '1')),
+  batch: Number(env('BENCH_FN_BATCH', '30')),
+  conns: env('BENCH_FN_CONNS', '1,2').split(',').map(Number),
+  pgbenchS: Number(env('BENCH_PGBENCH_S', '20')),
+  accounts: Number(env('BENCH_FN_ACCOUNTS', '1000')),
+  profileCalls: Number(env('BENCH_FN_PROFILE_CALLS', '200')),
+  prefill: Number(env('BENCH_FN_PREFILL', '20000')),
+  base: env('BENCH_FN_BASE', '1763900700000'),
+  only: env('BENCH_FN_ONLY', 'pgbench,transfers,profile').split(','),
+};
+const started = performance.now();
+const say = (message) =>
+  process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)}s] ${message}\n`);
+const CLK_TCK = 100;
+
+const { buildIfNeeded } = await import(pathToFileURL(path.join(ROOT, 'scripts/build-if-needed.mjs')).href);
+buildIfNeeded();
+const tmp = mkdtempSync(path.join(os.tmpdir(), 'wallet-fn-bench-'));
+chmodSync(tmp, 0o755);
+onCleanup(() => rmSync(tmp, { recursive: true, force: true }));
+
+let exitCode = 0;
+try {
+  await main();
+} catch (error) {
+  process.stderr.write(`\ntransfer-function bench failed: ${error?.stack ?? error}\n`);
+  exitCode = 1;
+} finally {
+  await cleanup();
+}
+process.exit(exitCode);
+
+/** utime + stime (µs) of the postmaster and every process it forked (backends, WAL writer, checkpointer…). */
+function serverCpuMicros(postmasterPid) {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ppid = Number(fields[1]);
+      if (Number(entry) !== postmasterPid && ppid !== postmasterPid) continue;
+      // utime, stime, and the children's (cutime, cstime: backends that exited during the phase)
+      total += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return (total * 1e6) / CLK_TCK;
+}
+
+function pgbenchBinary() {
+  if (process.env.BENCH_PGBENCH) return process.env.BENCH_PGBENCH;
+  for (const version of existsSync('/usr/lib/postgresql') ? readdirSync('/usr/lib/postgresql') : []) {
+    const candidate = `/usr/lib/postgresql/${version}/bin/pgbench`;
+    if (existsSync(candidate)) return candidate;
+  }
+  throw new Error('no pgbench (set BENCH_PGBENCH)');
+}
+
+/** JSON with sorted keys (TransfersService's canonicalJson), for the request hash. */
+function canonicalJson(value) {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object')
+    return `{${Object.keys(value)
+      .sort()
+      .map((key) => `${JSON.stringify(key)}:${canonicalJson(value[key])}`)
+      .join(',')}}`;
+  return JSON.stringify(value);
+}
+
+async function main() {
+  const { ensureEmbeddedPostgres } = await import(
+    pathToFileURL(path.join(ROOT, 'dist/src/common/database/embedded-postgres.js')).href
+  );
+  const { MINOR_UNITS } = await import(
+    pathToFileURL(path.join(ROOT, 'dist/src/modules/wallet/money.js')).href
+  );
+  const { periodsOf } = await import(
+    pathToFileURL(path.join(ROOT, 'dist/src/modules/wallet/periods.js')).href
+  );
+  const { buildCvu } = await import(pathToFileURL(path.join(ROOT, 'dist/src/modules/wallet/cvu.js')).href);
+  const { MIGRATIONS } = await import(pathToFileURL(path.join(ROOT, 'dist/migrations/index.js')).href);
+
+  const dataDir = path.join(tmp, 'pg');
+  const serverLog = [];
+  const start = () =>
+    ensureEmbeddedPostgres({
+      dataDir,
+      databaseName: 'wallet',
+      adopt: true,
+      log: (line) => serverLog.push(line),
+    });
+  let server = await start();
+  // pg_stat_statements needs to be preloaded: set it, restart. Tracking stays off ('none') except in the
+  // profiled round's sessions, so the measured phases (and pgbench) do not pay for it.
+  {
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    await admin.query(`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`);
+    await admin.query(`ALTER SYSTEM SET pg_stat_statements.track = 'none'`);
+    await admin.query(`ALTER SYSTEM SET pg_stat_statements.max = 10000`);
+    await admin.end();
+    await server.stop();
+    server = await start();
+  }
+  onCleanup(() => server.stop(15_000));
+  const url = new URL(server.url);
+  const pgEnv = {
+    ...process.env,
+    PGPASSWORD: decodeURIComponent(url.password),
+    PGHOST: '127.0.0.1',
+    PGPORT: String(server.port),
+    PGUSER: 'postgres',
+  };
+  const dbUrl = (name) => Object.assign(new URL(server.url), { pathname: `/${name}` }).toString();
+  const admin = new pg.Client({ connectionString: dbUrl('postgres') });
+  await admin.connect();
+  onCleanup(() => admin.end().catch(() => undefined));
+  say(
+    `PostgreSQL ${(await admin.query('SHOW server_version')).rows[0].server_version}, port ${server.port}, ` +
+      `fsync ${(await admin.query('SHOW fsync')).rows[0].fsync}, ` +
+      `synchronous_commit ${(await admin.query('SHOW synchronous_commit')).rows[0].synchronous_commit}`,
+  );
+
+  const pgbench = pgbenchBinary();
+  if (S.only.includes('pgbench')) {
+    await admin.query('CREATE DATABASE pgbench_s10');
+    say('pgbench -i -s 10…');
+    await run(pgbench, ['-i', '-q', '-s', '10', 'pgbench_s10'], { env: pgEnv });
+  }
+
+  say('migrations…');
+  await run(process.execPath, [path.join(ROOT, 'dist/src/migrate.js')], {
+    env: {
+      ...process.env,
+      NODE_ENV: 'production',
+      DATABASE_URL: server.url,
+      DATA_DIR: path.join(tmp, 'service'),
+      SIGNING_KEYS_FILE: path.join(tmp, 'service', 'signing-keys.json'),
+      LOG_LEVEL: 'warn',
+    },
+    cwd: ROOT,
+  });
+
+  const db = new pg.Client({ connectionString: server.url });
+  await db.connect();
+  onCleanup(() => db.end().catch(() => undefined));
+  await db.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+
+  // One application, ACCOUNTS users with an ACTIVE account each (no fee, limits 10^11), funded 10^6 through
+  // ledger_post from the adjustments account, as AccountsService.setBalance does.
+  say(`${S.accounts} funded accounts…`);
+  const appId = randomUUID();
+  await db.query(`INSERT INTO applications (id, name) VALUES ($1, 'fn-bench')`, [appId]);
+  const accounts = [];
+  for (let i = 0; i < S.accounts; i++) {
+    accounts.push({
+      id: randomUUID(),
+      user: randomUUID(),
+      cvu: buildCvu('0031', 1_000_000 + i),
+      cuil: `20${String(10_000_000 + i)}5`,
+    });
+  }
+  await db.query('BEGIN');
+  await db.query(
+    `INSERT INTO users (id, app_id, first_name, last_name, birthdate, sex, civil_status, nationality, tax_id_type,
+                        tax_id, tax_condition, category, tax_exempt, legal_address)
+     SELECT u, $1, 'Bench', 'Account', '1990-04-21', 'female', 'single', 'AR', 'cuil', t, 'others',
+            'consumidorFinal', false, '{}'::jsonb
+       FROM unnest($2::uuid[], $3::text[]) AS x(u, t)`,
+    [appId, accounts.map((a) => a.user), accounts.map((a) => a.cuil)],
+  );
+  await db.query(
+    `INSERT INTO ledger_accounts (id, kind, code, currency, balance)
+     SELECT id, 'WALLET', 'WALLET', 'ARS', 0 FROM unnest($1::uuid[]) AS x(id)`,
+    [accounts.map((a) => a.id)],
+  );
+  await db.query(
+    `INSERT INTO wallet_accounts (id, app_id, owner_type, owner_id, cvu, alias, currency, status,
+        monthly_deposit_limit, monthly_withdraw_limit, annual_deposit_limit, annual_withdraw_limit, limits_id,
+        fee_type, fee_amount, fees_id, operado_id)
+     SELECT id, $1, 'USER', u, c, 'bench.' || n, 'ARS', 'ACTIVE', 1e11, 1e11, 1e11, 1e11, gen_random_uuid(),
+            'FIXED', 0, gen_random_uuid(), gen_random_uuid()
+       FROM unnest($2::uuid[], $3::uuid[], $4::text[]) WITH ORDINALITY AS x(id, u, c, n)`,
+    [appId, accounts.map((a) => a.id), accounts.map((a) => a.user), accounts.map((a) => a.cvu)],
+  );
+  await db.query(
+    `SELECT ledger_post($1, 'BALANCE_ADJUSTMENT', id::text, 'balance set to 1000000', 'fn-bench',
+                        ARRAY[id, ledger_system_account('ADJUSTMENTS', 'ARS')], ARRAY[1000000, -1000000]::numeric[], 'ARS')
+       FROM unnest($2::uuid[]) AS x(id)`,
+    [appId, accounts.map((a) => a.id)],
+  );
+  await db.query('COMMIT');
+
+  const { month, year } = periodsOf(new Date(), 'America/Argentina/Buenos_Aires');
+  /** One request's input, as TransfersService.create builds it for a client token. */
+  const transferInput = () => {
+    const from = accounts[randomInt(accounts.length)];
+    let to = accounts[randomInt(accounts.length)];
+    while (to === from) to = accounts[randomInt(accounts.length)];
+    const amount = `${randomInt(1, 10)}.${String(randomInt(0, 100)).padStart(2, '0')}`;
+    const dto = {
+      accountUUID: from.id,
+      movementType: 'WITHDRAW',
+      counterParty: {
+        name: 'Bench Account',
+        cValue: to.cuil,
+        identifierType: 'CVU',
+        identifier: to.cvu,
+        branchName: 'Casa central',
+      },
+      amount: Number(amount),
+      concept: 'VAR',
+    };
+    return JSON.stringify({
+      appId,
+      subject: null,
+      accountId: from.id,
+      amount,
+      movementType: 'WITHDRAW',
+      counterparty: {
+        name: 'Bench Account',
+        taxId: to.cuil,
+        identifierType: 'CVU',
+        identifier: to.cvu,
+        branch: 'Casa central',
+      },
+      concept: 'VAR',
+      summary: null,
+      actor: `client:${appId}`,
+      taxRate: '0',
+      minorUnits: MINOR_UNITS,
+      month,
+      year,
+      idempotencyKey: randomUUID(),
+      requestHash: createHash('sha256').update(canonicalJson(dto)).digest('hex'),
+    });
+  };
+  const batchInput = () => `[${Array.from({ length: S.batch }, transferInput).join(',')}]`;
+
+  const clients = [];
+  for (let i = 0; i < Math.max(...S.conns); i++) {
+    const client = new pg.Client({ connectionString: server.url, application_name: `fn-bench-${i}` });
+    await client.connect();
+    clients.push(client);
+    onCleanup(() => client.end().catch(() => undefined));
+  }
+
+  /** `conns` connections calling wallet_create_transfers back to back for `seconds`. */
+  const transfersPhase = async (conns, seconds) => {
+    await admin.query('CHECKPOINT');
+    const cpu0 = serverCpuMicros(server.pid);
+    const t0 = performance.now();
+    const deadline = t0 + seconds * 1000;
+    let done = 0;
+    let refused = 0;
+    let calls = 0;
+    await Promise.all(
+      clients.slice(0, conns).map(async (client) => {
+        while (performance.now() < deadline) {
+          const { rows } = await client.query('SELECT wallet_create_transfers($1::jsonb) AS r', [
+            batchInput(),
+          ]);
+          calls++;
+          for (const result of rows[0].r) {
+            if (result.refused) refused++;
+            else done++;
+          }
+        }
+      }),
+    );
+    const wall = (performance.now() - t0) / 1000;
+    const cpu = serverCpuMicros(server.pid) - cpu0;
+    if (refused) throw new Error(`${refused} transfers refused in a phase that should refuse none`);
+    return { tps: done / wall, cpuUsPerTransfer: cpu / done, calls, serverCpuPct: cpu / 1e4 / wall };
+  };
+
+  const pgbenchPhase = async () => {
+    await admin.query('CHECKPOINT');
+    const cpu0 = serverCpuMicros(server.pid);
+    const { stdout } = await run(
+      pgbench,
+      ['-M', 'prepared', '-c', '32', '-j', '2', '-T', String(S.pgbenchS), 'pgbench_s10'],
+      { env: pgEnv },
+    );
+    const tps = Number(/tps = ([\d.]+)/.exec(stdout)?.[1]);
+    const cpu = serverCpuMicros(server.pid) - cpu0;
+    const count = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1]);
+    return { tps, cpuUsPerTransaction: cpu / count };
+  };
+
+  // The schema variants: head, and head with the migrations after BENCH_FN_BASE reverted.
+  const newer =
+    S.base === 'none'
+      ? []
+      : MIGRATIONS.filter((M) => Number(/(\d{13})$/.exec(new M().name)?.[1]) > Number(S.base));
+  const runner = { query: (sql, params) => db.query(sql, params).then((r) => r.rows) };
+  let current = 'head';
+  const use = async (variant) => {
+    if (variant === current) return;
+    if (variant === 'base') for (const M of [...newer].reverse()) await new M().down(runner);
+    else for (const M of newer) await new M().up(runner);
+    for (const client of clients) await client.query('DISCARD ALL'); // no cached plans of the other variant
+    current = variant;
+  };
+  const variants = newer.length ? ['head', 'base'] : ['head'];
+  say(
+    `variants: ${variants.join(', ')}${newer.length ? ` (base = head without ${newer.map((M) => new M().name).join(', ')})` : ''}`,
+  );
+
+  // Tables of a service that has run for a while, with statistics: BENCH_FN_PREFILL transfers, then VACUUM
+  // ANALYZE (with the statistics of empty tables, the cached generic plans scan transfers and operated_amounts
+  // sequentially until autovacuum analyzes them).
+  say(`prefill: ${S.prefill} transfers…`);
+  for (let done = 0; done < S.prefill; done += S.batch)
+    await clients[0].query('SELECT wallet_create_transfers($1::jsonb) AS r', [batchInput()]);
+  await db.query('VACUUM ANALYZE');
+  // Warm up (and prove that nothing is refused) on every variant.
+  for (const variant of variants) {
+    await use(variant);
+    await transfersPhase(Math.max(...S.conns), 3);
+  }
+  await use('head');
+
+  const results = [];
+  const pgbenchRuns = [];
+  if (S.only.includes('pgbench')) {
+    say(`pgbench tpcb-like -M prepared -c 32 -j 2 -T ${S.pgbenchS}…`);
+    pgbenchRuns.push(await pgbenchPhase());
+    say(
+      `  ${pgbenchRuns.at(-1).tps.toFixed(0)} tps, ${pgbenchRuns.at(-1).cpuUsPerTransaction.toFixed(0)} µs PG CPU/tx`,
+    );
+  }
+  if (S.only.includes('transfers')) {
+    for (let round = 0; round < S.rounds; round++) {
+      const order = round % 2 === 0 ? variants : [...variants].reverse();
+      for (const variant of [...order, ...[...order].reverse()]) {
+        await use(variant);
+        for (const conns of S.conns) {
+          const r = await transfersPhase(conns, S.seconds);
+          results.push({ variant, conns, ...r });
+          say(
+            `  ${variant.padEnd(4)} ${conns} conn: ${r.tps.toFixed(0)} transfers/s, ${r.cpuUsPerTransfer.toFixed(0)} µs ` +
+              `PG CPU/transfer, PG CPU ${r.serverCpuPct.toFixed(0)}%, ${r.calls} calls`,
+          );
+        }
+      }
+    }
+  }
+  if (S.only.includes('pgbench')) {
+    say('pgbench again…');
+    pgbenchRuns.push(await pgbenchPhase());
+    say(
+      `  ${pgbenchRuns.at(-1).tps.toFixed(0)} tps, ${pgbenchRuns.at(-1).cpuUsPerTransaction.toFixed(0)} µs PG CPU/tx`,
+    );
+  }
+
+  // Summary: the median per variant and connection count, against the mean of the pgbench runs.
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const pgbenchTps = pgbenchRuns.length
+    ? pgbenchRuns.reduce((s, r) => s + r.tps, 0) / pgbenchRuns.length
+    : NaN;
+  const pgbenchCpu = pgbenchRuns.length
+    ? pgbenchRuns.reduce((s, r) => s + r.cpuUsPerTransaction, 0) / pgbenchRuns.length
+    : NaN;
+  const lines = [
+    `pgbench s10 -c 32: ${pgbenchTps.toFixed(0)} tps, ${pgbenchCpu.toFixed(0)} µs PG CPU per transaction`,
+  ];
+  for (const variant of variants) {
+    for (const conns of S.conns) {
+      const mine = results.filter((r) => r.variant === variant && r.conns === conns);
+      if (!mine.length) continue;
+      const tps = median(mine.map((r) => r.tps));
+      const cpu = median(mine.map((r) => r.cpuUsPerTransfer));
+      lines.push(
+        `${variant} ${conns} conn, batch ${S.batch}: ${tps.toFixed(0)} transfers/s (÷ pgbench ${(tps / pgbenchTps).toFixed(2)}), ` +
+          `${cpu.toFixed(0)} µs PG CPU per transfer (÷ pgbench tx ${(cpu / pgbenchCpu).toFixed(2)}) [${mine.map((r) => r.tps.toFixed(0)).join(' ')}]`,
+      );
+    }
+  }
+
+  if (S.only.includes('profile')) {
+    for (const variant of variants) {
+      await use(variant);
+      const client = clients[0];
+      await client.query(`SET pg_stat_statements.track = 'all'`);
+      if (process.env.BENCH_FN_EXPLAIN_MS) {
+        // auto_explain of every nested statement slower than BENCH_FN_EXPLAIN_MS, printed from the server log.
+        await client.query(`LOAD 'auto_explain'`);
+        await client.query(
+          `SET auto_explain.log_min_duration = '${Number(process.env.BENCH_FN_EXPLAIN_MS)}ms'`,
+        );
+        await client.query(`SET auto_explain.log_nested_statements = on`);
+        await client.query(`SET auto_explain.log_analyze = on`);
+        await client.query(`SET auto_explain.log_buffers = on`);
+        serverLog.length = 0;
+      }
+      await client.query('SELECT pg_stat_statements_reset()');
+      let done = 0;
+      for (let i = 0; i < S.profileCalls; i++) {
+        const { rows } = await client.query('SELECT wallet_create_transfers($1::jsonb) AS r', [batchInput()]);
+        done += rows[0].r.length;
+      }
+      await client.query(`SET pg_stat_statements.track = 'none'`);
+      if (process.env.BENCH_FN_EXPLAIN_MS) {
+        await client.query(`SET auto_explain.log_min_duration = -1`);
+        process.stdout.write(
+          `\n== auto_explain, ${variant} (first 400 lines) ==\n${serverLog.slice(0, 400).join('\n')}\n`,
+        );
+      }
+      const { rows } = await db.query(
+        `SELECT calls, total_exec_time AS ms, rows, regexp_replace(query, '\\s+', ' ', 'g') AS query
+           FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+          ORDER BY total_exec_time DESC LIMIT 30`,
+      );
+      process.stdout.write(
+        `\n== pg_stat_statements, ${variant}: ${S.profileCalls} calls of ${S.batch} (${done} transfers), µs per transfer ==\n`,
+      );
+      for (const row of rows) {
+        process.stdout.write(
+          `${((row.ms * 1000) / done).toFixed(1).padStart(8)} µs ${String(row.calls).padStart(7)} calls ` +
+            `${(row.calls / done).toFixed(2).padStart(5)}/tr  ${row.query.slice(0, 150)}\n`,
+        );
+      }
+    }
+  }
+
+  process.stdout.write(`\n== transfer function vs pgbench (same run) ==\n${lines.join('\n')}\n`);
+
+  // The ledger still balances: every wallet + system account sums to zero, cached balances match postings.
+  const { rows: check } = await db.query(
+    `SELECT (SELECT coalesce(sum(amount), 0) FROM postings) AS total,
+            (SELECT count(*) FROM ledger_accounts a WHERE a.kind = 'WALLET'
+                AND a.balance <> (SELECT coalesce(sum(amount), 0) FROM postings p WHERE p.account_id = a.id)) AS off`,
+  );
+  if (Number(check[0].total) !== 0 || Number(check[0].off) !== 0)
+    throw new Error(`ledger does not balance: ${JSON.stringify(check[0])}`);
+  say('ledger balances');
+}
