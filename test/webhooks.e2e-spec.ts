@@ -3,6 +3,7 @@ import type { JSONWebKeySet } from 'jose';
 import request from 'supertest';
 import { ValidationFailedError } from '../src/common/errors/domain-errors.js';
 import { AppsService } from '../src/modules/apps/apps.service.js';
+import { WebhookDeliveryService } from '../src/modules/webhooks/webhook-delivery.service.js';
 import { WebhookRelay } from '../src/modules/webhooks/webhook-relay.js';
 import { WEBHOOK_EVENTS } from '../src/modules/webhooks/webhook-events.js';
 import { WebhooksService, type EmitInput, type EventView } from '../src/modules/webhooks/webhooks.service.js';
@@ -344,6 +345,85 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
     expect(listed.map((event) => [event.status, event.attempts, event.deliveries.length])).toEqual(
       Array(10).fill(['delivered', 1, 1]),
     );
+  });
+
+  it('delivers a burst committed in one transaction, in batches, while the database connections are terminated', async () => {
+    const { appId, receiver } = await appWithReceiver(() => ({ status: 200, delayMs: 5 }));
+    const ids = await t.dataSource.transaction(async (manager) => {
+      const emitted: string[] = [];
+      for (let n = 0; n < 300; n++) emitted.push(await webhooks.emit(manager, transferUpdate(appId)));
+      return emitted;
+    });
+    // Twice during the burst, every connection of the application's pool is cut (batches in flight fail
+    // and are tried again on fresh connections).
+    for (const after of [20, 150]) {
+      await pollUntil(`${after} events acknowledged`, () => receiver.acknowledged().length >= after);
+      await t.dataSource.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND application_name = 'wallet-api'`,
+      );
+    }
+    await pollUntil(
+      'all 300 events recorded delivered',
+      async () => {
+        const [row] = (await t.dataSource.query(
+          `SELECT count(*)::int AS n FROM webhook_events WHERE id = ANY($1) AND status = 'delivered'`,
+          [ids],
+        )) as { n: number }[];
+        return row.n === ids.length;
+      },
+      60_000,
+    );
+    for (const id of ids) expect(receiver.acknowledged(id).length).toBeGreaterThanOrEqual(1);
+    // One recorded attempt per POST the receiver saw, each delivered (a batch tried again adds none twice).
+    const attempts = (await t.dataSource.query(
+      `SELECT event_id, outcome, status_code FROM webhook_attempts WHERE event_id = ANY($1)`,
+      [ids],
+    )) as { event_id: string; outcome: string; status_code: number }[];
+    expect(attempts.every((row) => row.outcome === 'delivered' && row.status_code === 200)).toBe(true);
+    expect(new Set(attempts.map((row) => row.event_id)).size).toBe(ids.length);
+    expect(attempts.length).toBeLessThanOrEqual(receiver.requests.length);
+  }, 90_000);
+
+  it('records an outcome once: a repeated record changes nothing, a stale attempt leaves the event to its new holder', async () => {
+    const delivery = t.app.get(WebhookDeliveryService);
+    const { appId } = await registerClient(t.app, 'record fencing');
+    // Written as pending and leased by attempt 2 (as a claim leaves it), without any delivery job.
+    const eventId = randomUUID();
+    await t.dataSource.query(
+      `INSERT INTO webhook_events (id, app_id, event, subject, payload, status, attempts, lease_until, next_attempt_at)
+       VALUES ($1, $2, 'transfer_update', NULL, '{}', 'pending', 2, now() + interval '1 hour', NULL)`,
+      [eventId, appId],
+    );
+    const attempt = (n: number, startedAtMs: number) => ({
+      id: eventId,
+      attempt: n,
+      url: 'http://example.test/',
+      startedAtMs,
+      durationMs: 3,
+      statusCode: 200,
+      delivered: true,
+      error: null,
+      retryDelayMs: null,
+    });
+    const record = (items: ReturnType<typeof attempt>[]) => delivery['recordBatch'](items);
+    const state = async () =>
+      (
+        (await t.dataSource.query(
+          `SELECT status, lease_until IS NOT NULL AS leased, (SELECT count(*)::int FROM webhook_attempts WHERE event_id = $1) AS rows
+             FROM webhook_events WHERE id = $1`,
+          [eventId],
+        )) as { status: string; leased: boolean; rows: number }[]
+      )[0];
+
+    // Attempt 1 lost its lease to attempt 2: its POST is recorded, the event stays with attempt 2.
+    await expect(record([attempt(1, Date.now() - 5_000)])).resolves.toEqual(['delivered']);
+    expect(await state()).toEqual({ status: 'pending', leased: true, rows: 1 });
+    // Attempt 2 records; the same statement again (a retry after a lost connection) adds nothing.
+    const second = attempt(2, Date.now());
+    await record([second]);
+    await record([second]);
+    expect(await state()).toEqual({ status: 'delivered', leased: false, rows: 2 });
   });
 });
 

@@ -4,9 +4,13 @@ import { JobProcessor, type JobHandler } from '../../common/queue/job-processor.
 import { QUEUES } from '../../common/queue/queue-names.js';
 import { WebhookDeliveryService, type DeliveryOutcome } from './webhook-delivery.service.js';
 
-/** Consumes delivery jobs. Retries are scheduled by the delivery service in the database, not by BullMQ. */
+/**
+ * Consumes delivery jobs. Retries are scheduled by the delivery service in the database, not by BullMQ.
+ * 200 at a time: a job spends most of its life waiting (for its claim's and its record's batch, for the
+ * receiver), and the batches grow with the jobs waiting for them.
+ */
 @Injectable()
-@JobProcessor({ queue: QUEUES.webhooks, concurrency: 50 })
+@JobProcessor({ queue: QUEUES.webhooks, concurrency: 200 })
 export class WebhookDeliveryProcessor implements JobHandler {
   constructor(private readonly delivery: WebhookDeliveryService) {}
 

@@ -17,11 +17,15 @@ import { deliveryJobId, WEBHOOK_NOTIFY_CHANNEL } from './webhook-events.js';
  */
 const LIVE_STATES = new Set(['waiting', 'delayed', 'prioritized', 'waiting-children']);
 
+/** At most this many jobs per addBulk (one Redis pipeline, or one PostgreSQL transaction). */
+const RELAY_BATCH = 1000;
+
 /**
  * Moves committed outbox events into the queue (worker side only):
  * - the relay LISTENs for the outbox trigger's NOTIFY (sent on commit only)
  *   and enqueues a delivery job whose id is `<eventId>.<generation>`, so
- *   every worker may relay the same notice and the queue holds one job;
+ *   every worker may relay the same notice and the queue holds one job (the
+ *   notices of one turn of the event loop go in one addBulk);
  * - the sweeper, on a timer that needs neither Redis nor the relay, finds
  *   pending events whose job the queue lost (Redis flushed or down when they
  *   were written, relay disconnected, worker killed) and enqueues them again.
@@ -34,6 +38,8 @@ export class WebhookRelay implements OnApplicationBootstrap, OnApplicationShutdo
   private reconnectTimer?: NodeJS.Timeout;
   private sweeping = false;
   private reconnectDelayMs = 500;
+  /** Notices received in this turn of the event loop, enqueued together (one addBulk). */
+  private notices: { eventId: string; generation: number }[] = [];
 
   constructor(
     @Inject(DATABASE_RUNTIME) private readonly database: DatabaseRuntime,
@@ -136,11 +142,23 @@ export class WebhookRelay implements OnApplicationBootstrap, OnApplicationShutdo
 
   private relay(notice: string): void {
     const dot = notice.lastIndexOf('.');
-    const eventId = notice.slice(0, dot);
-    const generation = Number(notice.slice(dot + 1));
-    this.delivery.enqueue(eventId, generation).catch((error: unknown) =>
-      // The event stays pending in the database; the sweeper enqueues it once the queue answers.
-      this.logger.warn({ err: error, eventId }, 'could not enqueue webhook event; the sweeper will retry'),
-    );
+    this.notices.push({ eventId: notice.slice(0, dot), generation: Number(notice.slice(dot + 1)) });
+    // A transaction that writes many events delivers its NOTIFYs at once: they go to the queue together.
+    if (this.notices.length === 1) setImmediate(() => this.flushNotices());
+  }
+
+  private flushNotices(): void {
+    const notices = this.notices;
+    this.notices = [];
+    for (let start = 0; start < notices.length; start += RELAY_BATCH) {
+      const jobs = notices.slice(start, start + RELAY_BATCH);
+      this.delivery.enqueueMany(jobs).catch((error: unknown) =>
+        // The events stay pending in the database; the sweeper enqueues them once the queue answers.
+        this.logger.warn(
+          { err: error, events: jobs.length, firstEventId: jobs[0].eventId },
+          'could not enqueue webhook events; the sweeper will retry',
+        ),
+      );
+    }
   }
 }

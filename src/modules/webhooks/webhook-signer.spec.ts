@@ -1,0 +1,57 @@
+import { CompactSign, compactVerify, exportJWK, generateKeyPair, type CryptoKey } from 'jose';
+import type { SigningKey } from '../auth/signing-keys.service.js';
+import { WebhookSigner } from './webhook-signer.js';
+
+describe('WebhookSigner', () => {
+  let key: SigningKey;
+  let publicKey: CryptoKey;
+  const payload = {
+    event: 'transfer_update',
+    timestamp: 1_795_000_000,
+    data: { uuid: 'a0f0c7c4-4f1c-4c55-9a55-6f8e3e1f0b6e', note: 'ñandú – ✓', amount: 12.5 },
+  };
+
+  beforeAll(async () => {
+    const pair = await generateKeyPair('ES256');
+    publicKey = pair.publicKey;
+    key = {
+      kid: 'kid-1',
+      privateKey: pair.privateKey,
+      publicJwk: await exportJWK(pair.publicKey),
+      publicKeyObject: undefined as never,
+      createdAt: new Date().toISOString(),
+      retiredAt: null,
+    };
+  });
+
+  it('writes the compact JWS jose writes (same protected header and payload bytes) and it verifies as ES256', async () => {
+    const signer = new WebhookSigner();
+    const jws = signer.sign(key, payload);
+    const byJose = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
+      .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
+      .sign(key.privateKey);
+    const [header, body, signature] = jws.split('.');
+    expect(`${header}.${body}`).toBe(byJose.split('.').slice(0, 2).join('.'));
+    expect(Buffer.from(signature, 'base64url')).toHaveLength(64); // r‖s, not DER
+
+    const verified = await compactVerify(jws, publicKey, { algorithms: ['ES256'] });
+    expect(verified.protectedHeader).toEqual({ alg: 'ES256', kid: 'kid-1', typ: 'JWT' });
+    expect(JSON.parse(new TextDecoder().decode(verified.payload))).toEqual(payload);
+    // jose's own signature verifies the same way (same format).
+    await expect(compactVerify(byJose, publicKey, { algorithms: ['ES256'] })).resolves.toBeDefined();
+  });
+
+  it('signs again with the cached key, and with a new key (rotation) under its kid', async () => {
+    const signer = new WebhookSigner();
+    const first = signer.sign(key, payload);
+    const second = signer.sign(key, { ...payload, timestamp: 1 });
+    await expect(compactVerify(second, publicKey, { algorithms: ['ES256'] })).resolves.toBeDefined();
+    expect(first.split('.')[0]).toBe(second.split('.')[0]);
+
+    const rotated = await generateKeyPair('ES256');
+    const jws = signer.sign({ ...key, kid: 'kid-2', privateKey: rotated.privateKey }, payload);
+    const verified = await compactVerify(jws, rotated.publicKey, { algorithms: ['ES256'] });
+    expect(verified.protectedHeader.kid).toBe('kid-2');
+    await expect(compactVerify(jws, publicKey, { algorithms: ['ES256'] })).rejects.toThrow();
+  });
+});
