@@ -93,4 +93,25 @@ describe('MicroBatcher', () => {
     });
     await expect(batcher.submit('a')).rejects.toThrow(/answered 0 of 1/);
   });
+
+  it('with gather, groups the items of one event-loop turn even at idle; a run that throws at once rejects them', async () => {
+    const { calls, run } = gatedRun();
+    const batcher = new MicroBatcher<string, string>({ max: 10, concurrency: 1, run, gather: true });
+    const answers = ['a', 'b', 'c'].map((item) => batcher.submit(item));
+    expect(calls).toHaveLength(0);
+    await flush();
+    expect(calls.map((call) => call.items)).toEqual([['a', 'b', 'c']]);
+    calls[0].finish();
+    expect(await Promise.all(answers)).toEqual(['a!', 'b!', 'c!']);
+
+    const throwing = new MicroBatcher<string, string>({
+      max: 10,
+      concurrency: 1,
+      gather: true,
+      run: () => {
+        throw new Error('no connection');
+      },
+    });
+    await expect(throwing.submit('x')).rejects.toThrow('no connection');
+  });
 });

@@ -16,6 +16,11 @@ export interface MicroBatcherOptions<I, O> {
   readonly keysOf?: (item: I) => readonly string[];
   /** Told the size of every call started (a metric). */
   readonly onCall?: (size: number) => void;
+  /**
+   * Start a call on the next turn of the event loop rather than at once, so that the items submitted in the
+   * same turn (a queue worker taking several jobs) go together even at idle.
+   */
+  readonly gather?: boolean;
 }
 
 interface Pending<I, O> {
@@ -38,6 +43,7 @@ export class MicroBatcher<I, O> {
   private inFlightItems = 0;
   /** Keys of the items at the database, with how many calls hold each. */
   private readonly busy = new Map<string, number>();
+  private scheduled = false;
 
   constructor(private readonly options: MicroBatcherOptions<I, O>) {}
 
@@ -54,6 +60,16 @@ export class MicroBatcher<I, O> {
   }
 
   private dispatch(): void {
+    if (!this.options.gather) return this.dispatchNow();
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.dispatchNow();
+    });
+  }
+
+  private dispatchNow(): void {
     while (this.inFlight < this.options.concurrency && this.waiting.length > 0) {
       const batch = this.take();
       if (batch.length === 0) return; // everything waiting conflicts with a call in flight

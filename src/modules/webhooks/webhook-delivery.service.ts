@@ -8,7 +8,7 @@ import { JOBS, QUEUES } from '../../common/queue/queue-names.js';
 import { QueueFactory } from '../../common/queue/queue.factory.js';
 import { SigningKeysService } from '../auth/signing-keys.service.js';
 import type { WebhookPayload } from './entities/webhook-event.entity.js';
-import { MicroBatcher } from './micro-batcher.js';
+import { MicroBatcher } from '../../common/database/micro-batcher.js';
 import { WebhookSender, type SendResult } from './webhook-sender.js';
 import { WebhookSigner } from './webhook-signer.js';
 import { deliveryJobId } from './webhook-events.js';
@@ -155,7 +155,7 @@ SELECT id, generation, 0 FROM woken`;
  */
 
 /** Claim and record batches: how large, how many at once (each holds a pool connection while it runs). */
-const BATCH = { maxBatch: 500, maxInFlight: 2 };
+const BATCH = { max: 500, concurrency: 2, gather: true };
 /** A batch statement that fails (connection terminated, deadlock, failover) is tried again after these. */
 const BATCH_RETRY_DELAYS_MS = [50, 250, 1000];
 
@@ -192,8 +192,11 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
     });
     this.maxAttempts = config.webhookRetryDelaysMs.length + 1;
     this.leaseMs = config.webhookTimeoutMs + 20_000;
-    this.claims = new MicroBatcher((ids) => this.claimBatch(ids), BATCH);
-    this.records = new MicroBatcher((attempts) => this.recordBatch(attempts), BATCH);
+    this.claims = new MicroBatcher({ ...BATCH, run: async (ids) => settled(await this.claimBatch(ids)) });
+    this.records = new MicroBatcher({
+      ...BATCH,
+      run: async (attempts) => settled(await this.recordBatch(attempts)),
+    });
   }
 
   /**
@@ -332,4 +335,9 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
       }
     }
   }
+}
+
+/** Every item of a batch answered with its value. */
+function settled<O>(values: O[]): { value: O }[] {
+  return values.map((value) => ({ value }));
 }
