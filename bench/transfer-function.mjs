@@ -24,6 +24,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { cleanup, onCleanup, run } from './lib/procs.mjs';
+import { transferBody } from './lib/service.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const env = (name, def) => process.env[name] || def;
@@ -231,19 +232,7 @@ async function main() {
     let to = accounts[randomInt(accounts.length)];
     while (to === from) to = accounts[randomInt(accounts.length)];
     const amount = `${randomInt(1, 10)}.${String(randomInt(0, 100)).padStart(2, '0')}`;
-    const dto = {
-      accountUUID: from.id,
-      movementType: 'WITHDRAW',
-      counterParty: {
-        name: 'Bench Account',
-        cValue: to.cuil,
-        identifierType: 'CVU',
-        identifier: to.cvu,
-        branchName: 'Casa central',
-      },
-      amount: Number(amount),
-      concept: 'VAR',
-    };
+    const dto = JSON.parse(transferBody({ uuid: from.id }, to, Number(amount)));
     return JSON.stringify({
       appId,
       subject: null,

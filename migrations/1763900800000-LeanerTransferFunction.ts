@@ -25,6 +25,7 @@ export class LeanerTransferFunction1763900800000 implements MigrationInterface {
   name = 'LeanerTransferFunction1763900800000';
 
   async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(KEY_ANSWER);
     await queryRunner.query(TRANSFER_TRY);
     await queryRunner.query(`
       CREATE OR REPLACE FUNCTION "wallet_create_transfer"(p jsonb) RETURNS jsonb
@@ -68,8 +69,31 @@ export class LeanerTransferFunction1763900800000 implements MigrationInterface {
     await queryRunner.query(CREATE_TRANSFERS.replace('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION'));
     await queryRunner.query(CREATE_TRANSFER.replace('CREATE FUNCTION', 'CREATE OR REPLACE FUNCTION'));
     await queryRunner.query(`DROP FUNCTION "wallet_transfer_try"(jsonb, uuid[])`);
+    await queryRunner.query(`DROP FUNCTION "wallet_key_answer"(uuid, text, text)`);
   }
 }
+
+/**
+ * The answer for an Idempotency-Key another request has claimed (its claim committed, or is ours from earlier
+ * in this group): a refusal when the body differs, the stored answer to replay, or NULL while it has none.
+ */
+const KEY_ANSWER = `
+CREATE FUNCTION "wallet_key_answer"(p_app uuid, p_key text, p_hash text) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  stored record;
+BEGIN
+  SELECT request_hash, response_body INTO stored FROM idempotency_keys WHERE app_id = p_app AND key = p_key;
+  IF stored.request_hash <> p_hash THEN
+    RETURN jsonb_build_object('refused', jsonb_build_object('code', 'WT400', 'path', 'Idempotency-Key',
+      'type', 'invalid', 'message', 'this Idempotency-Key was used with a different request'));
+  END IF;
+  IF stored.response_body IS NOT NULL THEN
+    RETURN jsonb_build_object('replay', stored.response_body);
+  END IF;
+  RETURN NULL;
+END
+$$`;
 
 /**
  * Input: one wallet_create_transfer input (migrations/1763900700000-TransferFunction.ts). Output: that
@@ -118,9 +142,9 @@ DECLARE
   v_refusal jsonb;
   v_error text;
   v_unanswered boolean := false;
+  v_answer jsonb;
   acc record;
   recv record;
-  stored record;
 BEGIN
   SELECT w.id, w.app_id, w.owner_id, w.status, w.currency, w.monthly_deposit_limit, w.annual_deposit_limit
     INTO recv FROM wallet_accounts w WHERE w.cvu = v_cp->>'identifier' AND w.status <> 'DELETED';
@@ -275,13 +299,9 @@ BEGIN
       IF FOUND THEN
         DELETE FROM idempotency_keys WHERE app_id = v_app AND key = v_key;
       ELSE
-        SELECT request_hash, response_body INTO stored FROM idempotency_keys WHERE app_id = v_app AND key = v_key;
-        IF stored.request_hash <> v_hash THEN
-          RETURN jsonb_build_object('refused', jsonb_build_object('code', 'WT400', 'path', 'Idempotency-Key',
-            'type', 'invalid', 'message', 'this Idempotency-Key was used with a different request'));
-        END IF;
-        IF stored.response_body IS NOT NULL THEN
-          RETURN jsonb_build_object('replay', stored.response_body);
+        v_answer := wallet_key_answer(v_app, v_key, v_hash);
+        IF v_answer IS NOT NULL THEN
+          RETURN v_answer;
         END IF;
       END IF;
     END IF;
@@ -316,13 +336,9 @@ BEGIN
     INSERT INTO idempotency_keys (app_id, key, request_hash, response_status, response_body)
     VALUES (v_app, v_key, v_hash, 201, v_row) ON CONFLICT DO NOTHING;
     IF NOT FOUND THEN
-      SELECT request_hash, response_body INTO stored FROM idempotency_keys WHERE app_id = v_app AND key = v_key;
-      IF stored.request_hash <> v_hash THEN
-        RETURN jsonb_build_object('refused', jsonb_build_object('code', 'WT400', 'path', 'Idempotency-Key',
-          'type', 'invalid', 'message', 'this Idempotency-Key was used with a different request'));
-      END IF;
-      IF stored.response_body IS NOT NULL THEN
-        RETURN jsonb_build_object('replay', stored.response_body);
+      v_answer := wallet_key_answer(v_app, v_key, v_hash);
+      IF v_answer IS NOT NULL THEN
+        RETURN v_answer;
       END IF;
       v_unanswered := true;
     END IF;

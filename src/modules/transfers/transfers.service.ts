@@ -93,11 +93,12 @@ export class TransfersService {
     }
 
     const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
+    const accountId = input.accountUUID.toLowerCase();
     // Everything the transfer writes happens in one database call, grouped with others (decisions/0015).
     const parameters = JSON.stringify({
       appId: principal.appId,
       subject: principal.kind === 'subject' ? principal.subject : null,
-      accountId: input.accountUUID.toLowerCase(),
+      accountId,
       amount: toDb(amount),
       movementType: input.movementType,
       counterparty: {
@@ -118,11 +119,7 @@ export class TransfersService {
       requestHash:
         idempotencyKey === undefined ? null : createHash('sha256').update(canonicalJson(input)).digest('hex'),
     });
-    const result = await this.batcher.create(
-      parameters,
-      input.accountUUID.toLowerCase(),
-      counterParty.identifier,
-    );
+    const result = await this.batcher.create(parameters, accountId, counterParty.identifier);
     if ('replay' in result) return createdView(result.replay);
     // After commit: if this hand-over is lost, the clearing recovery sweep submits the transfer again.
     if (result.submit) await this.rail.submit(result.row.id).catch(() => undefined);
