@@ -27,42 +27,8 @@ export class LeanerTransferFunction1763900800000 implements MigrationInterface {
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(KEY_ANSWER);
     await queryRunner.query(TRANSFER_TRY);
-    await queryRunner.query(`
-      CREATE OR REPLACE FUNCTION "wallet_create_transfer"(p jsonb) RETURNS jsonb
-      LANGUAGE plpgsql AS $$
-      DECLARE
-        v_result jsonb := wallet_transfer_try(p);
-        v_refused jsonb := v_result->'refused';
-      BEGIN
-        IF v_refused IS NOT NULL THEN
-          PERFORM wallet_refuse(v_refused->>'code', v_refused->>'path', v_refused->>'type', v_refused->>'message');
-        END IF;
-        RETURN v_result;
-      END
-      $$`);
-    await queryRunner.query(`
-      CREATE OR REPLACE FUNCTION "wallet_create_transfers"(p jsonb) RETURNS jsonb
-      LANGUAGE plpgsql AS $$
-      DECLARE
-        v_results jsonb[] := '{}';
-        v_item jsonb;
-        v_locked uuid[];
-      BEGIN
-        SELECT array_agg(id) INTO v_locked FROM (
-          SELECT id FROM ledger_accounts
-           WHERE id IN (SELECT (e->>'accountId')::uuid FROM jsonb_array_elements(p) AS e
-                        UNION
-                        SELECT w.id FROM wallet_accounts w
-                         WHERE w.cvu IN (SELECT e->'counterparty'->>'identifier' FROM jsonb_array_elements(p) AS e)
-                           AND w.status <> 'DELETED')
-             AND kind = 'WALLET'
-           ORDER BY id FOR UPDATE) l;
-        FOR v_item IN SELECT e FROM jsonb_array_elements(p) AS e LOOP
-          v_results := v_results || wallet_transfer_try(v_item, v_locked);
-        END LOOP;
-        RETURN to_jsonb(v_results);
-      END
-      $$`);
+    await queryRunner.query(CREATE_TRANSFER_V2);
+    await queryRunner.query(CREATE_TRANSFERS_V2);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
@@ -72,6 +38,46 @@ export class LeanerTransferFunction1763900800000 implements MigrationInterface {
     await queryRunner.query(`DROP FUNCTION "wallet_key_answer"(uuid, text, text)`);
   }
 }
+
+/** wallet_create_transfer as this migration defines it: raises the refusal wallet_transfer_try returns. */
+export const CREATE_TRANSFER_V2 = `
+CREATE OR REPLACE FUNCTION "wallet_create_transfer"(p jsonb) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_result jsonb := wallet_transfer_try(p);
+  v_refused jsonb := v_result->'refused';
+BEGIN
+  IF v_refused IS NOT NULL THEN
+    PERFORM wallet_refuse(v_refused->>'code', v_refused->>'path', v_refused->>'type', v_refused->>'message');
+  END IF;
+  RETURN v_result;
+END
+$$`;
+
+/** wallet_create_transfers as this migration defines it: the group's ledger rows locked first, then each try. */
+export const CREATE_TRANSFERS_V2 = `
+CREATE OR REPLACE FUNCTION "wallet_create_transfers"(p jsonb) RETURNS jsonb
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_results jsonb[] := '{}';
+  v_item jsonb;
+  v_locked uuid[];
+BEGIN
+  SELECT array_agg(id) INTO v_locked FROM (
+    SELECT id FROM ledger_accounts
+     WHERE id IN (SELECT (e->>'accountId')::uuid FROM jsonb_array_elements(p) AS e
+                  UNION
+                  SELECT w.id FROM wallet_accounts w
+                   WHERE w.cvu IN (SELECT e->'counterparty'->>'identifier' FROM jsonb_array_elements(p) AS e)
+                     AND w.status <> 'DELETED')
+       AND kind = 'WALLET'
+     ORDER BY id FOR UPDATE) l;
+  FOR v_item IN SELECT e FROM jsonb_array_elements(p) AS e LOOP
+    v_results := v_results || wallet_transfer_try(v_item, v_locked);
+  END LOOP;
+  RETURN to_jsonb(v_results);
+END
+$$`;
 
 /**
  * The answer for an Idempotency-Key another request has claimed (its claim committed, or is ours from earlier
@@ -103,7 +109,7 @@ $$`;
  * currency); funds (or fee and taxes of an external DEPOSIT); the sender's monthly and annual limits; the
  * receiver's.
  */
-const TRANSFER_TRY = `
+export const TRANSFER_TRY = `
 CREATE FUNCTION "wallet_transfer_try"(p jsonb, p_locked uuid[] DEFAULT NULL) RETURNS jsonb
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -7,6 +7,7 @@ import { Transfers1763900600000 } from './1763900600000-Transfers.js';
 import { Messaging1763900300000 } from './1763900300000-Messaging.js';
 import { TransferFunction1763900700000 } from './1763900700000-TransferFunction.js';
 import { LeanerTransferFunction1763900800000 } from './1763900800000-LeanerTransferFunction.js';
+import { GroupWrites1763900900000 } from './1763900900000-GroupWrites.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   Transfers1763900600000,
   TransferFunction1763900700000,
   LeanerTransferFunction1763900800000,
+  GroupWrites1763900900000,
 ];
