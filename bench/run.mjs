@@ -674,6 +674,9 @@ async function main() {
     const out = {};
     for (const [key, label, options, movesMoney] of phases) {
       if (S.httpPhases.length > 0 && !S.httpPhases.includes(key)) continue;
+      // As pgbench vacuums its tables before each run (it is run without -n): the previous phase's rows are
+      // vacuumed and analyzed now, not by an autovacuum worker during this phase.
+      await db.query('VACUUM (ANALYZE)');
       await admin.query('CHECKPOINT');
       const before = await money();
       say(`round ${round}: ${label}, ${options.connections ?? S.connections} connection(s)…`);
