@@ -375,13 +375,20 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
       60_000,
     );
     for (const id of ids) expect(receiver.acknowledged(id).length).toBeGreaterThanOrEqual(1);
-    // One recorded attempt per POST the receiver saw, each delivered (a batch tried again adds none twice).
+    // At most one recorded attempt per POST the receiver saw (a batch tried again adds none twice), and exactly
+    // one delivered attempt per event. On a loaded machine a POST can outlast WEBHOOK_TIMEOUT_MS (1 s here):
+    // that attempt is recorded failed without a status and retried, never a 200 recorded as failed.
     const attempts = (await t.dataSource.query(
       `SELECT event_id, outcome, status_code FROM webhook_attempts WHERE event_id = ANY($1)`,
       [ids],
-    )) as { event_id: string; outcome: string; status_code: number }[];
-    expect(attempts.every((row) => row.outcome === 'delivered' && row.status_code === 200)).toBe(true);
-    expect(new Set(attempts.map((row) => row.event_id)).size).toBe(ids.length);
+    )) as { event_id: string; outcome: string; status_code: number | null }[];
+    const delivered = attempts.filter((row) => row.outcome === 'delivered');
+    expect(delivered.every((row) => row.status_code === 200)).toBe(true);
+    expect(delivered).toHaveLength(ids.length);
+    expect(new Set(delivered.map((row) => row.event_id)).size).toBe(ids.length);
+    expect(
+      attempts.filter((row) => row.outcome !== 'delivered').every((row) => row.status_code === null),
+    ).toBe(true);
     expect(attempts.length).toBeLessThanOrEqual(receiver.requests.length);
   }, 90_000);
 

@@ -42,6 +42,8 @@ const EitherGuard = passportGuard([CC_STRATEGY, SUBJECT_STRATEGY]);
 export class ApiAuthGuard implements CanActivate {
   private readonly clientOnly = new ClientOnlyGuard();
   private readonly either = new EitherGuard();
+  /** Verifications in flight, by token: settle (never reject) when the verification has finished. */
+  private readonly verifying = new Map<string, Promise<void>>();
 
   constructor(
     private readonly reflector: Reflector,
@@ -77,15 +79,38 @@ export class ApiAuthGuard implements CanActivate {
   ): Promise<boolean> {
     const header = (request.headers as Record<string, string | undefined>).authorization;
     const token = header?.startsWith('Bearer ') ? header.slice(7) : undefined;
-    const cached = token === undefined ? undefined : this.verified.get(token);
-    if (cached && (policy === 'either' || cached.kind === 'client')) {
-      request.user = cached;
-      return true;
+    if (token !== undefined && this.fromCache(request, token, policy)) return true;
+    // The same token is being verified for another request (every connection of a client misses the cache at
+    // once when its entry expires): wait for that verification and take its principal, as if this request had
+    // come a moment later; if it failed, verify this request on its own.
+    const pending = token === undefined ? undefined : this.verifying.get(token);
+    if (pending) {
+      await pending;
+      if (this.fromCache(request, token!, policy)) return true;
     }
     const guard = policy === 'cc' ? this.clientOnly : this.either;
-    const allowed = (await guard.canActivate(context)) as boolean;
-    if (allowed && token !== undefined) this.verified.remember(token, request.user as Principal);
-    return allowed;
+    const verification = (guard.canActivate(context) as Promise<boolean>).then((allowed) => {
+      if (allowed && token !== undefined) this.verified.remember(token, request.user as Principal);
+      return allowed;
+    });
+    if (token === undefined || pending || this.config.authCacheMs === 0) return verification;
+    const settled = verification.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.verifying.set(token, settled);
+    void settled.then(() => {
+      if (this.verifying.get(token) === settled) this.verifying.delete(token);
+    });
+    return verification;
+  }
+
+  /** The principal of a token that verified moments ago, if the policy accepts it. */
+  private fromCache(request: Record<string, unknown>, token: string, policy: 'cc' | 'either'): boolean {
+    const cached = this.verified.get(token);
+    if (!cached || (policy === 'cc' && cached.kind !== 'client')) return false;
+    request.user = cached;
+    return true;
   }
 
   private operator(request: Record<string, unknown>): boolean {

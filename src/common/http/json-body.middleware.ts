@@ -1,9 +1,17 @@
+import { StringDecoder } from 'node:string_decoder';
 import { Inject, Injectable, NestMiddleware } from '@nestjs/common';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { ValidationFailedError } from '../errors/domain-errors.js';
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** Content types (lower-cased) whose charset is UTF-8 without asking content-type's parser. */
+const PLAIN_JSON_TYPES = new Set([
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json;charset=utf-8',
+]);
 
 /**
  * Parses JSON bodies inside Nest (so parse and size errors reach the one
@@ -13,8 +21,10 @@ const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 @Injectable()
 export class JsonBodyMiddleware implements NestMiddleware {
   private readonly parse: ReturnType<typeof express.json>;
+  private readonly limit: number;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    this.limit = config.bodyLimitBytes;
     this.parse = express.json({ limit: config.bodyLimitBytes, strict: true, type: () => true });
   }
 
@@ -32,15 +42,137 @@ export class JsonBodyMiddleware implements NestMiddleware {
     if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/.test(type)) {
       throw ValidationFailedError.single('', 'invalid', 'Content-Type must be application/json');
     }
-    await new Promise<void>((resolve, reject) =>
-      this.parse(request, response, (error?: unknown) => (error ? reject(error) : resolve())),
-    );
+    const length = this.plainLength(request, type);
+    if (length !== undefined) {
+      // As body-parser: `body` exists (undefined) even when the body turns out unreadable or not JSON.
+      const target: { body?: unknown } = request;
+      if (!('body' in target)) target.body = undefined;
+      target.body = parseStrictJson(await readUtf8(request, length));
+    } else {
+      await new Promise<void>((resolve, reject) =>
+        this.parse(request, response, (error?: unknown) => (error ? reject(error) : resolve())),
+      );
+    }
     // `strict` lets arrays through; every request body of the interface is an object.
     if (Array.isArray(request.body)) {
       throw ValidationFailedError.single('', 'invalid', 'Request body must be a JSON object');
     }
     assertStorableJson(request.body);
     next();
+  }
+
+  /**
+   * The declared length of a body that express.json would read as plain UTF-8 from the request itself (no
+   * content encoding, no chunked framing, within the limit, a JSON content type with no charset or UTF-8, a
+   * fresh request stream), which readUtf8 and parseStrictJson then read exactly as it would; undefined for
+   * everything else, which goes to express.json.
+   */
+  private plainLength(request: Request, type: string): number | undefined {
+    const { headers } = request;
+    if (!PLAIN_JSON_TYPES.has(type)) return undefined;
+    if (headers['content-encoding'] !== undefined || headers['transfer-encoding'] !== undefined)
+      return undefined;
+    const declared = headers['content-length'];
+    if (declared === undefined || !/^\d{1,9}$/.test(declared)) return undefined;
+    const length = Number(declared);
+    if (length > this.limit) return undefined;
+    // body-parser skips a finished request and raw-body refuses a stream that is not readable or decodes itself.
+    if (!request.readable || request.readableEncoding !== null) return undefined;
+    if ((request as { upgrade?: boolean }).upgrade || !request.socket?.readable) return undefined;
+    return length;
+  }
+}
+
+/**
+ * The request body as a string, as raw-body reads it for body-parser: Node's UTF-8 StringDecoder over the chunks,
+ * a leading byte order mark dropped (iconv-lite's StripBOM). Node's parser delivers exactly Content-Length bytes
+ * unless the client goes away (the request then emits `error`, or at least `close`, before `end`), which rejects
+ * with the error raw-body gives (`request.aborted`).
+ */
+function readUtf8(request: Request, length: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const decoder = new StringDecoder('utf8');
+    let text = '';
+    let received = 0;
+    const onData = (chunk: Buffer) => {
+      received += chunk.length;
+      text += decoder.write(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      if (received !== length)
+        return reject(
+          readError('request size did not match content length', 'request.size.invalid', length, received),
+        );
+      text += decoder.end();
+      resolve(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    };
+    const onAbort = () => {
+      cleanup();
+      request.unpipe();
+      request.pause();
+      reject(readError('request aborted', 'request.aborted', length, received, 'ECONNABORTED'));
+    };
+    const cleanup = () => {
+      request.removeListener('data', onData);
+      request.removeListener('end', onEnd);
+      request.removeListener('error', onAbort);
+      request.removeListener('close', onAbort);
+    };
+    request.on('close', onAbort);
+    request.on('data', onData);
+    request.on('end', onEnd);
+    request.on('error', onAbort);
+  });
+}
+
+/** The http-errors BadRequestError that raw-body and body-parser give for a body that could not be read. */
+class BadRequestError extends Error {
+  readonly status = 400;
+  readonly statusCode = 400;
+  readonly expose = true;
+
+  constructor(
+    message: string,
+    readonly type: string,
+    readonly expected: number,
+    readonly length: number,
+    readonly received: number,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = 'BadRequestError';
+  }
+}
+
+function readError(message: string, type: string, length: number, received: number, code?: string): Error {
+  return new BadRequestError(message, type, length, length, received, code);
+}
+
+/** The first character that is not JSON whitespace (RFC 8259), as body-parser finds it. */
+const FIRST_NON_WHITESPACE = /^[ \t\n\r]*([^ \t\n\r]|$)/;
+
+/**
+ * body-parser's strict JSON parse: an empty body is `{}`, anything but an object or array is refused, and a
+ * failure is the SyntaxError marked `entity.parse.failed` (the exception filter's "not valid JSON").
+ */
+export function parseStrictJson(text: string): unknown {
+  if (text.length === 0) return {};
+  try {
+    if (text[0] !== '{' && text[0] !== '[') {
+      const first = FIRST_NON_WHITESPACE.exec(text)?.[1] || undefined;
+      if (first !== '{' && first !== '[')
+        throw new SyntaxError(`Unexpected token '${first}', "${text.slice(0, 10)}" is not valid JSON`);
+    }
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw Object.assign(error as SyntaxError, {
+      status: 400,
+      statusCode: 400,
+      expose: true,
+      body: text,
+      type: 'entity.parse.failed',
+    });
   }
 }
 

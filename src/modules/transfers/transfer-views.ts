@@ -108,43 +108,41 @@ export class TransferViews {
   }
 }
 
-/** CreateTransactionResponse: TransactionInfo with the amount as an object, `created` and `movementType`. */
+/**
+ * CreateTransactionResponse: TransactionInfo with the amount as an object, `created` and `movementType`. Built
+ * directly, in the order the answer has always had (TransactionInfo's keys without `amount` and `createdAt`,
+ * then `amount`, `movementType`, `created`), rather than by copying TransactionInfo without two keys: the
+ * object rest and spread cost twice the rest of the view, and spreading shared parts into both views costs three
+ * times a literal, so the two literals repeat their first fields.
+ */
 export function createdView(row: TransferViewRow): CreateTransactionResponseDto {
-  const { createdAt, amount, ...rest } = info(row);
-  return {
-    ...rest,
-    amount: { value: amount, currency: row.currency },
-    currency: row.currency,
-    movementType: row.movement_type,
-    created: createdAt,
-  } as CreateTransactionResponseDto;
-}
-
-function info(row: TransferViewRow): TransactionInfoDto {
-  const ownerTaxKey = row.owner_type === 'USER' && row.owner_tax_id_type === 'cuil' ? 'cuil' : 'cuit';
-  const counterpartyPerson = personTypeOf(row.counterparty_tax_id);
   return {
     uuid: row.id,
     clearingId: row.clearing_id,
     type: row.movement_type,
     status: row.status,
-    account: {
-      uuid: row.owner_id,
-      name: row.owner_name ?? '',
-      [ownerTaxKey]: row.owner_tax_id ?? '',
-      type: row.owner_type,
-      cvu: row.cvu,
-    },
-    counterParty: {
-      // Like account.uuid, the party's own uuid: the owner of an internal counterparty's account.
-      uuid: row.counterparty_owner_id ?? partyUuid(row.counterparty_identifier),
-      name: row.counterparty_name,
-      [counterpartyPerson === 'Juridica' ? 'cuit' : 'cuil']: row.counterparty_tax_id,
-      type: row.route,
-      personType: counterpartyPerson,
-      identifierType: row.counterparty_identifier_type,
-      identifier: row.counterparty_identifier,
-    },
+    account: accountParty(row),
+    counterParty: counterParty(row),
+    currency: row.currency,
+    concept: row.concept,
+    summary: row.summary,
+    description: row.description,
+    taxes: toJson(row.taxes),
+    fees: toJson(row.fees),
+    amount: { value: toJson(row.amount), currency: row.currency },
+    movementType: row.movement_type,
+    created: new Date(row.created_at).toISOString(),
+  } as CreateTransactionResponseDto;
+}
+
+function info(row: TransferViewRow): TransactionInfoDto {
+  return {
+    uuid: row.id,
+    clearingId: row.clearing_id,
+    type: row.movement_type,
+    status: row.status,
+    account: accountParty(row),
+    counterParty: counterParty(row),
     amount: toJson(row.amount),
     currency: row.currency,
     concept: row.concept,
@@ -154,4 +152,29 @@ function info(row: TransferViewRow): TransactionInfoDto {
     fees: toJson(row.fees),
     createdAt: new Date(row.created_at).toISOString(),
   } as TransactionInfoDto;
+}
+
+function accountParty(row: TransferViewRow): TransactionInfoDto['account'] {
+  const ownerTaxKey = row.owner_type === 'USER' && row.owner_tax_id_type === 'cuil' ? 'cuil' : 'cuit';
+  return {
+    uuid: row.owner_id,
+    name: row.owner_name ?? '',
+    [ownerTaxKey]: row.owner_tax_id ?? '',
+    type: row.owner_type,
+    cvu: row.cvu,
+  } as TransactionInfoDto['account'];
+}
+
+function counterParty(row: TransferViewRow): TransactionInfoDto['counterParty'] {
+  const counterpartyPerson = personTypeOf(row.counterparty_tax_id);
+  return {
+    // Like account.uuid, the party's own uuid: the owner of an internal counterparty's account.
+    uuid: row.counterparty_owner_id ?? partyUuid(row.counterparty_identifier),
+    name: row.counterparty_name,
+    [counterpartyPerson === 'Juridica' ? 'cuit' : 'cuil']: row.counterparty_tax_id,
+    type: row.route,
+    personType: counterpartyPerson,
+    identifierType: row.counterparty_identifier_type,
+    identifier: row.counterparty_identifier,
+  } as TransactionInfoDto['counterParty'];
 }

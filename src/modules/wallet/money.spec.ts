@@ -185,4 +185,17 @@ describe('periodsOf: month and year keys on the configured calendar', () => {
       year: 'Y2026',
     });
   });
+
+  it('answers within one second from the last answer, and asks again for the next second or another zone', () => {
+    const before = periodsOf(new Date('2026-12-01T02:59:59.000Z'), BA);
+    expect(periodsOf(new Date('2026-12-01T02:59:59.999Z'), BA)).toBe(before);
+    expect(before.month).toBe('M2026-11');
+    expect(periodsOf(new Date('2026-12-01T03:00:00.000Z'), BA).month).toBe('M2026-12');
+    expect(periodsOf(new Date('2026-12-01T02:59:59.500Z'), 'UTC').month).toBe('M2026-12');
+    expect(periodsOf(new Date('2026-12-01T02:59:59.500Z'), BA).month).toBe('M2026-11');
+    // Kathmandu is UTC+05:45: its months start at hh:15 UTC, on a whole second like every offset.
+    expect(periodsOf(new Date('2026-11-30T18:14:59.999Z'), 'Asia/Kathmandu').month).toBe('M2026-11');
+    expect(periodsOf(new Date('2026-11-30T18:15:00.000Z'), 'Asia/Kathmandu').month).toBe('M2026-12');
+    expect(() => periodsOf(new Date(Number.NaN), BA)).toThrow(RangeError);
+  });
 });

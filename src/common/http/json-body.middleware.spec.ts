@@ -1,0 +1,151 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import type { NextFunction, Request, Response } from 'express';
+import type { AppConfig } from '../../config/app-config.js';
+import { ValidationFailedError } from '../errors/domain-errors.js';
+import { JsonBodyMiddleware } from './json-body.middleware.js';
+
+/** The middleware with its plain-JSON reader switched off: every body goes through express.json. */
+class BodyParserOnly extends JsonBodyMiddleware {
+  constructor(config: AppConfig) {
+    super(config);
+    (this as unknown as { plainLength: () => undefined }).plainLength = () => undefined;
+  }
+}
+
+const config = { bodyLimitBytes: 1024 } as AppConfig;
+
+/** What a request left: the body (as JSON text, so key order counts), or the error, and whether `body` exists. */
+async function outcome(middleware: JsonBodyMiddleware, request: IncomingMessage): Promise<string> {
+  try {
+    let nextCalled = false;
+    await middleware.use(request as Request, {} as Response, (() => (nextCalled = true)) as NextFunction);
+    const body = (request as { body?: unknown }).body;
+    return `next=${nextCalled} has=${'body' in request} body=${JSON.stringify(body)}`;
+  } catch (error) {
+    if (error instanceof ValidationFailedError) return `validation ${JSON.stringify(error.items)}`;
+    const { type, status, statusCode, expose, name } = error as Record<string, unknown>;
+    return `error ${String(name)} ${String(type)} ${String(status)} ${String(statusCode)} ${String(expose)} has=${'body' in request}`;
+  }
+}
+
+describe('JsonBodyMiddleware: the plain UTF-8 JSON reader gives what express.json gives', () => {
+  let server: Server;
+  let port: number;
+  let current: JsonBodyMiddleware;
+  let result: Promise<string>;
+  let resolveResult: (value: string) => void;
+
+  beforeAll(async () => {
+    server = createServer((request: IncomingMessage, response: ServerResponse) => {
+      void outcome(current, request).then((value) => {
+        resolveResult(value);
+        response.end();
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  /**
+   * Sends raw bytes (head, then each body part in its own write) and reads what the middleware made of it;
+   * `hangUp`: the client goes away after the parts instead of finishing the body.
+   */
+  async function send(middleware: JsonBodyMiddleware, head: string, parts: Buffer[], hangUp = false) {
+    current = middleware;
+    result = new Promise((resolve) => (resolveResult = resolve));
+    const socket = connect(port, '127.0.0.1');
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    socket.write(head);
+    for (const part of parts) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      socket.write(part);
+    }
+    if (hangUp) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      socket.destroy();
+    }
+    const value = await result;
+    socket.destroy();
+    return value;
+  }
+
+  const json = (text: string) => Buffer.from(text, 'utf8');
+  const cases: [string, string | undefined, Buffer[], Record<string, string>?][] = [
+    ['an object', 'application/json', [json('{"b":1,"a":{"c":[1,"x"]}}')]],
+    [
+      'UTF-8 split inside a character',
+      'application/json',
+      [json('{"n":"Ñan'), json('dú €"}')].flatMap((part, index) =>
+        index === 0 ? [part.subarray(0, part.length - 1), part.subarray(part.length - 1)] : [part],
+      ),
+    ],
+    [
+      'a byte order mark',
+      'application/json',
+      [Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), json('{"a":1}')])],
+    ],
+    ['only a byte order mark', 'application/json', [Buffer.from([0xef, 0xbb, 0xbf])]],
+    ['leading whitespace', 'application/json', [json(' \n\t{"a":1}')]],
+    ['only whitespace', 'application/json', [json('   ')]],
+    ['malformed JSON', 'application/json', [json('{"a":')]],
+    ['a string', 'application/json', [json('"text"')]],
+    ['a number after whitespace', 'application/json', [json('  42')]],
+    ['an array', 'application/json', [json('[{"a":1}]')]],
+    [
+      'invalid UTF-8',
+      'application/json',
+      [Buffer.concat([json('{"a":"'), Buffer.from([0xc3, 0x28, 0xff]), json('"}')])],
+    ],
+    [
+      'a truncated character at the end',
+      'application/json',
+      [Buffer.concat([json('{"a":1}'), Buffer.from([0xe2, 0x82])])],
+    ],
+    ['a prototype key', 'application/json', [json('{"__proto__":{"x":1}}')]],
+    ['charset=UTF-8', 'application/json; charset=UTF-8', [json('{"a":"é"}')]],
+    ['charset=utf-8 without a space', 'application/json;charset=utf-8', [json('{"a":2}')]],
+    ['charset=latin1 (express.json refuses it)', 'application/json; charset=latin1', [json('{"a":2}')]],
+    ['a +json type', 'application/merge-patch+json', [json('{"a":3}')]],
+    ['an upper-case type', 'Application/JSON', [json('{"a":4}')]],
+    ['a bad parameter', 'application/json; x', [json('{"a":5}')]],
+    ['a body over the limit', 'application/json', [json(`{"a":"${'x'.repeat(1100)}"}`)]],
+    ['gzip', 'application/json', [gzipSync(json('{"a":6}'))], { 'Content-Encoding': 'gzip' }],
+  ];
+
+  it.each(cases)('%s', async (_name, type, parts, extra = {}) => {
+    const body = Buffer.concat(parts);
+    const headers = {
+      Host: 'x',
+      ...(type === undefined ? {} : { 'Content-Type': type }),
+      'Content-Length': String(body.length),
+      ...extra,
+    };
+    const head = `POST /v1/x HTTP/1.1\r\n${Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('')}\r\n`;
+    const fast = await send(new JsonBodyMiddleware(config), head, parts);
+    const reference = await send(new BodyParserOnly(config), head, parts);
+    expect(fast).toBe(reference);
+  });
+
+  it('a client that goes away mid-body: the same error as raw-body', async () => {
+    const head =
+      'POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n';
+    const parts = [Buffer.from('{"a":')];
+    const fast = await send(new JsonBodyMiddleware(config), head, parts, true);
+    expect(fast).toMatch(/request\.aborted/);
+    expect(fast).toBe(await send(new BodyParserOnly(config), head, parts, true));
+  });
+
+  it('chunked bodies go to express.json', async () => {
+    const head =
+      'POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
+    const parts = [Buffer.from('7\r\n{"a":1}\r\n0\r\n\r\n')];
+    expect(await send(new JsonBodyMiddleware(config), head, parts)).toBe(
+      await send(new BodyParserOnly(config), head, parts),
+    );
+  });
+});
