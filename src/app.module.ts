@@ -15,7 +15,6 @@ import { TransfersModule } from './modules/transfers/transfers.module.js';
 import { WalletReadModule } from './modules/wallet/wallet-owner-accounts.js';
 import { MobileModule } from './modules/mobile/mobile.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
-import { WorkerProcessorsModule } from './worker.module.js';
 
 export interface AppModuleOptions extends RuntimeOptions {
   /** Host the queue consumers in this process (the embedded database's single-process mode). */
@@ -40,7 +39,14 @@ export class AppModule implements NestModule {
         WalletReadModule,
         WalletModule,
         TransfersModule,
-        ...(options.runWorker ? [WorkerProcessorsModule] : []),
+        // The consumers' code (undici, the SMPP client, the processors) is loaded only when they run here.
+        ...(options.runWorker
+          ? [
+              import('./worker.module.js').then(({ WorkerProcessorsModule }) => ({
+                module: WorkerProcessorsModule,
+              })),
+            ]
+          : []),
         ...(options.extraModules ?? []),
       ],
       controllers: [HealthController, MetricsController],

@@ -3,12 +3,13 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { Logger } from 'nestjs-pino';
 import { AppModule } from './app.module.js';
-import { onShutdownSignal, prepareRuntime } from './bootstrap.js';
+import { limitHeapGrowth, onShutdownSignal, prepareRuntime } from './bootstrap.js';
 import { configureApp } from './common/http/configure-app.js';
 
 /** The HTTP API (and, on the embedded database, the queue worker too). */
 async function main(): Promise<void> {
   const { config, database, logger } = await prepareRuntime('api');
+  limitHeapGrowth(config.apiHeapGrowthPercent);
   try {
     const app = await NestFactory.create<NestExpressApplication>(
       AppModule.forRoot({ config, database, role: 'api', runWorker: database.embedded !== undefined }),

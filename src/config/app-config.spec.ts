@@ -55,6 +55,7 @@ describe('loadConfig', () => {
       expect(config.dbStatementTimeoutMs).toBe(15_000);
       expect(config.httpHeadersTimeoutMs).toBe(10_000);
       expect(config.httpRequestTimeoutMs).toBe(30_000);
+      expect(config.apiHeapGrowthPercent).toBe(50);
     });
 
     it('is silent by default under NODE_ENV=test', () => {
@@ -87,6 +88,7 @@ describe('loadConfig', () => {
         TRUST_PROXY: '1',
         LOG_LEVEL: 'debug',
         NODE_ENV: 'production',
+        API_HEAP_GROWTH_PERCENT: '0',
       });
       expect(config.databaseUrl).toBe('postgresql://u:p@db:5432/wallet');
       expect(config.redisUrl).toBe('rediss://cache:6380');
@@ -99,6 +101,7 @@ describe('loadConfig', () => {
       expect(config.trustProxy).toBe(true);
       expect(config.logLevel).toBe('debug');
       expect(config.nodeEnv).toBe('production');
+      expect(config.apiHeapGrowthPercent).toBe(0);
     });
 
     it('treats blank values as unset', () => {

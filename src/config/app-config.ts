@@ -74,6 +74,8 @@ export interface AppConfig {
   /** How long the KYC simulator takes to complete a submitted step. */
   readonly kycSimDelayMs: number;
   readonly tokenRateLimitPerMinute: number;
+  /** V8's heap growing factor for the API process, in percent over the live heap (0: V8's own). */
+  readonly apiHeapGrowthPercent: number;
   /** How long a bearer token that verified is trusted without checking it again (0: never). */
   readonly authCacheMs: number;
   readonly trustProxy: boolean;
@@ -324,6 +326,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     documentMaxBytes: int('DOCUMENT_MAX_BYTES', 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     kycSimDelayMs: int('KYC_SIM_DELAY_MS', 1000, 0, 3_600_000),
     tokenRateLimitPerMinute: int('TOKEN_RATE_LIMIT_PER_MINUTE', 60, 1, 100_000),
+    apiHeapGrowthPercent: int('API_HEAP_GROWTH_PERCENT', 50, 0, 300),
     authCacheMs: int('AUTH_CACHE_MS', 1000, 0, 60_000),
     trustProxy: bool('TRUST_PROXY', false),
     mobile: loadMobileConfig({ str, int, url, problems }),

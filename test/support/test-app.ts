@@ -66,7 +66,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     http: app.getHttpServer() as Server,
     config,
     dataSource: app.get(DataSource),
-    openApi,
+    get openApi() {
+      return openApi();
+    },
     databaseUrl: database.url,
     dataDir,
     async close() {

@@ -10,8 +10,12 @@ import { mountQueueDashboard } from '../queue/queue-dashboard.js';
 import { httpObservability, recordHeaders } from './http-observability.js';
 import { createValidationPipe } from './validation.js';
 
-/** HTTP settings shared by main.ts and the test harness, so tests run the app as served. */
-export function configureApp(app: NestExpressApplication, config: AppConfig): OpenAPIObject {
+/**
+ * HTTP settings shared by main.ts and the test harness, so tests run the app as served. Returns
+ * the OpenAPI document's getter: the document (a few MiB of heap) is built on its first use, the
+ * first request for the docs page or document, not at start.
+ */
+export function configureApp(app: NestExpressApplication, config: AppConfig): () => OpenAPIObject {
   app.set('trust proxy', config.trustProxy);
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
@@ -69,7 +73,8 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): Op
   mountQueueDashboard(app, config);
   app.setGlobalPrefix(config.routePrefix);
   app.useGlobalPipes(createValidationPipe());
-  const document = buildOpenApi(app, config);
+  let built: OpenAPIObject | undefined;
+  const document = () => (built ??= buildOpenApi(app, config));
   SwaggerModule.setup('docs', app, document, {
     useGlobalPrefix: true,
     jsonDocumentUrl: 'openapi.json',

@@ -1,9 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
-import { createBullBoard } from '@bull-board/api';
-import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
-import { ExpressAdapter } from '@bull-board/express';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import type { NextFunction, Request, Response } from 'express';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { AppConfig } from '../../config/app-config.js';
 import { QUEUES } from './queue-names.js';
 import { QueueFactory } from './queue.factory.js';
@@ -12,20 +9,43 @@ import { QueueFactory } from './queue.factory.js';
  * Bull Board at {prefix}/queues, behind the operator token (METRICS_TOKEN):
  * `Authorization: Bearer <token>`, or HTTP Basic with the token as password
  * (so a browser can open it). Without METRICS_TOKEN nobody gets in.
+ *
+ * The board (~18 MiB resident once its packages are loaded) is built on the
+ * first authorised request, not at start: most API processes never serve it.
  */
 export function mountQueueDashboard(app: NestExpressApplication, config: AppConfig): string {
   const basePath = `/${config.routePrefix}/queues`;
+  const queues = app.get(QueueFactory);
+  let board: Promise<RequestHandler> | undefined;
+  app.use(
+    basePath,
+    operatorOnly(config.metricsToken),
+    (request: Request, response: Response, next: NextFunction) => {
+      board ??= buildBoard(basePath, queues).catch((error: unknown) => {
+        board = undefined; // the next request tries again
+        throw error;
+      });
+      board.then((router) => router(request, response, next), next);
+    },
+  );
+  return basePath;
+}
+
+async function buildBoard(basePath: string, queues: QueueFactory): Promise<RequestHandler> {
+  const [{ createBullBoard }, { BullMQAdapter }, { ExpressAdapter }] = await Promise.all([
+    import('@bull-board/api'),
+    import('@bull-board/api/bullMQAdapter'),
+    import('@bull-board/express'),
+  ]);
   const board = new ExpressAdapter();
   board.setBasePath(basePath);
-  const queues = app.get(QueueFactory);
   createBullBoard({
     queues: Object.values(QUEUES).map(
       (name) => new BullMQAdapter(queues.queue(name), { readOnlyMode: true }),
     ),
     serverAdapter: board,
   });
-  app.use(basePath, operatorOnly(config.metricsToken), board.getRouter());
-  return basePath;
+  return board.getRouter() as RequestHandler;
 }
 
 function operatorOnly(token: string | undefined) {

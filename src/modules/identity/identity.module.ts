@@ -8,7 +8,6 @@ import { DOCUMENT_STORAGE } from './documents/document-storage.port.js';
 import { DocumentsController } from './documents/documents.controller.js';
 import { DocumentsService } from './documents/documents.service.js';
 import { LocalDiskStorage } from './documents/local-disk.storage.js';
-import { S3Storage } from './documents/s3.storage.js';
 import { KycDataController } from './kyc/kyc-data.controller.js';
 import { KycDataService } from './kyc/kyc-data.service.js';
 import { KYC_PROVIDER } from './kyc-sessions/kyc-provider.port.js';
@@ -49,9 +48,10 @@ import { UsersService } from './users/users.service.js';
     {
       provide: DOCUMENT_STORAGE,
       inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) =>
+      // The AWS SDK (~24 MiB resident once loaded) is imported only when documents go to a bucket.
+      useFactory: async (config: AppConfig) =>
         config.documentStorage.kind === 's3'
-          ? new S3Storage(config.documentStorage)
+          ? new (await import('./documents/s3.storage.js')).S3Storage(config.documentStorage)
           : new LocalDiskStorage(path.join(config.dataDir, 'documents')),
     },
   ],
