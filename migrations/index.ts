@@ -8,6 +8,7 @@ import { Messaging1763900300000 } from './1763900300000-Messaging.js';
 import { TransferFunction1763900700000 } from './1763900700000-TransferFunction.js';
 import { LeanerTransferFunction1763900800000 } from './1763900800000-LeanerTransferFunction.js';
 import { GroupWrites1763900900000 } from './1763900900000-GroupWrites.js';
+import { TransferPlans1763901000000 } from './1763901000000-TransferPlans.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   TransferFunction1763900700000,
   LeanerTransferFunction1763900800000,
   GroupWrites1763900900000,
+  TransferPlans1763901000000,
 ];

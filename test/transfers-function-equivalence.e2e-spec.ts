@@ -357,4 +357,46 @@ describe('wallet_create_transfer(s): the leaner version answers and writes exact
     expect(head).toStrictEqual(v1);
     expect(head).toMatchObject({ answer: { error: { message: 'unsupported currency USD' } } });
   });
+  // Not a comparison: the setting of migrations/1763901000000-TransferPlans.ts (docs/decisions/0022). On these
+  // tiny, freshly analysed tables the planner would pick sequential scans, and a connection keeps those plans
+  // while the tables grow; the functions must probe indexes instead.
+  it('plans every statement of the current functions as an index probe, even on tiny tables', async () => {
+    const tables = [
+      'transfers',
+      'operated_amounts',
+      'ledger_accounts',
+      'wallet_accounts',
+      'idempotency_keys',
+    ];
+    const seqScans = async (): Promise<Record<string, number>> => {
+      await db.query('SELECT pg_stat_force_next_flush()'); // this connection's counts so far, flushed as it ends
+      await db.query('SELECT pg_stat_clear_snapshot()');
+      const { rows } = await db.query<{ relname: string; n: number }>(
+        'SELECT relname, seq_scan::int AS n FROM pg_stat_user_tables WHERE relname = ANY($1) ORDER BY relname',
+        [tables],
+      );
+      return Object.fromEntries(rows.map((row) => [row.relname, row.n]));
+    };
+    await db.query('ANALYZE');
+    const before = await seqScans();
+    expect(Object.keys(before)).toHaveLength(tables.length);
+    await db.query('BEGIN');
+    try {
+      // More than five calls, so PL/pgSQL settles on its generic plans, through both entry points.
+      for (let i = 0; i < 7; i++) {
+        await db.query('SELECT wallet_create_transfers($1::jsonb)', [
+          JSON.stringify([
+            input('payer', 'payee', '1.00', { idempotencyKey: `plan-${i}`, requestHash: `h-${i}` }),
+            input('payer', EXTERNAL_CBU, '1.00'),
+          ]),
+        ]);
+        await db.query('SELECT wallet_create_transfer($1::jsonb)', [
+          JSON.stringify(input('payer', 'payee', '1.00')),
+        ]);
+      }
+    } finally {
+      await db.query('ROLLBACK');
+    }
+    expect(await seqScans()).toStrictEqual(before);
+  });
 });
