@@ -1,5 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import {
   migrateWithLock,
@@ -7,6 +7,7 @@ import {
   type DatabaseRuntime,
   type ProcessRole,
 } from './common/database/database-runtime.js';
+import { rootLogger } from './common/logging/logging.js';
 import { ConfigError, loadConfig, type AppConfig } from './config/app-config.js';
 import { dataSourceOptions } from './data-source.js';
 
@@ -34,10 +35,7 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
     }
     throw error;
   }
-  const logger = pino(
-    { level: config.logLevel, base: { service: 'wallet', role } },
-    role === 'cli' ? pino.destination(2) : pino.destination(1),
-  );
+  const logger = rootLogger(config, { service: 'wallet', role });
   const database = await resolveDatabase(config, role, (line) =>
     logger.debug({ component: 'postgres' }, line),
   );

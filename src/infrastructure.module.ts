@@ -1,14 +1,14 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { LoggerModule } from 'nestjs-pino';
 import { VerifiedTokenCache } from './common/auth/verified-token-cache.js';
 import {
   DATABASE_RUNTIME,
   type DatabaseRuntime,
   type ProcessRole,
 } from './common/database/database-runtime.js';
-import { pinoParams } from './common/logging/logging.js';
+import { rootLogger } from './common/logging/logging.js';
+import { LoggingModule } from './common/logging/pino-logger.js';
 import { MetricsRegistry } from './common/metrics/metrics.js';
 import { QUEUE_CONNECTION, QueueFactory, type QueueConnection } from './common/queue/queue.factory.js';
 import { APP_CONFIG, type AppConfig } from './config/app-config.js';
@@ -35,7 +35,7 @@ export class InfrastructureModule {
       module: InfrastructureModule,
       imports: [
         DiscoveryModule,
-        LoggerModule.forRoot(pinoParams(config, { service: 'wallet', role })),
+        LoggingModule.forRoot(rootLogger(config, { service: 'wallet', role })),
         TypeOrmModule.forRoot({
           ...dataSourceOptions(
             database.url,

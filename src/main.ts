@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { Logger } from 'nestjs-pino';
+import { NestPinoLogger } from './common/logging/pino-logger.js';
 import { AppModule } from './app.module.js';
 import { limitHeapGrowth, onShutdownSignal, prepareRuntime } from './bootstrap.js';
 import { configureApp } from './common/http/configure-app.js';
@@ -15,7 +15,7 @@ async function main(): Promise<void> {
       AppModule.forRoot({ config, database, role: 'api', runWorker: database.embedded !== undefined }),
       { bodyParser: false, bufferLogs: true },
     );
-    app.useLogger(app.get(Logger));
+    app.useLogger(app.get(NestPinoLogger));
     configureApp(app, config);
     await app.listen(config.port);
     logger.info({ port: config.port, baseUrl: config.publicBaseUrl }, 'API listening');

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { Logger } from 'nestjs-pino';
+import { NestPinoLogger } from './common/logging/pino-logger.js';
 import { onShutdownSignal, prepareRuntime } from './bootstrap.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
 import { WorkerProcessorsModule } from './worker.module.js';
@@ -24,7 +24,7 @@ async function main(): Promise<void> {
       WorkerAppModule.forRoot({ config, database, role: 'worker' }),
       { bufferLogs: true },
     );
-    app.useLogger(app.get(Logger));
+    app.useLogger(app.get(NestPinoLogger));
     await app.init();
     logger.info({ backend: config.redisUrl ? 'redis' : 'postgres' }, 'worker running');
     onShutdownSignal(logger, async () => {

@@ -8,7 +8,7 @@ import {
   Optional,
 } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { PinoLogger } from 'nestjs-pino';
+import { PinoLogger } from '../logging/pino-logger.js';
 import { RouteCatalog } from '../http/route-catalog.js';
 import {
   ConflictError,

@@ -36,13 +36,15 @@ export function recordHeaders(middleware: ExpressLikeMiddleware): StaticHeaders 
 }
 
 type ObservedRequest = IncomingMessage & {
+  /** The request id, read by the error filter as a 500 body's trackingId. */
+  id?: string;
   path?: string;
   baseUrl?: string;
   route?: { path?: string };
 };
 
 export interface HttpObservabilityOptions {
-  /** The root logger, read per line (nestjs-pino sets it while the application starts). */
+  /** The root logger, read per line (the logging module sets it while the application starts). */
   logger: () => Logger;
   metrics: MetricsRegistry;
   /** The security headers of a request, by its path (the docs page has a looser CSP). */

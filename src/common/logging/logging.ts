@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Params } from 'nestjs-pino';
-import pino from 'pino';
+import pino, { type Logger } from 'pino';
 import type { AppConfig } from '../../config/app-config.js';
 
 const INCOMING_ID = /^[A-Za-z0-9._-]{8,64}$/;
@@ -29,17 +28,14 @@ export function requestId(request: IncomingMessage, response: ServerResponse): s
   return id;
 }
 
-export function pinoParams(config: AppConfig, base: Record<string, string>): Params {
-  const options = {
-    level: config.logLevel,
-    base,
-    redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-  } satisfies NonNullable<Params['pinoHttp']>;
-  // The CLI keeps stdout for its JSON answers: its logs go to stderr.
-  return {
-    pinoHttp: base.role === 'cli' ? [options, pino.destination(2)] : options,
-    // nestjs-pino's per-request middleware (pino-http's child logger and an AsyncLocalStorage context per
-    // request) is not mounted: the request id and the access log come from httpObservability (decision 0016).
-    forRoutes: [],
-  };
+/**
+ * The process's root logger: JSON lines at `LOG_LEVEL`, credentials redacted, errors under `err` (pino's own
+ * serializer). No request or response serializers: the access line writes the fields it means (decision 0016).
+ * The CLI keeps stdout for its JSON answers, so its logs go to stderr.
+ */
+export function rootLogger(config: AppConfig, base: Record<string, string>): Logger {
+  return pino(
+    { level: config.logLevel, base, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
+    base.role === 'cli' ? pino.destination(2) : pino.destination(1),
+  );
 }

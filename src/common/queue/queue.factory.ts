@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationShutdown, Optional } from '@nestjs/common';
-import { PinoLogger } from 'nestjs-pino';
+import { PinoLogger } from '../logging/pino-logger.js';
 import {
   createPostgresBackend,
   Queue,

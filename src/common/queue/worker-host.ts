@@ -1,6 +1,6 @@
 import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { DiscoveryService, Reflector } from '@nestjs/core';
-import { PinoLogger } from 'nestjs-pino';
+import { PinoLogger } from '../logging/pino-logger.js';
 import { JOB_PROCESSOR_KEY, type JobHandler, type JobProcessorOptions } from './job-processor.js';
 import { QueueFactory } from './queue.factory.js';
 

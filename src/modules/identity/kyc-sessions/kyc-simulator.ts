@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Job } from 'bullmq';
-import { PinoLogger } from 'nestjs-pino';
+import { PinoLogger } from '../../../common/logging/pino-logger.js';
 import { JobProcessor, type JobHandler } from '../../../common/queue/job-processor.js';
 import { JOBS, QUEUES } from '../../../common/queue/queue-names.js';
 import { QueueFactory } from '../../../common/queue/queue.factory.js';

@@ -1,5 +1,5 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { PinoLogger } from 'nestjs-pino';
+import { PinoLogger } from '../../../common/logging/pino-logger.js';
 import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
 import { SmppLink } from '../smpp/smpp-link.js';
 import type { OutgoingSms, SmsProvider, SubmitResult } from './sms-provider.port.js';

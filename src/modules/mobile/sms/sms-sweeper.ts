@@ -1,6 +1,6 @@
 import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { PinoLogger } from 'nestjs-pino';
+import { PinoLogger } from '../../../common/logging/pino-logger.js';
 import { DataSource } from 'typeorm';
 import { QUEUES } from '../../../common/queue/queue-names.js';
 import { QueueFactory } from '../../../common/queue/queue.factory.js';

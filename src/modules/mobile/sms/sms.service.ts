@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { PinoLogger } from 'nestjs-pino';
+import { PinoLogger } from '../../../common/logging/pino-logger.js';
 import { DataSource, type EntityManager, type FindOptionsWhere } from 'typeorm';
 import type { Principal } from '../../../common/auth/principal.js';
 import { tenantWhere } from '../../../common/auth/tenancy.js';
