@@ -15,6 +15,7 @@ import {
   setLimits,
   transferBody,
   UNLISTED_CBU,
+  UNLISTED_CVU,
   type TransferBody,
 } from './support/transfers.js';
 import { createOwner, openAccount, setBalance } from './support/wallet.js';
@@ -24,7 +25,8 @@ import { createOwner, openAccount, setBalance } from './support/wallet.js';
  *
  * Eight funded accounts of two applications, and random concurrent operations through the HTTP API:
  * internal transfers (also across applications), external WITHDRAWs to every verdict of the clearing
- * simulator (directory accounts that force each failure status, an unlisted CBU), external DEPOSITs,
+ * simulator (the directory's test accounts that force each failure status; listed accounts and a CBU and a
+ * CVU it does not list, which settle ACREDITADO like any valid number), external DEPOSITs,
  * over-balance attempts, amounts 0 / 0.001 / 1, replayed and conflicting Idempotency-Keys, racing
  * duplicates and balance reads. At every balance read and at the end: money is conserved, no wallet is
  * negative, every system account holds exactly what the transfers table says it should, and
@@ -108,7 +110,10 @@ interface External {
   verdict: 'ACREDITADO' | 'ERROR_DATOS' | 'SIN_GARANTIA' | 'ERROR_ACREDITACION';
 }
 
-/** config/counterparty-directory.json accounts (and one it does not list), with the simulator's verdict. */
+/**
+ * config/counterparty-directory.json accounts and two valid numbers it does not list, with the simulator's
+ * verdict: any valid CBU/CVU settles ACREDITADO except the test accounts, which force their failure status.
+ */
 const EXTERNALS: External[] = [
   { label: 'nacion', number: DIRECTORY.nacion.number, cuit: DIRECTORY.nacion.cuit, verdict: 'ACREDITADO' },
   { label: 'santander', number: '0720123900000009876545', cuit: '30712345671', verdict: 'ACREDITADO' },
@@ -131,7 +136,8 @@ const EXTERNALS: External[] = [
     cuit: DIRECTORY.errorAcreditacion.cuit,
     verdict: 'ERROR_ACREDITACION',
   },
-  { label: 'unlisted', number: UNLISTED_CBU, cuit: newCuit('20'), verdict: 'ERROR_DATOS' },
+  { label: 'unlisted-cbu', number: UNLISTED_CBU, cuit: newCuit('20'), verdict: 'ACREDITADO' },
+  { label: 'unlisted-cvu', number: UNLISTED_CVU, cuit: newCuit('27'), verdict: 'ACREDITADO' },
 ];
 
 interface Party {
