@@ -258,8 +258,13 @@ interface Stats {
   refused: number;
   faults: Record<string, number>;
   recoveredBySweep: number;
-  /** Races where a copy was refused for funds and a later one accepted (a hold released in between). */
+  /**
+   * Races where a copy was refused for funds and a later one accepted (a hold released or a DEPOSIT credited
+   * in between).
+   */
   fundsThenAccepted: number;
+  /** Final external transfers per counterparty and status (shows every verdict, the unlisted numbers too, ran). */
+  externalFinals: Record<string, number>;
   /** Slowest answer to one attempt (an answer, not an abort), and how many took over 2 s. */
   slowestAnswerMs: number;
   answersOver2s: number;
@@ -289,6 +294,7 @@ class Bank {
     faults: {},
     recoveredBySweep: 0,
     fundsThenAccepted: 0,
+    externalFinals: {},
     slowestAnswerMs: 0,
     answersOver2s: 0,
     durationMs: 0,
@@ -440,18 +446,16 @@ class Bank {
       }
       case 'race': {
         const { body, party } = this.bodyFor(op, op.amount);
-        // A refusal stores no key (0017), and under faults a copy answered 500 or aborted is sent again later.
-        // If the sender has external transfers in flight, the clearing simulator may release one's hold in
-        // between, so a copy refused for funds and a later copy accepted are both right; nothing else may differ.
-        const inFlight = this.options.faults
-          ? (
-              await this.query<{ inFlight: number }>(
-                `SELECT count(*)::int AS "inFlight" FROM transfers
-                  WHERE account_id = $1 AND status IN ('COMMITING', 'INICIADO', 'EN_CURSO')`,
-                [body.accountUUID],
-              )
-            )[0].inFlight
-          : 0;
+        // A refusal stores no key (0017): copies run in different transactions (group commit), and under
+        // faults a copy answered 500 or aborted is sent again later. If the sender has external transfers in
+        // flight, the clearing simulator may release a WITHDRAW's hold or credit a DEPOSIT (any valid number
+        // settles) in between, so a copy refused for funds and a later copy accepted are both right, with or
+        // without faults; nothing else may differ.
+        const [{ inFlight }] = await this.query<{ inFlight: number }>(
+          `SELECT count(*)::int AS "inFlight" FROM transfers
+            WHERE account_id = $1 AND status IN ('COMMITING', 'INICIADO', 'EN_CURSO')`,
+          [body.accountUUID],
+        );
         const answers = await Promise.all(
           Array.from({ length: op.copies }, () => this.send(party, body, op.key)),
         );
@@ -803,7 +807,9 @@ class Bank {
         expectedCents[accepted.to!] += accepted.amountCents - accepted.taxCents;
         continue;
       }
-      const verdict = EXTERNALS[accepted.target!].verdict;
+      const { verdict, label: targetLabel } = EXTERNALS[accepted.target!];
+      const final = `${targetLabel} ${row.status}`;
+      this.stats.externalFinals[final] = (this.stats.externalFinals[final] ?? 0) + 1;
       if (row.status !== verdict)
         this.violation(`${label}: ended ${row.status}, the simulator says ${verdict}`);
       const newStatus = row.status === 'ACREDITADO' ? 'ACCEPTED' : 'REJECTED';
