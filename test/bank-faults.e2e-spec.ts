@@ -15,6 +15,7 @@ import {
   setLimits,
   transferBody,
   UNLISTED_CBU,
+  UNLISTED_CVU,
   type TransferBody,
 } from './support/transfers.js';
 import { createOwner, openAccount, setBalance } from './support/wallet.js';
@@ -24,7 +25,8 @@ import { createOwner, openAccount, setBalance } from './support/wallet.js';
  *
  * Eight funded accounts of two applications, and random concurrent operations through the HTTP API:
  * internal transfers (also across applications), external WITHDRAWs to every verdict of the clearing
- * simulator (directory accounts that force each failure status, an unlisted CBU), external DEPOSITs,
+ * simulator (the directory's test accounts that force each failure status; listed accounts and a CBU and a
+ * CVU it does not list, which settle ACREDITADO like any valid number), external DEPOSITs,
  * over-balance attempts, amounts 0 / 0.001 / 1, replayed and conflicting Idempotency-Keys, racing
  * duplicates and balance reads. At every balance read and at the end: money is conserved, no wallet is
  * negative, every system account holds exactly what the transfers table says it should, and
@@ -108,7 +110,10 @@ interface External {
   verdict: 'ACREDITADO' | 'ERROR_DATOS' | 'SIN_GARANTIA' | 'ERROR_ACREDITACION';
 }
 
-/** config/counterparty-directory.json accounts (and one it does not list), with the simulator's verdict. */
+/**
+ * config/counterparty-directory.json accounts and two valid numbers it does not list, with the simulator's
+ * verdict: any valid CBU/CVU settles ACREDITADO except the test accounts, which force their failure status.
+ */
 const EXTERNALS: External[] = [
   { label: 'nacion', number: DIRECTORY.nacion.number, cuit: DIRECTORY.nacion.cuit, verdict: 'ACREDITADO' },
   { label: 'santander', number: '0720123900000009876545', cuit: '30712345671', verdict: 'ACREDITADO' },
@@ -131,7 +136,8 @@ const EXTERNALS: External[] = [
     cuit: DIRECTORY.errorAcreditacion.cuit,
     verdict: 'ERROR_ACREDITACION',
   },
-  { label: 'unlisted', number: UNLISTED_CBU, cuit: newCuit('20'), verdict: 'ERROR_DATOS' },
+  { label: 'unlisted-cbu', number: UNLISTED_CBU, cuit: newCuit('20'), verdict: 'ACREDITADO' },
+  { label: 'unlisted-cvu', number: UNLISTED_CVU, cuit: newCuit('27'), verdict: 'ACREDITADO' },
 ];
 
 interface Party {
@@ -252,8 +258,13 @@ interface Stats {
   refused: number;
   faults: Record<string, number>;
   recoveredBySweep: number;
-  /** Races where a copy was refused for funds and a later one accepted (a hold released in between). */
+  /**
+   * Races where a copy was refused for funds and a later one accepted (a hold released or a DEPOSIT credited
+   * in between).
+   */
   fundsThenAccepted: number;
+  /** Final external transfers per counterparty and status (shows every verdict, the unlisted numbers too, ran). */
+  externalFinals: Record<string, number>;
   /** Slowest answer to one attempt (an answer, not an abort), and how many took over 2 s. */
   slowestAnswerMs: number;
   answersOver2s: number;
@@ -283,6 +294,7 @@ class Bank {
     faults: {},
     recoveredBySweep: 0,
     fundsThenAccepted: 0,
+    externalFinals: {},
     slowestAnswerMs: 0,
     answersOver2s: 0,
     durationMs: 0,
@@ -434,18 +446,16 @@ class Bank {
       }
       case 'race': {
         const { body, party } = this.bodyFor(op, op.amount);
-        // A refusal stores no key (0017), and under faults a copy answered 500 or aborted is sent again later.
-        // If the sender has external transfers in flight, the clearing simulator may release one's hold in
-        // between, so a copy refused for funds and a later copy accepted are both right; nothing else may differ.
-        const inFlight = this.options.faults
-          ? (
-              await this.query<{ inFlight: number }>(
-                `SELECT count(*)::int AS "inFlight" FROM transfers
-                  WHERE account_id = $1 AND status IN ('COMMITING', 'INICIADO', 'EN_CURSO')`,
-                [body.accountUUID],
-              )
-            )[0].inFlight
-          : 0;
+        // A refusal stores no key (0017): copies run in different transactions (group commit), and under
+        // faults a copy answered 500 or aborted is sent again later. If the sender has external transfers in
+        // flight, the clearing simulator may release a WITHDRAW's hold or credit a DEPOSIT (any valid number
+        // settles) in between, so a copy refused for funds and a later copy accepted are both right, with or
+        // without faults; nothing else may differ.
+        const [{ inFlight }] = await this.query<{ inFlight: number }>(
+          `SELECT count(*)::int AS "inFlight" FROM transfers
+            WHERE account_id = $1 AND status IN ('COMMITING', 'INICIADO', 'EN_CURSO')`,
+          [body.accountUUID],
+        );
         const answers = await Promise.all(
           Array.from({ length: op.copies }, () => this.send(party, body, op.key)),
         );
@@ -797,7 +807,9 @@ class Bank {
         expectedCents[accepted.to!] += accepted.amountCents - accepted.taxCents;
         continue;
       }
-      const verdict = EXTERNALS[accepted.target!].verdict;
+      const { verdict, label: targetLabel } = EXTERNALS[accepted.target!];
+      const final = `${targetLabel} ${row.status}`;
+      this.stats.externalFinals[final] = (this.stats.externalFinals[final] ?? 0) + 1;
       if (row.status !== verdict)
         this.violation(`${label}: ended ${row.status}, the simulator says ${verdict}`);
       const newStatus = row.status === 'ACREDITADO' ? 'ACCEPTED' : 'REJECTED';

@@ -13,6 +13,7 @@ import { startTestApp, type TestApp } from './support/test-app.js';
 import {
   counterParty,
   DIRECTORY,
+  moneyRowCounts,
   postTransfer,
   setStatus,
   TRANSACTION_INFO_KEYS,
@@ -67,6 +68,43 @@ describe('transfers: API (real database)', () => {
       ['unknown property', { extra: 1 }, 'counterParty.extra'],
     ])('counterParty %s: 400 at its path', async (_name, patch, path) => {
       expect(paths(expectValidation(await send(withParty(patch))))).toContain(path);
+    });
+
+    it('bad check digits in either block of a CBU or CVU, WITHDRAW or DEPOSIT: 400 at counterParty.identifier, nothing written', async () => {
+      const rows = async () => ({
+        ...(await moneyRowCounts(t.dataSource)),
+        keys: (
+          (await t.dataSource.query(`SELECT count(*)::int AS n FROM idempotency_keys`)) as { n: number }[]
+        )[0].n,
+      });
+      const before = await rows();
+      const bump = (digits: string, at: number) =>
+        `${digits.slice(0, at)}${(Number(digits[at]) + 1) % 10}${digits.slice(at + 1)}`;
+      const cbu = DIRECTORY.nacion.number;
+      for (const identifier of [bump(cbu, 7), bump(cbu, 21), bump(receiver.cvu, 7), bump(receiver.cvu, 21)]) {
+        for (const movementType of ['WITHDRAW', 'DEPOSIT'] as const) {
+          const body = transferBody(sender.uuid, identifier, 10, {
+            movementType,
+            counterParty: counterParty(identifier, DIRECTORY.nacion.cuit),
+          });
+          const response = await postTransfer(t.http, token, body, randomUUID());
+          expect(response.status).toBe(400);
+          expect(response.body).toStrictEqual({
+            name: 'ValidationError',
+            message: expect.any(String),
+            detail: {
+              items: [
+                {
+                  path: 'counterParty.identifier',
+                  type: 'invalid',
+                  message: expect.stringMatching(/check digits/),
+                },
+              ],
+            },
+          });
+        }
+      }
+      expect(await rows()).toStrictEqual(before);
     });
 
     it.each([

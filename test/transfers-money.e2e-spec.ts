@@ -21,6 +21,7 @@ import {
   transferEvents,
   transferStatus,
   UNLISTED_CBU,
+  UNLISTED_CVU,
 } from './support/transfers.js';
 import { createOwner, openAccount, setBalance, UUID, type AccountInfo } from './support/wallet.js';
 
@@ -400,24 +401,102 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
       [DIRECTORY.errorDatos.number, DIRECTORY.errorDatos.cuit, 'ERROR_DATOS'],
       [DIRECTORY.sinGarantia.number, DIRECTORY.sinGarantia.cuit, 'SIN_GARANTIA'],
       [DIRECTORY.errorAcreditacion.number, DIRECTORY.errorAcreditacion.cuit, 'ERROR_ACREDITACION'],
-      [UNLISTED_CBU, newCuit('20'), 'ERROR_DATOS'],
-    ])('to %s (cuit %s): ends %s and the hold is released', async (identifier, cuit, expected) => {
+    ])(
+      'to the test account %s (cuit %s): ends %s and the hold is released',
+      async (identifier, cuit, expected) => {
+        const sender = await open(1000);
+        const response = await send(
+          transferBody(sender.uuid, identifier, 100, { counterParty: counterParty(identifier, cuit) }),
+        );
+        expect(response.status).toBe(201);
+        expect(response.body.status).toBe('INICIADO');
+        expect(await balance(sender.uuid)).toBe(899.4);
+        const id = response.body.uuid as string;
+        expect(
+          await pollUntil(
+            () => transferStatus(t.dataSource, id),
+            (s) => s === expected,
+          ),
+        ).toBe(expected);
+        expect(await balance(sender.uuid)).toBe(1000);
+        expect(await operadoOf(t.http, token, sender.uuid)).toMatchObject({ monthWithdraw: 0 });
+        expect(await transferEvents(t.dataSource, id)).toStrictEqual([
+          { uuid: id, movementType: 'WITHDRAW', backStatus: 'PENDING', newStatus: 'REJECTED' },
+        ]);
+      },
+    );
+  });
+
+  describe('any CBU/CVU with valid check digits settles (operator contract)', () => {
+    const history = async (id: string) =>
+      (await t.dataSource.query(
+        `SELECT to_status, (extract(epoch FROM at) * 1000)::float8 AS at_ms
+           FROM transfer_status_history WHERE transfer_id = $1 ORDER BY id`,
+        [id],
+      )) as { to_status: string; at_ms: number }[];
+
+    it.each([
+      ['WITHDRAW', 'a CBU', UNLISTED_CBU, 'CBU'],
+      ['WITHDRAW', 'a CVU of another PSP', UNLISTED_CVU, 'CVU'],
+      ['DEPOSIT', 'a CBU', UNLISTED_CBU, 'CBU'],
+    ] as const)(
+      '%s to %s the directory does not list: ACREDITADO after CLEARING_SIM_DELAY_MS, one transfer_update',
+      async (movementType, _name, identifier, identifierType) => {
+        const account = await open(1000);
+        const response = await send(transferBody(account.uuid, identifier, 100, { movementType }));
+        expect(response.status).toBe(201);
+        expect(response.body).toMatchObject({
+          status: 'INICIADO',
+          movementType,
+          counterParty: { type: 'EXTERNAL', identifierType, identifier },
+        });
+        const held = movementType === 'WITHDRAW' ? 899.4 : 1000; // 100 + 0.6 tax held; a DEPOSIT waits
+        expect(await balance(account.uuid)).toBe(held);
+        const id = response.body.uuid as string;
+        expect(
+          await pollUntil(
+            () => transferStatus(t.dataSource, id),
+            (s) => s === 'ACREDITADO',
+          ),
+        ).toBe('ACREDITADO');
+        expect(await balance(account.uuid)).toBe(movementType === 'WITHDRAW' ? 899.4 : 1099.4);
+        expect(await operadoOf(t.http, token, account.uuid)).toMatchObject(
+          movementType === 'WITHDRAW' ? { monthWithdraw: 100 } : { monthDeposit: 100 },
+        );
+        const steps = await history(id);
+        expect(steps.map((step) => step.to_status)).toEqual([
+          'COMMITING',
+          'INICIADO',
+          'EN_CURSO',
+          'ACREDITADO',
+        ]);
+        const delayMs = t.app.get<AppConfig>(APP_CONFIG).clearingSimDelayMs;
+        expect(steps[3].at_ms - steps[2].at_ms).toBeGreaterThanOrEqual(delayMs);
+        // One announcement, of the final change; the INICIADO → EN_CURSO step (PENDING → PENDING) sends none.
+        expect(await transferEvents(t.dataSource, id)).toStrictEqual([
+          { uuid: id, movementType, backStatus: 'PENDING', newStatus: 'ACCEPTED' },
+        ]);
+      },
+    );
+
+    it("a CVU of this service's own PSP with no live account here (a deleted one): ERROR_DATOS, hold released", async () => {
       const sender = await open(1000);
-      const response = await send(
-        transferBody(sender.uuid, identifier, 100, { counterParty: counterParty(identifier, cuit) }),
-      );
+      const gone = await open();
+      await request(t.http)
+        .delete(`/v1/wallet/accounts/${gone.uuid}`)
+        .set('Authorization', bearer(token))
+        .expect(200);
+      const response = await send(transferBody(sender.uuid, gone.cvu, 100));
       expect(response.status).toBe(201);
-      expect(response.body.status).toBe('INICIADO');
-      expect(await balance(sender.uuid)).toBe(899.4);
+      expect(response.body).toMatchObject({ status: 'INICIADO', counterParty: { type: 'EXTERNAL' } });
       const id = response.body.uuid as string;
       expect(
         await pollUntil(
           () => transferStatus(t.dataSource, id),
-          (s) => s === expected,
+          (s) => s === 'ERROR_DATOS',
         ),
-      ).toBe(expected);
+      ).toBe('ERROR_DATOS');
       expect(await balance(sender.uuid)).toBe(1000);
-      expect(await operadoOf(t.http, token, sender.uuid)).toMatchObject({ monthWithdraw: 0 });
       expect(await transferEvents(t.dataSource, id)).toStrictEqual([
         { uuid: id, movementType: 'WITHDRAW', backStatus: 'PENDING', newStatus: 'REJECTED' },
       ]);

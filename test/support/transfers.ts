@@ -15,8 +15,11 @@ export const DIRECTORY = {
   },
 } as const;
 
-/** A CBU with valid check digits that the directory does not list (ends in ERROR_DATOS). */
+/** A CBU with valid check digits that the directory does not list (settles ACREDITADO like any other). */
 export const UNLISTED_CBU = '0110599590000000000041';
+
+/** A CVU of another PSP (0142) with valid check digits that the directory does not list (settles ACREDITADO). */
+export const UNLISTED_CVU = '0000142300000000012342';
 
 export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 

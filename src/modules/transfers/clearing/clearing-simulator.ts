@@ -5,6 +5,7 @@ import { JobProcessor, type JobHandler } from '../../../common/queue/job-process
 import { JOBS, QUEUES } from '../../../common/queue/queue-names.js';
 import { QueueFactory } from '../../../common/queue/queue.factory.js';
 import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import { isCvu, isValidCbu } from '../../wallet/cvu.js';
 import {
   COUNTERPARTY_DIRECTORY,
   type CounterpartyDirectory,
@@ -31,9 +32,12 @@ export class SimulatorRail implements ClearingRail {
 }
 
 /**
- * Worker side of the simulator. The verdict comes from the counterparty
- * directory: an account listed with `simulate` gets that failure status, one
- * not listed gets ERROR_DATOS, the others ACREDITADO. Every 30 s a recovery
+ * Worker side of the simulator. Any CBU/CVU with valid check digits settles
+ * ACREDITADO, as a real rail would carry it, except the documented test
+ * accounts of the counterparty directory (listed with `simulate`: that failure
+ * status) and a CVU of this service's own PSP (CVU_PSP_CODE): it routed
+ * external because no live account here has it, so the rail would bring it
+ * back to no one (ERROR_DATOS). Every 30 s a recovery
  * sweep moves on external transfers that stayed in flight far longer than the
  * simulated delay (a lost job, a worker restart): none stays pending forever,
  * none is settled twice (settle checks the status under the row lock).
@@ -73,10 +77,10 @@ export class ClearingSimulatorProcessor implements JobHandler, OnApplicationBoot
 
   async outcomeFor(transferId: string): Promise<SettlementOutcome> {
     const identifier = await this.clearing.identifierOf(transferId);
-    if (!identifier) return 'ERROR_DATOS';
-    const account = await this.directory.byNumber(identifier);
-    if (!account) return 'ERROR_DATOS';
-    return account.simulate ?? 'ACREDITADO';
+    if (!identifier || !isValidCbu(identifier)) return 'ERROR_DATOS';
+    if (isCvu(identifier) && identifier.slice(3, 7) === this.config.cvuPspCode) return 'ERROR_DATOS';
+    const testAccount = await this.directory.byNumber(identifier);
+    return testAccount?.simulate ?? 'ACREDITADO';
   }
 
   onApplicationBootstrap(): void {

@@ -8,7 +8,7 @@ export interface DirectoryAccount {
   entidadBancaria: string;
   tipo: 'CA' | 'CC';
   moneda: string;
-  /** Simulator only: the final status the clearing simulator gives transfers to this account. */
+  /** Simulator only: the failure status the clearing simulator gives transfers to this test account (else ACREDITADO). */
   simulate?: 'ERROR_DATOS' | 'SIN_GARANTIA' | 'ERROR_ACREDITACION';
 }
 
