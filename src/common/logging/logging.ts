@@ -34,6 +34,12 @@ export function pinoParams(config: AppConfig, base: Record<string, string>): Par
     level: config.logLevel,
     base,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    // pino-http would give the root logger its request/response serializers, made for raw Node objects:
+    // the access line's plain `res: {statusCode}` came out as `statusCode: null` (no `headersSent` on it) and
+    // `req.path` as `req.url`. The access line is built by httpObservability already (decision 0016); only
+    // errors get a serializer.
+    wrapSerializers: false,
+    serializers: { err: pino.stdSerializers.err },
   } satisfies NonNullable<Params['pinoHttp']>;
   // The CLI keeps stdout for its JSON answers: its logs go to stderr.
   return {
