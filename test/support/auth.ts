@@ -76,8 +76,8 @@ export async function subjectToken(
     .sign(options.privateKey ?? client.key.privateKey);
 }
 
-/** An access token obtained through POST /v1/oauth/app/token. */
-export async function accessToken(http: Server, client: TestClient): Promise<string> {
+/** An access token obtained through POST /v1/oauth/app/token (of an in-process server, or at an origin URL). */
+export async function accessToken(http: Server | string, client: TestClient): Promise<string> {
   const response = await request(http)
     .post('/v1/oauth/app/token')
     .send({ appId: client.appId, token: await clientAssertion(client), grantType: 'client_credentials' });

@@ -100,12 +100,25 @@ export class QueueFactory implements OnApplicationShutdown {
       this.workerConnections.push(connection);
       worker = new Worker<T, R>(name, processor, { ...options, prefix: this.connection.prefix, connection });
     } else {
+      // BullMQ's PostgreSQL worker names its dedicated LISTEN connection (`set_config('application_name')`)
+      // while it becomes ready; started at once, its loop sends `LISTEN` on that same connection while the
+      // naming query is still running, a query on a busy pg client (deprecated since pg 8.19, gone in pg 9).
+      // Its loop starts here once it is ready, so the two queries go one after the other.
+      const autorun = options.autorun ?? true;
       worker = new Worker(
         name,
         processor as Processor,
-        { ...options, connection: this.pgConnection(true) },
+        { ...options, autorun: false, connection: this.pgConnection(true) },
         createPostgresBackend,
       ) as unknown as Worker<T, R>;
+      if (autorun) {
+        const started = worker;
+        void started
+          .waitUntilReady()
+          .catch(() => undefined) // connection errors reach the 'error' event; the loop retries them
+          .then(() => started.run())
+          .catch((error: unknown) => started.emit('error', error as Error));
+      }
     }
     this.workers.push(worker as unknown as Worker);
     return worker;

@@ -65,12 +65,12 @@ export class ClearingService {
       const tax = fromDb(transfer.taxes);
       const currency = transfer.currency;
       await this.ledger.lockWallets(manager, [transfer.account_id]);
-      const [settlement, holds, feeRevenue, taxPayable] = await Promise.all([
-        this.ledger.systemAccount(manager, 'SETTLEMENT', currency),
-        this.ledger.systemAccount(manager, 'HOLDS', currency),
-        this.ledger.systemAccount(manager, 'FEE_REVENUE', currency),
-        this.ledger.systemAccount(manager, 'TAX_PAYABLE', currency),
-      ]);
+      // One transaction is one connection: its queries go one after another, never side by side (pg 8.19+
+      // deprecates a query on a busy client and pg 9 drops the client's queue).
+      const settlement = await this.ledger.systemAccount(manager, 'SETTLEMENT', currency);
+      const holds = await this.ledger.systemAccount(manager, 'HOLDS', currency);
+      const feeRevenue = await this.ledger.systemAccount(manager, 'FEE_REVENUE', currency);
+      const taxPayable = await this.ledger.systemAccount(manager, 'TAX_PAYABLE', currency);
       const actor = 'system:clearing';
       if (transfer.movement_type === 'WITHDRAW') {
         const total = amount.plus(fee).plus(tax);
