@@ -47,11 +47,11 @@ export class JsonBodyMiddleware implements NestMiddleware {
   private async parseBody(request: Request, response: Response, next: NextFunction): Promise<void> {
     const type = (request.headers['content-type'] ?? '').toLowerCase();
     if (type.startsWith('multipart/form-data')) return next();
-    if (isFormRequest(request) && this.routes?.acceptsForm(request.method, pathOf(request))) {
-      await this.parseFormBody(request, response, type);
-      return next();
-    }
     if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/.test(type)) {
+      if (isFormRequest(request) && this.routes?.acceptsForm(request.method, pathOf(request))) {
+        await this.parseFormBody(request, response, type);
+        return next();
+      }
       throw ValidationFailedError.single('', 'invalid', 'Content-Type must be application/json');
     }
     const length = this.plainLength(request, type);
