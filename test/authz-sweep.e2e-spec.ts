@@ -609,9 +609,11 @@ describe('authorization sweep generated from the OpenAPI document', () => {
         .sort(),
     ).toEqual([
       'GET /v1/.well-known/jwks.json',
+      'GET /v1/.well-known/oauth-authorization-server',
       'GET /v1/health/live',
       'GET /v1/health/ready',
       'POST /v1/oauth/app/token',
+      'POST /v1/oauth/token',
     ]);
   });
 
@@ -625,6 +627,7 @@ describe('authorization sweep generated from the OpenAPI document', () => {
       'DELETE /v1/users/{uuid}': ['BearerAuth', 'OAuth2ClientCredentials'],
       'DELETE /v1/wallet/accounts/{uuid}': ['BearerAuth', 'OAuth2ClientCredentials'],
       'GET /v1/.well-known/jwks.json': [],
+      'GET /v1/.well-known/oauth-authorization-server': [],
       'GET /v1/companies/all': ['OAuth2ClientCredentials'],
       'GET /v1/companies/{uuid}': ['BearerAuth', 'OAuth2ClientCredentials'],
       'GET /v1/companies/{uuid}/documents': ['BearerAuth', 'OAuth2ClientCredentials'],
@@ -667,6 +670,7 @@ describe('authorization sweep generated from the OpenAPI document', () => {
       'POST /v1/mobile/simSwap': ['BearerAuth', 'OAuth2ClientCredentials'],
       'POST /v1/mobile/sms': ['BearerAuth', 'OAuth2ClientCredentials'],
       'POST /v1/oauth/app/token': [],
+      'POST /v1/oauth/token': [],
       'POST /v1/users': ['BearerAuth', 'OAuth2ClientCredentials'],
       'POST /v1/users/{uuid}/documents': ['BearerAuth', 'OAuth2ClientCredentials'],
       'POST /v1/users/{uuid}/kyc-data': ['BearerAuth', 'OAuth2ClientCredentials'],

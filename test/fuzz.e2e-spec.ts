@@ -45,6 +45,11 @@ const MAIN_TABLES = [
   'sms_messages',
   'webhook_events',
 ];
+/** The token routes: their own error body for JSON, RFC 6749's for a form (docs/decisions/0024). */
+const TOKEN_PATHS = new Set(['/v1/oauth/app/token', '/v1/oauth/token']);
+const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
+/** RFC 6749 §5.2: error_description is printable ASCII without `"` and `\`. */
+const RFC6749_DESCRIPTION = /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const HTTP_METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 type HttpMethod = (typeof HTTP_METHODS)[number];
@@ -79,14 +84,16 @@ interface Operation {
   documented: Set<number>;
   responses: Map<number, DocumentedResponse>;
   body?: { kind: 'json' | 'multipart'; schema: Schema; name?: string };
+  /** The schema of a urlencoded form the operation also takes (the token routes). */
+  form?: Schema;
   pathParams: { name: string; schema: Schema }[];
   queryParams: string[];
 }
 
 interface FuzzRequest {
   url: string;
-  /** A raw JSON text, multipart fields, or nothing. */
-  body?: { json: string } | { fields: Partial<Record<string, string>>; file?: Buffer };
+  /** A raw JSON text, a raw urlencoded form, multipart fields, or nothing. */
+  body?: { json: string } | { form: string } | { fields: Partial<Record<string, string>>; file?: Buffer };
 }
 
 interface OperationDoc {
@@ -118,6 +125,7 @@ function operationsOf(document: OpenAPIObject): Operation[] {
           doc.requestBody.content[kind === 'json' ? 'application/json' : 'multipart/form-data'].schema;
         body = { kind, schema, name: schema.$ref?.split('/').pop() };
       }
+      const form = doc.requestBody?.content['application/x-www-form-urlencoded']?.schema;
       operations.push({
         method: method as HttpMethod,
         path,
@@ -130,6 +138,7 @@ function operationsOf(document: OpenAPIObject): Operation[] {
           ]),
         ),
         body,
+        form,
         pathParams: parameters
           .filter((parameter) => parameter.in === 'path')
           .map((parameter) => ({ name: parameter.name, schema: parameter.schema ?? {} })),
@@ -424,6 +433,16 @@ describe('input fuzzing generated from the OpenAPI document', () => {
     }),
   };
 
+  /** Full valid forms, by schema name. */
+  const knownForms: Record<string, () => Record<string, string>> = {
+    OAuthTokenFormDto: () => ({
+      grant_type: 'client_credentials',
+      client_id: client.appId,
+      client_assertion_type: JWT_BEARER,
+      client_assertion: assertions.pop() ?? 'exhausted',
+    }),
+  };
+
   type Mutation = { key: string; value?: unknown; drop: boolean };
 
   /** A known valid body with a few top-level properties replaced, dropped or added. */
@@ -504,6 +523,59 @@ describe('input fuzzing generated from the OpenAPI document', () => {
       .map((json) => ({ json }));
   }
 
+  const asFormValue = (value: unknown): string =>
+    typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+
+  /**
+   * Urlencoded bodies: records of the form's schema with fuzzed values, a known valid form with parameters
+   * replaced, added or repeated, and text that is hardly a form at all.
+   */
+  function formArbitrary(operation: Operation): fc.Arbitrary<FuzzRequest['body']> {
+    const schema = operation.form!;
+    const properties = resolve(schema).properties ?? {};
+    const keys = Object.keys(properties);
+    const name = schema.$ref?.split('/').pop();
+    const fuzzedRecord = fc
+      .record(
+        Object.fromEntries(
+          Object.entries(properties).map(([key, value]) => [key, fuzzValue(value, 1).map(asFormValue)]),
+        ),
+        { requiredKeys: [] },
+      )
+      .map((record) =>
+        new URLSearchParams(
+          Object.entries(record).filter((entry): entry is [string, string] => entry[1] !== undefined),
+        ).toString(),
+      );
+    const mutations = fc.array(
+      fc.record({
+        key: keys.length > 0 ? fc.oneof(fc.constantFrom(...keys), extraKeys) : extraKeys,
+        value: invalidValue().map(asFormValue),
+        repeat: fc.boolean(),
+      }),
+      { maxLength: 2 },
+    );
+    const mutatedKnown = mutations.map((changes) => {
+      const params = new URLSearchParams(knownForms[name!]());
+      for (const { key, value, repeat } of changes) {
+        if (repeat) params.append(key, value);
+        else params.set(key, value);
+      }
+      return params.toString();
+    });
+    const text = fc.oneof(
+      fc.string({ maxLength: 60 }),
+      fc.constantFrom('%', '%zz', '&&=&', '=', 'a=%00', 'grant_type', '__proto__=1&constructor=2', '+%2B+'),
+    );
+    return fc
+      .oneof(
+        { arbitrary: fuzzedRecord, weight: 3 },
+        ...(name && knownForms[name] ? [{ arbitrary: mutatedKnown, weight: 4 }] : []),
+        { arbitrary: text, weight: 1 },
+      )
+      .map((form) => ({ form }));
+  }
+
   const invalidUuids = fc.oneof(
     fc.constantFrom(
       'not-a-uuid',
@@ -563,12 +635,12 @@ describe('input fuzzing generated from the OpenAPI document', () => {
       );
   }
 
-  const requestArbitrary = (operation: Operation): fc.Arbitrary<FuzzRequest> =>
+  const requestArbitrary = (operation: Operation, viaForm = false): fc.Arbitrary<FuzzRequest> =>
     fc
       .record({
         path: pathArbitrary(operation),
         query: queryArbitrary(operation),
-        body: bodyArbitrary(operation),
+        body: viaForm ? formArbitrary(operation) : bodyArbitrary(operation),
       })
       .map(({ path, query, body }) => ({ url: `${path}${query}`, body }));
 
@@ -578,6 +650,8 @@ describe('input fuzzing generated from the OpenAPI document', () => {
     let call = request(t.http)[operation.method](fuzz.url).set('Authorization', bearer(token));
     if (fuzz.body && 'json' in fuzz.body) {
       call = call.set('Content-Type', 'application/json').send(fuzz.body.json);
+    } else if (fuzz.body && 'form' in fuzz.body) {
+      call = call.set('Content-Type', 'application/x-www-form-urlencoded').send(fuzz.body.form);
     } else if (fuzz.body) {
       for (const [key, value] of Object.entries(fuzz.body.fields))
         if (value !== undefined) call = call.field(key, value);
@@ -591,9 +665,10 @@ describe('input fuzzing generated from the OpenAPI document', () => {
 
   /**
    * Throws unless the status is one the operation documents, a JSON body validates against the
-   * documented schema of that status (objects closed) and an error has the interface's body.
+   * documented schema of that status (objects closed) and an error has the interface's body (RFC 6749's for
+   * a form, whose answers are never cached).
    */
-  function check(operation: Operation, response: request.Response): void {
+  function check(operation: Operation, response: request.Response, viaForm = false): void {
     const status = response.status;
     if (status >= 500) throw new Error(`5xx: ${describeResponse(response)}`);
     if (!operation.documented.has(status))
@@ -602,8 +677,12 @@ describe('input fuzzing generated from the OpenAPI document', () => {
       );
     const mismatch = schemaProblem(operation, response);
     if (mismatch) throw new Error(`${operation.label}: ${mismatch}: ${describeResponse(response)}`);
+    if (viaForm && response.headers.pragma !== 'no-cache')
+      throw new Error(
+        `${operation.label}: a form's answer without Pragma: no-cache: ${describeResponse(response)}`,
+      );
     if (status < 400) return;
-    const problem = errorBodyProblem(operation, response);
+    const problem = errorBodyProblem(operation, response, viaForm);
     if (problem) throw new Error(`${problem}: ${describeResponse(response)}`);
   }
 
@@ -649,7 +728,11 @@ describe('input fuzzing generated from the OpenAPI document', () => {
     return `body does not match the documented ${response.status} schema: ${errors}`;
   }
 
-  function errorBodyProblem(operation: Operation, response: request.Response): string | undefined {
+  function errorBodyProblem(
+    operation: Operation,
+    response: request.Response,
+    viaForm: boolean,
+  ): string | undefined {
     const type = String(response.headers['content-type'] ?? '');
     if (operation.path.startsWith('/v1/mobile/')) {
       if (![400, 401].includes(response.status)) return 'a mobile route answered neither 400 nor 401';
@@ -659,7 +742,16 @@ describe('input fuzzing generated from the OpenAPI document', () => {
     }
     if (!type.startsWith('application/json')) return 'error body is not JSON';
     const body = response.body as Record<string, unknown>;
-    if (operation.path === '/v1/oauth/app/token') {
+    if (TOKEN_PATHS.has(operation.path) && viaForm) {
+      const keys = Object.keys(body).sort().join();
+      if (keys !== 'error,error_description') return `RFC 6749 error body has keys ${keys}`;
+      if (typeof body.error !== 'string' || !/^[a-z_]+$/.test(body.error))
+        return 'error is not an RFC 6749 error code';
+      if (typeof body.error_description !== 'string' || !RFC6749_DESCRIPTION.test(body.error_description))
+        return 'error_description is empty or has characters RFC 6749 does not allow';
+      return undefined;
+    }
+    if (TOKEN_PATHS.has(operation.path)) {
       const keys = Object.keys(body).sort().join();
       if (
         typeof body.errorId !== 'string' ||
@@ -819,7 +911,7 @@ describe('input fuzzing generated from the OpenAPI document', () => {
             expect(response.text).toBe('NO ROUTES');
           } else {
             const items = (
-              operation.path === '/v1/oauth/app/token' ? response.body.detail : response.body.detail.items
+              TOKEN_PATHS.has(operation.path) ? response.body.detail : response.body.detail.items
             ) as {
               path: string;
               type: string;
@@ -885,6 +977,15 @@ describe('input fuzzing generated from the OpenAPI document', () => {
             check(operation, await send(operation, fuzz)),
           ),
         );
+        if (operation.form) {
+          await assertProperty(
+            `${operation.label} (form)`,
+            SEED + 500 + index,
+            fc.asyncProperty(requestArbitrary(operation, true), async (fuzz) =>
+              check(operation, await send(operation, fuzz), true),
+            ),
+          );
+        }
       } catch (error) {
         failures.push(error instanceof Error ? error.message : String(error));
       }

@@ -383,6 +383,7 @@ describe('route catalog of the real application', () => {
     // Users, Companies and Accounts as the interface's tables say (CC = cc, Either = either); KYC data routes as designed.
     expect(routes).toEqual([
       'GET /v1/.well-known/jwks.json -> public',
+      'GET /v1/.well-known/oauth-authorization-server -> public',
       'POST /v1/companies -> either',
       'DELETE /v1/companies/:uuid -> either',
       'GET /v1/companies/:uuid -> either',
@@ -406,6 +407,7 @@ describe('route catalog of the real application', () => {
       'POST /v1/mobile/sms -> either',
       'GET /v1/mobile/sms/:uuid -> either',
       'POST /v1/oauth/app/token -> public',
+      'POST /v1/oauth/token -> public',
       'POST /v1/users -> either',
       'DELETE /v1/users/:uuid -> either',
       'GET /v1/users/:uuid -> cc',

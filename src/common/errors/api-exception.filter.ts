@@ -9,6 +9,7 @@ import {
 } from '@nestjs/common';
 import type { Request, Response } from 'express';
 import { PinoLogger } from '../logging/pino-logger.js';
+import { isFormRequest } from '../http/form-body.js';
 import { RouteCatalog } from '../http/route-catalog.js';
 import {
   ConflictError,
@@ -76,6 +77,15 @@ export class ApiExceptionFilter implements ExceptionFilter {
         .status(problem.status === 401 ? 401 : 400)
         .type('text/html')
         .send('NO ROUTES');
+      return;
+    }
+    if (style === 'oauth' && problem.status < 500 && isFormRequest(request)) {
+      // A standard OAuth 2.0 client's form: RFC 6749 §5.2's body, and never cached (§5.1).
+      response.setHeader('Pragma', 'no-cache');
+      response.status(problem.status).json({
+        error: problem.oauthErrorId ?? oauthErrorIdFor(problem.status),
+        error_description: errorDescription(problem),
+      });
       return;
     }
     if (style === 'oauth' && problem.status < 500) {
@@ -178,6 +188,18 @@ export class ApiExceptionFilter implements ExceptionFilter {
 
 function validation(items: ValidationItem[], message = 'Invalid request payload'): Problem {
   return { status: 400, name: 'ValidationError', message, items };
+}
+
+/**
+ * RFC 6749 §5.2's error_description: what was wrong (the validation items' messages, else the message), in the
+ * characters it allows (printable ASCII without `"` and `\`).
+ */
+function errorDescription(problem: Problem): string {
+  const text = problem.items?.length ? problem.items.map((item) => item.message).join('; ') : problem.message;
+  return text
+    .replace(/"/g, "'")
+    .replace(/\\/g, '/')
+    .replace(/[^\x20-\x7e]/g, '?');
 }
 
 function oauthErrorIdFor(status: number): string {

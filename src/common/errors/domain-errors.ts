@@ -81,11 +81,12 @@ export class TooManyRequestsError extends DomainError {
   }
 }
 
-export type OAuthErrorId = 'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_grant';
+export type OAuthErrorId =
+  'invalid_request' | 'invalid_client' | 'unsupported_grant_type' | 'invalid_grant' | 'invalid_scope';
 
 /**
- * Errors of POST /oauth/app/token, which has its own body:
- * `{errorId, code, message}` plus `detail[]` on 400.
+ * Errors of the token routes, which have their own body: `{errorId, code, message}` plus `detail[]` on 400
+ * for a JSON request, RFC 6749's `{error, error_description}` for a form.
  */
 export class TokenRequestError extends DomainError {
   constructor(

@@ -1,8 +1,10 @@
 import { StringDecoder } from 'node:string_decoder';
-import { Inject, Injectable, NestMiddleware } from '@nestjs/common';
+import { Inject, Injectable, NestMiddleware, Optional } from '@nestjs/common';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { ValidationFailedError } from '../errors/domain-errors.js';
+import { isFormRequest, parseForm } from './form-body.js';
+import { RouteCatalog } from './route-catalog.js';
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -16,16 +18,22 @@ const PLAIN_JSON_TYPES = new Set([
 /**
  * Parses JSON bodies inside Nest (so parse and size errors reach the one
  * exception filter): strict JSON objects only, BODY_LIMIT bytes at most, and a body of
- * any other content type is refused (multipart is left to upload routes).
+ * any other content type is refused (multipart is left to upload routes), except a
+ * urlencoded form on a route that declares @AcceptsFormBody() (the same limit).
  */
 @Injectable()
 export class JsonBodyMiddleware implements NestMiddleware {
   private readonly parse: ReturnType<typeof express.json>;
+  private readonly readRaw: ReturnType<typeof express.raw>;
   private readonly limit: number;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+  constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
+    @Optional() @Inject(RouteCatalog) private readonly routes?: RouteCatalog,
+  ) {
     this.limit = config.bodyLimitBytes;
     this.parse = express.json({ limit: config.bodyLimitBytes, strict: true, type: () => true });
+    this.readRaw = express.raw({ limit: config.bodyLimitBytes, type: () => true });
   }
 
   use(request: Request, response: Response, next: NextFunction): void | Promise<void> {
@@ -40,6 +48,10 @@ export class JsonBodyMiddleware implements NestMiddleware {
     const type = (request.headers['content-type'] ?? '').toLowerCase();
     if (type.startsWith('multipart/form-data')) return next();
     if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/.test(type)) {
+      if (isFormRequest(request) && this.routes?.acceptsForm(request.method, pathOf(request))) {
+        await this.parseFormBody(request, response, type);
+        return next();
+      }
       throw ValidationFailedError.single('', 'invalid', 'Content-Type must be application/json');
     }
     const length = this.plainLength(request, type);
@@ -62,6 +74,25 @@ export class JsonBodyMiddleware implements NestMiddleware {
   }
 
   /**
+   * A urlencoded form, read as express.raw reads any body (limit, content encodings), then parsed. Forms are
+   * OAuth 2.0 token requests, whose answers carry `Pragma: no-cache` beside the API's `Cache-Control: no-store`
+   * (RFC 6749 §5.1; the exception filter sets it on the errors that come before this).
+   */
+  private async parseFormBody(request: Request, response: Response, type: string): Promise<void> {
+    response.setHeader('Pragma', 'no-cache');
+    try {
+      await new Promise<void>((resolve, reject) =>
+        this.readRaw(request, response, (error?: unknown) => (error ? reject(error) : resolve())),
+      );
+    } catch (error) {
+      if ((error as { type?: unknown }).type === 'entity.too.large') throw error;
+      throw ValidationFailedError.single('', 'invalid', 'the request body could not be read');
+    }
+    const raw: unknown = request.body;
+    request.body = parseForm(Buffer.isBuffer(raw) ? raw : Buffer.alloc(0), type);
+  }
+
+  /**
    * The declared length of a body that express.json would read as plain UTF-8 from the request itself (no
    * content encoding, no chunked framing, within the limit, a JSON content type with no charset or UTF-8, a
    * fresh request stream), which readUtf8 and parseStrictJson then read exactly as it would; undefined for
@@ -81,6 +112,11 @@ export class JsonBodyMiddleware implements NestMiddleware {
     if ((request as { upgrade?: boolean }).upgrade || !request.socket?.readable) return undefined;
     return length;
   }
+}
+
+/** The request path without the query, as the route catalog matches it. */
+function pathOf(request: Request): string {
+  return (request.originalUrl ?? request.url).split('?')[0];
 }
 
 /**

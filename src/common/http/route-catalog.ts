@@ -4,6 +4,7 @@ import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { AUTH_POLICY_KEY, type AuthPolicy } from '../auth/auth.decorator.js';
 import { ERROR_STYLE_KEY, type ErrorStyle } from '../errors/error-style.js';
+import { FORM_BODY_KEY } from './form-body.js';
 
 export interface RouteEntry {
   readonly method: string;
@@ -11,6 +12,8 @@ export interface RouteEntry {
   readonly path: string;
   readonly policy: AuthPolicy | undefined;
   readonly errorStyle: ErrorStyle;
+  /** Takes urlencoded form bodies too (@AcceptsFormBody). */
+  readonly formBody: boolean;
   readonly handler: string;
   readonly pattern: RegExp;
 }
@@ -54,6 +57,8 @@ export class RouteCatalog implements OnModuleInit {
         const errorStyle =
           this.reflector.getAllAndOverride<ErrorStyle | undefined>(ERROR_STYLE_KEY, [handler, type]) ??
           'json';
+        const formBody =
+          this.reflector.getAllAndOverride<boolean | undefined>(FORM_BODY_KEY, [handler, type]) ?? false;
         for (const base of controllerPaths.length ? controllerPaths : ['']) {
           for (const sub of toArray(methodPath)) {
             const path = joinPath(this.config.routePrefix, base, sub);
@@ -62,6 +67,7 @@ export class RouteCatalog implements OnModuleInit {
               path,
               policy,
               errorStyle,
+              formBody,
               handler: `${type.name}.${name}`,
               pattern: new RegExp(`^${path.replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`),
             });
@@ -89,6 +95,12 @@ export class RouteCatalog implements OnModuleInit {
     const candidates = this.entries.filter((entry) => entry.pattern.test(path));
     const exact = candidates.find((entry) => entry.method === method.toUpperCase());
     return (exact ?? candidates[0])?.errorStyle ?? 'json';
+  }
+
+  /** Whether the route of this method and path takes urlencoded form bodies. */
+  acceptsForm(method: string, path: string): boolean {
+    const upper = method.toUpperCase();
+    return this.entries.some((entry) => entry.formBody && entry.method === upper && entry.pattern.test(path));
   }
 }
 

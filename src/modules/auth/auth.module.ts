@@ -1,6 +1,7 @@
 import { MiddlewareConsumer, Module, NestModule, OnModuleInit, RequestMethod } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
 import { AppsModule } from '../apps/apps.module.js';
+import { AuthorizationServerMetadataController } from './authorization-server-metadata.controller.js';
 import { JwksController } from './jwks.controller.js';
 import { SigningKeysModule } from './signing-keys.module.js';
 import { SigningKeysService } from './signing-keys.service.js';
@@ -10,10 +11,10 @@ import { TokenRateLimitMiddleware } from './token-rate-limit.middleware.js';
 import { TokenController } from './token.controller.js';
 import { TokenService } from './token.service.js';
 
-/** HTTP side of authentication: the token endpoint, the JWKS and the two bearer schemes. */
+/** HTTP side of authentication: the token endpoint, the JWKS, the RFC 8414 metadata and the two bearer schemes. */
 @Module({
   imports: [AppsModule, SigningKeysModule, PassportModule],
-  controllers: [TokenController, JwksController],
+  controllers: [TokenController, JwksController, AuthorizationServerMetadataController],
   providers: [TokenService, ClientCredentialsStrategy, SubjectTokenStrategy],
 })
 export class AuthModule implements NestModule, OnModuleInit {
@@ -24,9 +25,13 @@ export class AuthModule implements NestModule, OnModuleInit {
     await this.signingKeys.current();
   }
 
+  /** One limiter for both token routes, so their requests count together. */
   configure(consumer: MiddlewareConsumer): void {
     consumer
       .apply(TokenRateLimitMiddleware)
-      .forRoutes({ path: 'oauth/app/token', method: RequestMethod.POST });
+      .forRoutes(
+        { path: 'oauth/app/token', method: RequestMethod.POST },
+        { path: 'oauth/token', method: RequestMethod.POST },
+      );
   }
 }

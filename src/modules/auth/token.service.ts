@@ -1,11 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { decodeProtectedHeader, errors as joseErrors, jwtVerify, SignJWT, type JWTPayload } from 'jose';
+import {
+  decodeJwt,
+  decodeProtectedHeader,
+  errors as joseErrors,
+  jwtVerify,
+  SignJWT,
+  type JWTPayload,
+} from 'jose';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { TokenRequestError } from '../../common/errors/domain-errors.js';
 import { AppsService } from '../apps/apps.service.js';
+import { JWT_BEARER_ASSERTION_TYPE, type OAuthTokenFormDto } from './dto/token.dto.js';
 import { UsedAssertionEntity } from './entities/used-assertion.entity.js';
 import { SigningKeysService } from './signing-keys.service.js';
 
@@ -43,6 +51,62 @@ export class TokenService {
     const payload = await this.verifyAssertion(input.appId, input.token);
     await this.rememberJti(input.appId, payload);
     return this.signAccessToken(input.appId);
+  }
+
+  /**
+   * The form a standard OAuth 2.0 client sends (RFC 6749 §4.4, RFC 7523 client authentication): the form's own
+   * checks, then issue() with the appId and assertion a JSON request would carry, so an assertion passes or
+   * fails exactly as it would there. client_id is optional: the assertion's sub names the client (RFC 7523 §3).
+   */
+  async issueForForm(form: OAuthTokenFormDto): Promise<IssuedToken> {
+    if (form.grant_type !== 'client_credentials') {
+      throw new TokenRequestError(400, 'unsupported_grant_type', 'grant_type must be client_credentials');
+    }
+    if (form.scope !== undefined) {
+      throw new TokenRequestError(400, 'invalid_scope', 'the service defines no scopes');
+    }
+    const { client_assertion: assertion, client_assertion_type: assertionType } = form;
+    if (assertion === undefined && assertionType === undefined) {
+      throw refuse(
+        'no client authentication: send client_assertion_type and client_assertion (private_key_jwt)',
+      );
+    }
+    if (assertion === undefined || assertionType === undefined) {
+      throw new TokenRequestError(
+        400,
+        'invalid_request',
+        'client_assertion and client_assertion_type go together',
+      );
+    }
+    if (assertionType !== JWT_BEARER_ASSERTION_TYPE) {
+      throw refuse(`client_assertion_type must be ${JWT_BEARER_ASSERTION_TYPE} (private_key_jwt)`);
+    }
+    return this.issue({
+      appId: this.claimedClient(assertion, form.client_id),
+      token: assertion,
+      grantType: 'client_credentials',
+    });
+  }
+
+  /**
+   * The client an assertion claims to be, before it is verified: the client_id sent beside it, which must be its
+   * iss and sub, else its sub. A mismatch is refused here only to say so; verification would refuse it anyway.
+   */
+  private claimedClient(assertion: string, clientId: string | undefined): string {
+    let claims: JWTPayload;
+    try {
+      claims = decodeJwt(assertion);
+    } catch {
+      throw refuse('the assertion is not a JWS in compact form');
+    }
+    if (clientId !== undefined) {
+      if (claims.iss !== clientId || claims.sub !== clientId) {
+        throw refuse('client_id does not match the assertion iss and sub');
+      }
+      return clientId;
+    }
+    if (typeof claims.sub !== 'string') throw refuse('the assertion has no sub naming the client');
+    return claims.sub;
   }
 
   private async verifyAssertion(appId: string, assertion: string): Promise<JWTPayload> {
