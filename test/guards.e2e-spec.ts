@@ -103,6 +103,8 @@ describe('authentication and authorization on fixture routes', () => {
       await expectRefusedEverywhere(
         bearer(await clientAssertion(appA, { claims: { aud: `${TEST_BASE_URL}oauth/app/token` } })),
       );
+      // The issuer as aud (accepted at the token endpoint, decision 0024): still not a user token (sub = iss).
+      await expectRefusedEverywhere(bearer(await clientAssertion(appA, { claims: { aud: TEST_BASE_URL } })));
     });
   });
 

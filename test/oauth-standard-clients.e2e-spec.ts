@@ -91,16 +91,9 @@ describe('a standard client (oauth4webapi) over HTTP on 127.0.0.1', () => {
     expect(jwks.keys.length).toBeGreaterThan(0);
   });
 
-  it('gets a token with private_key_jwt (ES256, the registered key) and calls a CC route with it', async () => {
-    const auth = oauth.PrivateKeyJwt(
-      { key: await cryptoKey(client), kid: client.keyId },
-      {
-        // The interface's audience rule: the token endpoint (oauth4webapi puts the issuer there by default).
-        [oauth.modifyAssertion]: (_header, payload) => {
-          payload.aud = as.token_endpoint;
-        },
-      },
-    );
+  it('gets a token with private_key_jwt (ES256, the registered key, its defaults) and calls a CC route with it', async () => {
+    // oauth4webapi's own assertion: aud = the issuer (draft-ietf-oauth-rfc7523bis), accepted (decision 0024).
+    const auth = oauth.PrivateKeyJwt({ key: await cryptoKey(client), kid: client.keyId });
     const response = await oauth.clientCredentialsGrantRequest(
       as,
       { client_id: client.appId },
@@ -124,20 +117,35 @@ describe('a standard client (oauth4webapi) over HTTP on 127.0.0.1', () => {
     expect(Array.isArray(await users.json())).toBe(true);
   });
 
-  it('its default assertion (aud = the issuer) is refused with invalid_client, which the library reads as such', async () => {
+  const grantWithAudience = async (aud: string) => {
     const response = await oauth.clientCredentialsGrantRequest(
       as,
       { client_id: client.appId },
-      oauth.PrivateKeyJwt({ key: await cryptoKey(client), kid: client.keyId }),
+      oauth.PrivateKeyJwt(
+        { key: await cryptoKey(client), kid: client.keyId },
+        {
+          [oauth.modifyAssertion]: (_header, payload) => {
+            payload.aud = aud;
+          },
+        },
+      ),
       new URLSearchParams(),
       insecure,
     );
-    const refusal = await oauth
-      .processClientCredentialsResponse(as, { client_id: client.appId }, response)
-      .then(
-        () => undefined,
-        (error: unknown) => error,
-      );
+    return oauth.processClientCredentialsResponse(as, { client_id: client.appId }, response).then(
+      (result) => ({ result, refusal: undefined }),
+      (error: unknown) => ({ result: undefined, refusal: error }),
+    );
+  };
+
+  it('also gets a token with the token endpoint as the audience (as Spring Security sends it)', async () => {
+    const { result } = await grantWithAudience(as.token_endpoint!);
+    expect(result).toMatchObject({ token_type: 'bearer', expires_in: 900 });
+  });
+
+  it('an assertion for another server is refused with invalid_client, which the library reads as such', async () => {
+    const { result, refusal } = await grantWithAudience('https://elsewhere.example/v1/');
+    expect(result).toBeUndefined();
     expect(refusal).toBeInstanceOf(oauth.ResponseBodyError);
     expect(refusal).toMatchObject({
       status: 401,
@@ -310,7 +318,10 @@ describe('the RFC 6749 form at both token routes', () => {
         expiresIn: 900,
       });
       expect(response.headers.pragma).toBeUndefined();
-      const refused = await json(route, await clientAssertion(client, { claims: { aud: TEST_BASE_URL } }));
+      const refused = await json(
+        route,
+        await clientAssertion(client, { claims: { aud: 'https://elsewhere.example/v1/' } }),
+      );
       expect(refused.status).toBe(401);
       expect(refused.body).toStrictEqual({
         errorId: 'invalid_client',
@@ -340,7 +351,8 @@ describe('the RFC 6749 form at both token routes', () => {
         'valid, aud {base_url}oauth/app/token',
         () => clientAssertion(client, { claims: { aud: `${TEST_BASE_URL}oauth/app/token` } }),
       ],
-      ['aud {base_url}', () => clientAssertion(client, { claims: { aud: TEST_BASE_URL } })],
+      ['valid, aud {base_url}', () => clientAssertion(client, { claims: { aud: TEST_BASE_URL } })],
+      ['aud {base_url}users', () => clientAssertion(client, { claims: { aud: `${TEST_BASE_URL}users` } })],
       [
         'aud elsewhere',
         () => clientAssertion(client, { claims: { aud: 'https://elsewhere.example/v1/oauth/token' } }),
@@ -379,8 +391,8 @@ describe('the RFC 6749 form at both token routes', () => {
       return seen;
     };
     const reference = await outcomes('/v1/oauth/app/token', false);
-    expect(reference.filter((line) => line.includes(': 200 token'))).toHaveLength(2);
-    expect(reference.filter((line) => line.includes(': 401 invalid_client '))).toHaveLength(cases.length - 2);
+    expect(reference.filter((line) => line.includes(': 200 token'))).toHaveLength(3);
+    expect(reference.filter((line) => line.includes(': 401 invalid_client '))).toHaveLength(cases.length - 3);
     for (const route of TOKEN_ROUTES) {
       expect({ route, form: await outcomes(route, true) }).toStrictEqual({ route, form: reference });
       expect({ route, json: await outcomes(route, false) }).toStrictEqual({ route, json: reference });

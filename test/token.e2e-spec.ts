@@ -84,8 +84,22 @@ describe('POST /v1/oauth/app/token', () => {
     expectRefused(await withAssertion(await clientAssertion(client, { lifetimeSeconds: 3601 })));
   });
 
+  it('accepts the issuer {base_url} as audience (draft-ietf-oauth-rfc7523bis, what standard clients send)', async () => {
+    const token = await clientAssertion(client, { claims: { aud: TEST_BASE_URL } });
+    const response = await withAssertion(token);
+    expect(response.status).toBe(200);
+    expect(response.body).toStrictEqual({ type: 'Bearer', accessToken: expect.any(String), expiresIn: 900 });
+  });
+
   it('refuses a wrong audience', async () => {
-    expectRefused(await withAssertion(await clientAssertion(client, { claims: { aud: TEST_BASE_URL } })));
+    expectRefused(
+      await withAssertion(await clientAssertion(client, { claims: { aud: `${TEST_BASE_URL}users` } })),
+    );
+    expectRefused(
+      await withAssertion(
+        await clientAssertion(client, { claims: { aud: TEST_BASE_URL.replace(/\/$/, '') } }),
+      ),
+    );
     expectRefused(
       await withAssertion(
         await clientAssertion(client, { claims: { aud: 'https://elsewhere.example/v1/oauth/token' } }),

@@ -39,7 +39,14 @@ export class TokenService {
     private readonly signingKeys: SigningKeysService,
     @InjectDataSource() private readonly dataSource: DataSource,
   ) {
-    this.audiences = [`${config.publicBaseUrl}oauth/token`, `${config.publicBaseUrl}oauth/app/token`];
+    // The token endpoint (RFC 7523 §3, the interface's rule), its alias, and the issuer identifier, which
+    // draft-ietf-oauth-rfc7523bis makes the audience and standard clients (oauth4webapi, openid-client) send.
+    // A user token shares that audience but never passes here: an assertion needs sub = iss (decision 0024).
+    this.audiences = [
+      `${config.publicBaseUrl}oauth/token`,
+      `${config.publicBaseUrl}oauth/app/token`,
+      config.publicBaseUrl,
+    ];
   }
 
   async issue(input: { appId: string; token: string; grantType: string }): Promise<IssuedToken> {

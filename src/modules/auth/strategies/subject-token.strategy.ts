@@ -31,7 +31,8 @@ export class SubjectTokenStrategy extends PassportStrategy(Strategy, 'subject') 
     super({
       jwtFromRequest: ExtractJwt.fromAuthHeaderAsBearerToken(),
       algorithms: ['ES256'],
-      // Exactly {base_url}: a client assertion (aud = …/oauth/token) is never accepted here.
+      // Exactly {base_url}. A client assertion with the token endpoint as aud fails here; one with the issuer
+      // {base_url} as aud fails in validate(): its sub is its iss (the appId), never a user or company.
       audience: config.publicBaseUrl,
       ignoreExpiration: false,
       jsonWebTokenOptions: { clockTolerance: config.clockSkewSeconds },
