@@ -28,7 +28,7 @@ import {
  * this test.
  */
 describe('embedded PostgreSQL placement', () => {
-  const other: OsUser = { name: 'someone-else', uid: 65_534, gid: 65_534 };
+  const other: OsUser = { name: 'someone-else', uid: 2_147_483_000, gid: 2_147_483_000 };
   const self: OsUser = { name: 'me', uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
   let scratch: string;
   let runtimeDir: string;
@@ -67,7 +67,7 @@ describe('embedded PostgreSQL placement', () => {
 
     it('uses the group bits for a member of the folder group', async () => {
       const groupOnly = folder('group-only', 0o710);
-      const member: OsUser = { name: 'member', uid: 65_533, gid: statSync(groupOnly).gid };
+      const member: OsUser = { name: 'member', uid: 2_147_483_001, gid: statSync(groupOnly).gid };
       expect(await firstBlockedFolder(member, groupOnly)).toBeUndefined();
       expect(await firstBlockedFolder(other, groupOnly)).toBe(groupOnly);
     });
