@@ -7,6 +7,7 @@ import {
   type DatabaseRuntime,
   type ProcessRole,
 } from './common/database/database-runtime.js';
+import { EmbeddedPostgresError } from './common/database/embedded-postgres.js';
 import { rootLogger } from './common/logging/logging.js';
 import { ConfigError, loadConfig, type AppConfig } from './config/app-config.js';
 import { dataSourceOptions } from './data-source.js';
@@ -36,11 +37,23 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
     throw error;
   }
   const logger = rootLogger(config, { service: 'wallet', role });
-  const database = await resolveDatabase(config, role, (line) =>
-    logger.debug({ component: 'postgres' }, line),
-  );
+  let database: DatabaseRuntime;
+  try {
+    database = await resolveDatabase(config, role, (line) => logger.debug({ component: 'postgres' }, line));
+  } catch (error) {
+    // One line the operator can act on (folder, user, fix), never a stack trace; the server's words at debug.
+    if (error instanceof EmbeddedPostgresError) {
+      for (const line of error.detail) logger.debug({ component: 'postgres' }, line);
+      process.stderr.write(`${error.message}\n`);
+    } else {
+      const reason = error instanceof Error ? error.message : String(error);
+      process.stderr.write(`embedded PostgreSQL could not be started: ${reason.split('\n')[0]}\n`);
+    }
+    process.exit(1);
+  }
   if (database.embedded?.owned) {
-    logger.info({ port: database.embedded.port, dataDir: config.dataDir }, 'embedded PostgreSQL running');
+    const { port, clusterDir } = database.embedded;
+    logger.info({ port, dataDir: config.dataDir, clusterDir }, 'embedded PostgreSQL running');
   }
   try {
     await ensureSchema(database, role, logger, config.dbStatementTimeoutMs);
@@ -88,16 +101,19 @@ export function limitHeapGrowth(percent: number): void {
 /**
  * Graceful shutdown on SIGTERM/SIGINT: run `close` once (stop accepting,
  * finish in-flight work, close pools, stop the embedded server last), then
- * exit. A second signal exits at once.
+ * exit. A second signal exits at once, unless it comes within a second of the
+ * first: one Ctrl-C can arrive twice (from the terminal and from a wrapper
+ * that forwards it).
  */
 export function onShutdownSignal(logger: Logger, close: () => Promise<void>, timeoutMs = 25_000): void {
-  let closing = false;
+  let closingSince: number | undefined;
   const handler = (signal: NodeJS.Signals) => {
-    if (closing) {
+    if (closingSince !== undefined) {
+      if (Date.now() - closingSince < 1_000) return;
       logger.warn({ signal }, 'second signal: exiting now');
       process.exit(1);
     }
-    closing = true;
+    closingSince = Date.now();
     logger.info({ signal }, 'shutting down');
     const timer = setTimeout(() => {
       logger.error('shutdown timed out');

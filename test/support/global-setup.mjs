@@ -62,7 +62,13 @@ export default async function globalSetup() {
   } else {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'wallet-test-pg-'));
     chmodSync(dir, 0o755); // the server runs as the postgres user when we are root
-    const handle = await ensureEmbeddedPostgres({ dataDir: dir, databaseName: 'postgres', adopt: true });
+    // In the runner's process group: an interrupted `npm test` takes its server down with it.
+    const handle = await ensureEmbeddedPostgres({
+      dataDir: dir,
+      databaseName: 'postgres',
+      adopt: true,
+      ownProcessGroup: false,
+    });
     globalThis.__EMBEDDED_PG__ = handle;
     globalThis.__EMBEDDED_PG_DIR__ = dir;
     serverUrl = new URL(handle.url);

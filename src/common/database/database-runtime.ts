@@ -28,6 +28,8 @@ export async function resolveDatabase(
     dataDir: config.dataDir,
     databaseName: 'wallet',
     adopt: role === 'api',
+    // The long-running processes stop the server last themselves; a terminal's Ctrl-C must not reach it first.
+    ownProcessGroup: role === 'api' || role === 'worker',
     log,
   });
   return { url: embedded.url, embedded };

