@@ -37,6 +37,8 @@ export const DEFAULT_JOB_OPTIONS: JobsOptions = {
 export class QueueFactory implements OnApplicationShutdown {
   private readonly queues = new Map<string, Queue>();
   private readonly workers: Worker[] = [];
+  /** The loops this factory started (PostgreSQL workers): closing waits for them to end. */
+  private readonly loops: Promise<unknown>[] = [];
   private redis?: Redis;
   private readonly workerConnections: Redis[] = [];
 
@@ -113,11 +115,13 @@ export class QueueFactory implements OnApplicationShutdown {
       ) as unknown as Worker<T, R>;
       if (autorun) {
         const started = worker;
-        void started
+        const loop = started
           .waitUntilReady()
           .catch(() => undefined) // connection errors reach the 'error' event; the loop retries them
-          .then(() => started.run())
+          // A worker closed while it was becoming ready (a stop right after start) must not start its loop.
+          .then(() => (started.closing ? undefined : started.run()))
           .catch((error: unknown) => started.emit('error', error as Error));
+        this.loops.push(loop);
       }
     }
     this.workers.push(worker as unknown as Worker);
@@ -125,7 +129,23 @@ export class QueueFactory implements OnApplicationShutdown {
   }
 
   async closeWorkers(): Promise<void> {
-    await Promise.allSettled(this.workers.splice(0).map((worker) => worker.close()));
+    const workers = this.workers.splice(0);
+    // A worker still opening its connections when the stop comes would open them after close() and keep them
+    // past the pool's end (errors when the database stops): let each finish opening first.
+    // (PostgreSQL workers only, and for at most 5 s: a database that does not answer must not hold the stop.)
+    await Promise.allSettled(
+      workers
+        .filter((worker) => this.connection.kind === 'postgres' && !worker.closing)
+        .map((worker) =>
+          Promise.race([
+            worker.waitUntilReady(),
+            new Promise((resolve) => setTimeout(resolve, 5_000).unref()),
+          ]),
+        ),
+    );
+    await Promise.allSettled(workers.map((worker) => worker.close()));
+    // close() does not wait for a loop that run() started by hand; its last query must end before the pool does.
+    await Promise.allSettled(this.loops.splice(0));
     for (const connection of this.workerConnections.splice(0)) connection.disconnect();
   }
 
