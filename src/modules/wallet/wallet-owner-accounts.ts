@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import type { OwnerAccounts, OwnerAccountView } from '../identity/owner-accounts.port.js';
-import { accountView } from './accounts/accounts.service.js';
+import { accountView } from './accounts/account-view.js';
 import { WalletAccountEntity } from './accounts/entities/wallet-account.entity.js';
 import { fromDb } from './money.js';
 import { periodsOf } from './periods.js';
