@@ -2,7 +2,7 @@ import type { OwnerAccountView } from '../../identity/owner-accounts.port.js';
 import { fromDb, toJson } from '../money.js';
 import type { WalletAccountEntity } from './entities/wallet-account.entity.js';
 
-/** AccountInfo: the account with its balance and this month's operated amounts (decimal text from the database). */
+/** AccountInfo: the account, its balance and this month's operated amounts (decimal text from the database). */
 export function accountView(
   account: WalletAccountEntity,
   balance: string,
