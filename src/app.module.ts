@@ -5,14 +5,14 @@ import { ApiExceptionFilter } from './common/errors/api-exception.filter.js';
 import { HealthController } from './common/health/health.controller.js';
 import { JsonBodyMiddleware } from './common/http/json-body.middleware.js';
 import { RouteCatalog } from './common/http/route-catalog.js';
-import { MetricsController } from './common/metrics/metrics.js';
+import { MetricsController } from './common/metrics/metrics.controller.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
 import { AppsModule } from './modules/apps/apps.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
 import { IdentityModule } from './modules/identity/identity.module.js';
 import { WalletModule } from './modules/wallet/wallet.module.js';
 import { TransfersModule } from './modules/transfers/transfers.module.js';
-import { WalletReadModule } from './modules/wallet/wallet-owner-accounts.js';
+import { WalletReadModule } from './modules/wallet/wallet-read.module.js';
 import { MobileModule } from './modules/mobile/mobile.module.js';
 import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 
@@ -42,7 +42,7 @@ export class AppModule implements NestModule {
         // The consumers' code (undici, the SMPP client, the processors) is loaded only when they run here.
         ...(options.runWorker
           ? [
-              import('./worker.module.js').then(({ WorkerProcessorsModule }) => ({
+              import('./worker-processors.module.js').then(({ WorkerProcessorsModule }) => ({
                 module: WorkerProcessorsModule,
               })),
             ]

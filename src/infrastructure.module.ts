@@ -9,7 +9,7 @@ import {
 } from './common/database/database-runtime.js';
 import { rootLogger } from './common/logging/logging.js';
 import { LoggingModule } from './common/logging/pino-logger.js';
-import { MetricsRegistry } from './common/metrics/metrics.js';
+import { MetricsRegistry } from './common/metrics/metrics.registry.js';
 import { QUEUE_CONNECTION, QueueFactory, type QueueConnection } from './common/queue/queue.factory.js';
 import { APP_CONFIG, type AppConfig } from './config/app-config.js';
 import { dataSourceOptions } from './data-source.js';

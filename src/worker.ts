@@ -4,7 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { NestPinoLogger } from './common/logging/pino-logger.js';
 import { onShutdownSignal, prepareRuntime } from './bootstrap.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
-import { WorkerProcessorsModule } from './worker.module.js';
+import { WorkerProcessorsModule } from './worker-processors.module.js';
 
 @Module({})
 class WorkerAppModule {

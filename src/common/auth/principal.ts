@@ -23,3 +23,8 @@ export const CurrentPrincipal = createParamDecorator((_data: unknown, ctx: Execu
   if (!principal) throw new UnauthorizedError();
   return principal;
 });
+
+/** Who did it, as ledger entries and history rows record it: `client:<appId>` or `subject:<uuid>`. */
+export function actorOf(principal: Principal): string {
+  return principal.kind === 'client' ? `client:${principal.appId}` : `subject:${principal.subject}`;
+}

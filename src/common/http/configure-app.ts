@@ -5,7 +5,7 @@ import helmet from 'helmet';
 import { PinoLogger } from '../logging/pino-logger.js';
 import type { AppConfig } from '../../config/app-config.js';
 import { BEARER_SCHEME, CC_SCHEME, OPS_SCHEME } from '../auth/auth.decorator.js';
-import { MetricsRegistry } from '../metrics/metrics.js';
+import { MetricsRegistry } from '../metrics/metrics.registry.js';
 import { mountQueueDashboard } from '../queue/queue-dashboard.js';
 import { httpObservability, recordHeaders } from './http-observability.js';
 import { createValidationPipe } from './validation.js';

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import helmet from 'helmet';
 import pino from 'pino';
-import { MetricsRegistry } from '../metrics/metrics.js';
+import { MetricsRegistry } from '../metrics/metrics.registry.js';
 import { httpObservability, recordHeaders } from './http-observability.js';
 
 describe('recordHeaders', () => {

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Level, Logger } from 'pino';
 import { requestId } from '../logging/logging.js';
-import type { MetricsRegistry } from '../metrics/metrics.js';
+import type { MetricsRegistry } from '../metrics/metrics.registry.js';
 
 type ExpressLikeMiddleware = (request: never, response: never, next: (error?: unknown) => void) => void;
 

@@ -37,7 +37,7 @@ const TextErrors = (badRequest: string) =>
   );
 
 /** SMS and SIM swap (`mobile` stands for the telecom provider). Thin: one service call per route. */
-@ApiTags('mobile')
+@ApiTags('Mobile')
 @Controller('mobile')
 @UseErrorStyle('text')
 export class MobileController {

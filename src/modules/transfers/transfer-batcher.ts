@@ -9,7 +9,7 @@ import {
 } from '../../common/errors/domain-errors.js';
 import { MicroBatcher, type Settled } from '../../common/database/micro-batcher.js';
 import { pgErrorOf } from '../../common/database/sql.js';
-import { MetricsRegistry } from '../../common/metrics/metrics.js';
+import { MetricsRegistry } from '../../common/metrics/metrics.registry.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { Gauge, Histogram } from 'prom-client';
 import type { TransferViewRow } from './transfer-views.js';

@@ -1,13 +1,9 @@
-import { Global, Inject, Injectable, Module } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
-import {
-  OWNER_ACCOUNTS,
-  type OwnerAccounts,
-  type OwnerAccountView,
-} from '../identity/owner-accounts.port.js';
-import { accountView } from './accounts/accounts.service.js';
+import type { OwnerAccounts, OwnerAccountView } from '../identity/owner-accounts.port.js';
+import { accountView } from './accounts/account-view.js';
 import { WalletAccountEntity } from './accounts/entities/wallet-account.entity.js';
 import { fromDb } from './money.js';
 import { periodsOf } from './periods.js';
@@ -66,11 +62,3 @@ export class WalletOwnerAccounts implements OwnerAccounts {
     return 'closed';
   }
 }
-
-/** Provides OWNER_ACCOUNTS to identity without identity importing the wallet. */
-@Global()
-@Module({
-  providers: [WalletOwnerAccounts, { provide: OWNER_ACCOUNTS, useExisting: WalletOwnerAccounts }],
-  exports: [OWNER_ACCOUNTS],
-})
-export class WalletReadModule {}

@@ -1,15 +1,20 @@
 import { Module } from '@nestjs/common';
 import { IdentityModule } from '../identity/identity.module.js';
 import { AccountsController } from './accounts/accounts.controller.js';
+import { AccountFeesService } from './accounts/account-fees.service.js';
+import { AccountLimitsService } from './accounts/account-limits.service.js';
 import { AccountsService } from './accounts/accounts.service.js';
 import { BalanceReader } from './accounts/balance-reader.js';
 import { LedgerService } from './ledger/ledger.service.js';
 
-/** Wallet accounts on the double-entry ledger. Transfers post into it through LedgerService. */
+/**
+ * Wallet accounts on the double-entry ledger. Transfers post into it through LedgerService and count settled
+ * movements through AccountLimitsService.addOperated.
+ */
 @Module({
   imports: [IdentityModule],
   controllers: [AccountsController],
-  providers: [AccountsService, BalanceReader, LedgerService],
-  exports: [AccountsService, LedgerService],
+  providers: [AccountsService, AccountLimitsService, AccountFeesService, BalanceReader, LedgerService],
+  exports: [AccountsService, AccountLimitsService, LedgerService],
 })
 export class WalletModule {}

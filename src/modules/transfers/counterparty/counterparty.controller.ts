@@ -5,7 +5,7 @@ import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.j
 import { CounterpartyService } from './counterparty.service.js';
 import { CounterpartyRequestDto, CounterpartyResponseDto } from './dto/counterparty.dto.js';
 
-@ApiTags('Counterparty')
+@ApiTags('Transfers')
 @Controller('counterparty')
 @ErrorResponses()
 export class CounterpartyController {

@@ -12,6 +12,8 @@ import { CurrentPrincipal, type Principal } from '../../../common/auth/principal
 import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
 import { AccountInfoDto } from '../../identity/users/dto/user.dto.js';
 import type { OwnerAccountView } from '../../identity/owner-accounts.port.js';
+import { AccountFeesService } from './account-fees.service.js';
+import { AccountLimitsService } from './account-limits.service.js';
 import { AccountsService } from './accounts.service.js';
 import {
   BalanceResponseDto,
@@ -38,7 +40,11 @@ const Uuid = () => Param('uuid', ParseUUIDPipe);
   description: 'Unknown account (or not reachable by the caller)',
 })
 export class AccountsController {
-  constructor(private readonly accounts: AccountsService) {}
+  constructor(
+    private readonly accounts: AccountsService,
+    private readonly accountLimits: AccountLimitsService,
+    private readonly accountFees: AccountFeesService,
+  ) {}
 
   @Post()
   @AuthEither()
@@ -140,7 +146,7 @@ export class AccountsController {
   @ApiOperation({ summary: 'Deposit and withdraw limits' })
   @ApiOkResponse({ type: LimitsResponseDto })
   limits(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<LimitsResponseDto> {
-    return this.accounts.limits(principal, uuid);
+    return this.accountLimits.limits(principal, uuid);
   }
 
   @Post(':uuid/limits')
@@ -153,7 +159,7 @@ export class AccountsController {
     @Uuid() uuid: string,
     @Body() body: SetLimitsDto,
   ): Promise<{ status: number; message: string }> {
-    return this.accounts.setLimits(principal, uuid, body);
+    return this.accountLimits.setLimits(principal, uuid, body);
   }
 
   @Patch(':uuid/limits')
@@ -165,7 +171,7 @@ export class AccountsController {
     @Uuid() uuid: string,
     @Body() body: SetLimitsDto,
   ): Promise<{ status: number; message: string }> {
-    return this.accounts.setLimits(principal, uuid, body);
+    return this.accountLimits.setLimits(principal, uuid, body);
   }
 
   @Get(':uuid/fees')
@@ -173,7 +179,7 @@ export class AccountsController {
   @ApiOperation({ summary: 'The fee charged per movement (FIXED amount or PERCENTAGE)' })
   @ApiOkResponse({ type: FeesResponseDto })
   fees(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<FeesResponseDto> {
-    return this.accounts.fees(principal, uuid);
+    return this.accountFees.fees(principal, uuid);
   }
 
   @Patch(':uuid/fees')
@@ -185,7 +191,7 @@ export class AccountsController {
     @Uuid() uuid: string,
     @Body() body: SetFeesDto,
   ): Promise<{ status: number; message: string }> {
-    return this.accounts.setFees(principal, uuid, body);
+    return this.accountFees.setFees(principal, uuid, body);
   }
 
   @Get(':uuid/operado')
@@ -195,7 +201,7 @@ export class AccountsController {
   })
   @ApiOkResponse({ type: OperadoResponseDto })
   operado(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<OperadoResponseDto> {
-    return this.accounts.operado(principal, uuid);
+    return this.accountLimits.operado(principal, uuid);
   }
 
   @Get(':uuid/fulloperado')
@@ -203,6 +209,6 @@ export class AccountsController {
   @ApiOperation({ summary: 'The operated amounts (same fields as operado)' })
   @ApiOkResponse({ type: OperadoResponseDto })
   fullOperado(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<OperadoResponseDto> {
-    return this.accounts.operado(principal, uuid);
+    return this.accountLimits.operado(principal, uuid);
   }
 }

@@ -2,8 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import type { Principal } from '../../../common/auth/principal.js';
-import { tenantWhereAnd } from '../../../common/auth/tenancy.js';
+import { actorOf, type Principal } from '../../../common/auth/principal.js';
 import { isUniqueViolation } from '../../../common/database/sql.js';
 import {
   ForbiddenError,
@@ -17,18 +16,12 @@ import { UsersService } from '../../identity/users/users.service.js';
 import { ALIAS_PATTERN, generateAlias } from '../alias.js';
 import { buildCvu } from '../cvu.js';
 import { LedgerService } from '../ledger/ledger.service.js';
-import { fromDb, Money, parseAmount, toDb, toJson } from '../money.js';
+import { Money, parseAmount, toDb, toJson } from '../money.js';
 import { periodsOf } from '../periods.js';
-import type {
-  BalanceResponseDto,
-  CreateAccountDto,
-  FeesResponseDto,
-  LimitsResponseDto,
-  ModifyAccountDto,
-  OperadoResponseDto,
-  SetFeesDto,
-  SetLimitsDto,
-} from './dto/account.dto.js';
+import type { BalanceResponseDto, CreateAccountDto, ModifyAccountDto } from './dto/account.dto.js';
+import { AccountLimitsService } from './account-limits.service.js';
+import { requireAccount } from './account-lookup.js';
+import { accountView } from './account-view.js';
 import { BalanceReader } from './balance-reader.js';
 import { WalletAccountEntity, type AccountStatus } from './entities/wallet-account.entity.js';
 
@@ -40,13 +33,11 @@ const TRANSITIONS: Record<AccountStatus, readonly AccountStatus[]> = {
   DELETED: [],
 };
 
-const actorOf = (principal: Principal) =>
-  principal.kind === 'client' ? `client:${principal.appId}` : `subject:${principal.subject}`;
-
 /**
- * Wallet accounts. Each is a ledger account of the same id; its balance moves
- * only through ledger entries. A client principal reaches its application's
- * accounts, a subject principal only the accounts it owns.
+ * Wallet accounts: opening, owner, status, alias, deletion and the balance. Each is a ledger account of the same
+ * id; its balance moves only through ledger entries. A client principal reaches its application's accounts, a
+ * subject principal only the accounts it owns. Limits and operated amounts: AccountLimitsService; fees:
+ * AccountFeesService.
  */
 @Injectable()
 export class AccountsService {
@@ -57,6 +48,7 @@ export class AccountsService {
     private readonly users: UsersService,
     private readonly companies: CompaniesService,
     private readonly balances: BalanceReader,
+    private readonly accountLimits: AccountLimitsService,
   ) {}
 
   async create(principal: Principal, input: CreateAccountDto): Promise<OwnerAccountView> {
@@ -230,135 +222,27 @@ export class AccountsService {
     return { message: 'Balance updated' };
   }
 
-  async limits(principal: Principal, id: string): Promise<LimitsResponseDto> {
-    const account = await this.require(this.dataSource.manager, principal, id);
-    return {
-      data: {
-        id: account.limitsId,
-        accountId: account.id,
-        monthlyWithdrawLimit: toJson(account.monthlyWithdrawLimit),
-        monthlyDepositLimit: toJson(account.monthlyDepositLimit),
-        annualWithdrawLimit: toJson(account.annualWithdrawLimit),
-        annualDepositLimit: toJson(account.annualDepositLimit),
-      },
-      statusCode: 200,
-    };
-  }
-
-  async setLimits(
-    principal: Principal,
-    id: string,
-    input: SetLimitsDto,
-  ): Promise<{ status: number; message: string }> {
-    await this.dataSource.transaction(async (manager) => {
-      const account = await this.require(manager, principal, id, true);
-      const currency = account.currency;
-      await manager.update(
-        WalletAccountEntity,
-        { id: account.id },
-        {
-          monthlyWithdrawLimit: toDb(
-            parseAmount(input.monthlyWithdrawLimit, currency, 'monthlyWithdrawLimit'),
-          ),
-          monthlyDepositLimit: toDb(parseAmount(input.monthlyDepositLimit, currency, 'monthlyDepositLimit')),
-          annualWithdrawLimit: toDb(parseAmount(input.annualWithdrawLimit, currency, 'annualWithdrawLimit')),
-          annualDepositLimit: toDb(parseAmount(input.annualDepositLimit, currency, 'annualDepositLimit')),
-        },
-      );
-    });
-    return { status: 200, message: 'Limits updated' };
-  }
-
-  async fees(principal: Principal, id: string): Promise<FeesResponseDto> {
-    const account = await this.require(this.dataSource.manager, principal, id);
-    return {
-      id: account.feesId,
-      accountId: account.id,
-      feeType: account.feeType,
-      amount: toJson(account.feeAmount),
-    };
-  }
-
-  async setFees(
-    principal: Principal,
-    id: string,
-    input: SetFeesDto,
-  ): Promise<{ status: number; message: string }> {
-    await this.dataSource.transaction(async (manager) => {
-      const account = await this.require(manager, principal, id, true);
-      let amount: Money;
-      if (input.feeType === 'PERCENTAGE') {
-        amount = parseAmount(input.amount, 'PERCENT', 'amount');
-        if (amount.gt(100))
-          throw ValidationFailedError.single('amount', 'invalid', 'a percentage fee is at most 100');
-      } else {
-        amount = parseAmount(input.amount, account.currency, 'amount');
-      }
-      await manager.update(
-        WalletAccountEntity,
-        { id: account.id },
-        { feeType: input.feeType, feeAmount: toDb(amount) },
-      );
-    });
-    return { status: 200, message: 'Fees updated' };
-  }
-
-  async operado(principal: Principal, id: string): Promise<OperadoResponseDto> {
-    const account = await this.require(this.dataSource.manager, principal, id);
-    const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
-    const rows = (await this.dataSource.query(
-      `SELECT period, deposit::text AS deposit, withdraw::text AS withdraw, created_at, updated_at
-         FROM operated_amounts WHERE account_id = $1 AND period = ANY($2::text[])`,
-      [account.id, [month, year]],
-    )) as { period: string; deposit: string; withdraw: string; created_at: Date; updated_at: Date }[];
-    const monthRow = rows.find((row) => row.period === month);
-    const yearRow = rows.find((row) => row.period === year);
-    return {
-      id: account.operadoId,
-      accountUUID: account.id,
-      monthDeposit: toJson(monthRow?.deposit ?? '0'),
-      monthWithdraw: toJson(monthRow?.withdraw ?? '0'),
-      annualDeposit: toJson(yearRow?.deposit ?? '0'),
-      annualWithdraw: toJson(yearRow?.withdraw ?? '0'),
-      createdAt: (yearRow?.created_at ?? account.createdAt).toISOString(),
-      updatedAt: (yearRow?.updated_at ?? account.updatedAt).toISOString(),
-    };
-  }
-
-  /** Adds a settled movement to the account's operated amounts of this month and year (OPERATIONS_TIME_ZONE). */
-  async addOperated(
+  /**
+   * The operated amounts belong to AccountLimitsService; kept here until transfers' callers (TransfersService,
+   * ClearingService) inject that service instead.
+   */
+  addOperated(
     manager: EntityManager,
     accountId: string,
     side: 'deposit' | 'withdraw',
     amount: Money,
   ): Promise<void> {
-    const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
-    // The same database function the transfer path uses (migrations/1763900700000-TransferFunction.ts).
-    await manager.query(`SELECT wallet_add_operated($1, $2, $3, $4, $5)`, [
-      accountId,
-      side,
-      toDb(amount),
-      month,
-      year,
-    ]);
+    return this.accountLimits.addOperated(manager, accountId, side, amount);
   }
 
   /** The account (not deleted), scoped to the principal, locked when asked; 404 otherwise. */
-  async require(
+  require(
     manager: EntityManager,
     principal: Principal,
     id: string,
     lock = false,
   ): Promise<WalletAccountEntity> {
-    const where = tenantWhereAnd<WalletAccountEntity>(principal, ['ownerId'], { id: id.toLowerCase() });
-    const account = where
-      ? await manager.findOne(WalletAccountEntity, {
-          where: where as never,
-          ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
-        })
-      : null;
-    if (!account || account.status === 'DELETED') throw new NotFoundError(id, 'Account not found');
-    return account;
+    return requireAccount(manager, principal, id, lock);
   }
 
   async view(account: WalletAccountEntity): Promise<OwnerAccountView> {
@@ -407,25 +291,4 @@ export class AccountsService {
     }
     return error;
   }
-}
-
-export function accountView(
-  account: WalletAccountEntity,
-  balance: string,
-  monthDeposit: string,
-  monthWithdraw: string,
-): OwnerAccountView {
-  return {
-    ownerType: account.ownerType,
-    uuid: account.id,
-    status: account.status,
-    created: account.createdAt.toISOString(),
-    updated: account.updatedAt.toISOString(),
-    cvu: account.cvu,
-    alias: account.alias,
-    currency: account.currency,
-    balance: toJson(fromDb(balance)),
-    monthlyDepositOperation: toJson(fromDb(monthDeposit)),
-    monthlyWithdrawOperation: toJson(fromDb(monthWithdraw)),
-  };
 }

@@ -1,7 +1,5 @@
-import { Controller, Get, Header, Injectable } from '@nestjs/common';
-import { ApiExcludeController } from '@nestjs/swagger';
+import { Injectable } from '@nestjs/common';
 import { collectDefaultMetrics, Histogram, Registry } from 'prom-client';
-import { AuthOperator } from '../auth/auth.decorator.js';
 
 /** One Prometheus registry per process; feature modules register their own collectors on it. */
 @Injectable()
@@ -17,18 +15,5 @@ export class MetricsRegistry {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
-  }
-}
-
-@ApiExcludeController()
-@Controller('metrics')
-export class MetricsController {
-  constructor(private readonly metrics: MetricsRegistry) {}
-
-  @Get()
-  @AuthOperator()
-  @Header('Content-Type', 'text/plain; version=0.0.4')
-  scrape(): Promise<string> {
-    return this.metrics.registry.metrics();
   }
 }

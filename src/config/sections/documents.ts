@@ -1,0 +1,54 @@
+import type { EnvReaders } from '../env-readers.js';
+
+/** KYC documents: where their bytes are kept, and the largest upload. */
+export interface DocumentsConfig {
+  /** Where document bytes are kept: local disk under DATA_DIR, or an S3-compatible bucket. */
+  readonly documentStorage:
+    | { kind: 'local' }
+    | {
+        kind: 's3';
+        bucket: string;
+        region: string;
+        endpoint: string | undefined;
+        accessKeyId: string | undefined;
+        secretAccessKey: string | undefined;
+        forcePathStyle: boolean;
+        keyPrefix: string;
+      };
+  /** Largest document upload accepted. */
+  readonly documentMaxBytes: number;
+}
+
+export function loadDocumentsConfig(readers: EnvReaders): DocumentsConfig {
+  return {
+    documentStorage: documentStorage(readers),
+    documentMaxBytes: readers.int('DOCUMENT_MAX_BYTES', 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+  };
+}
+
+function documentStorage({ str, bool, url, problems }: EnvReaders): DocumentsConfig['documentStorage'] {
+  const kind = str('DOCUMENT_STORAGE') ?? 'local';
+  if (kind === 'local') return { kind: 'local' };
+  if (kind !== 's3') {
+    problems.push(`DOCUMENT_STORAGE must be local or s3 (got "${kind}")`);
+    return { kind: 'local' };
+  }
+  const bucket = str('S3_BUCKET');
+  if (!bucket) problems.push('S3_BUCKET is required when DOCUMENT_STORAGE=s3');
+  const accessKeyId = str('S3_ACCESS_KEY_ID');
+  const secretAccessKey = str('S3_SECRET_ACCESS_KEY');
+  if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
+    problems.push('S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together');
+  }
+  const endpoint = url('S3_ENDPOINT', ['http:', 'https:']);
+  return {
+    kind: 's3',
+    bucket: bucket ?? '',
+    region: str('S3_REGION') ?? 'us-east-1',
+    endpoint,
+    accessKeyId,
+    secretAccessKey,
+    forcePathStyle: bool('S3_FORCE_PATH_STYLE', endpoint !== undefined),
+    keyPrefix: (str('S3_KEY_PREFIX') ?? '').replace(/^\/+|\/+$/g, ''),
+  };
+}

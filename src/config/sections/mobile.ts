@@ -1,0 +1,94 @@
+import type { EnvReaders } from '../env-readers.js';
+
+/** SMS and SIM swap providers, rate limits (docs/decisions/0010-messaging.md). */
+export interface MobileConfig {
+  readonly smsProvider: 'simulator' | 'smpp';
+  /** Destination prefixes the provider can reach (empty: all); others answer 400 NO ROUTES. */
+  readonly smsRoutePrefixes: readonly string[];
+  readonly smsAppLimitPerMinute: number;
+  readonly smsAppLimitPerDay: number;
+  readonly smsDestinationLimitPerHour: number;
+  /** How long the simulator takes to report a delivery receipt. */
+  readonly smsSimDeliveryDelayMs: number;
+  readonly smpp: {
+    readonly host: string;
+    readonly port: number;
+    readonly systemId: string;
+    readonly password: string;
+    readonly systemType: string;
+    readonly bindMode: 'transceiver' | 'transmitter-receiver';
+    /** Source address of submitted messages (digits: international number; else alphanumeric). */
+    readonly sourceAddr: string;
+    readonly enquireLinkMs: number;
+    readonly responseTimeoutMs: number;
+    readonly reconnectMinMs: number;
+    readonly reconnectMaxMs: number;
+  };
+  readonly simSwapProvider: 'simulator' | 'camara';
+  readonly camara: {
+    /** Base URL of the CAMARA SIM Swap API, e.g. https://operator.example/sim-swap/v1 (POST {base}/check). */
+    readonly baseUrl: string;
+    readonly accessToken: string;
+    readonly maxAgeHours: number;
+    readonly timeoutMs: number;
+    /** `e164`: +<12 digits>; `ar-mobile-9`: +54 9 <10 digits> (Argentine mobiles, DOMAIN.md C6). */
+    readonly phoneFormat: 'e164' | 'ar-mobile-9';
+  };
+}
+
+/** SMS and SIM swap settings: which provider, its connection, and the abuse limits. */
+export function loadMobileConfig({ str, int, url, choice, problems }: EnvReaders): MobileConfig {
+  const smsProvider = choice('SMS_PROVIDER', ['simulator', 'smpp'], 'simulator');
+  const simSwapProvider = choice('SIM_SWAP_PROVIDER', ['simulator', 'camara'], 'simulator');
+  const required = (name: string, when: boolean, because: string): string => {
+    const value = str(name);
+    if (when && value === undefined) problems.push(`${name} is required when ${because}`);
+    return value ?? '';
+  };
+  const prefixes = (str('SMS_ROUTE_PREFIXES') ?? '').split(',').map((part) => part.trim());
+  const smsRoutePrefixes = prefixes.filter(Boolean);
+  if (smsRoutePrefixes.some((prefix) => !/^[0-9]{1,12}$/.test(prefix))) {
+    problems.push('SMS_ROUTE_PREFIXES must be a comma-separated list of digit prefixes such as 5411,5435');
+  }
+  const reconnectMinMs = int('SMPP_RECONNECT_MIN_MS', 1000, 10, 600_000);
+  const reconnectMaxMs = int('SMPP_RECONNECT_MAX_MS', 60_000, 10, 3_600_000);
+  if (reconnectMaxMs < reconnectMinMs) {
+    problems.push('SMPP_RECONNECT_MAX_MS must not be smaller than SMPP_RECONNECT_MIN_MS');
+  }
+  const sourceAddr = str('SMPP_SOURCE_ADDR') ?? '';
+  if (sourceAddr.length > 20) problems.push('SMPP_SOURCE_ADDR must be at most 20 characters');
+  const isSmpp = smsProvider === 'smpp';
+  const isCamara = simSwapProvider === 'camara';
+  if (isCamara && str('CAMARA_SIM_SWAP_URL') === undefined) {
+    problems.push('CAMARA_SIM_SWAP_URL is required when SIM_SWAP_PROVIDER=camara');
+  }
+  return {
+    smsProvider,
+    smsRoutePrefixes,
+    smsAppLimitPerMinute: int('SMS_APP_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
+    smsAppLimitPerDay: int('SMS_APP_LIMIT_PER_DAY', 5000, 1, 100_000_000),
+    smsDestinationLimitPerHour: int('SMS_DESTINATION_LIMIT_PER_HOUR', 10, 1, 1_000_000),
+    smsSimDeliveryDelayMs: int('SMS_SIM_DELIVERY_DELAY_MS', 2000, 0, 3_600_000),
+    smpp: {
+      host: required('SMPP_HOST', isSmpp, 'SMS_PROVIDER=smpp'),
+      port: int('SMPP_PORT', 2775, 1, 65535),
+      systemId: required('SMPP_SYSTEM_ID', isSmpp, 'SMS_PROVIDER=smpp'),
+      password: required('SMPP_PASSWORD', isSmpp, 'SMS_PROVIDER=smpp'),
+      systemType: str('SMPP_SYSTEM_TYPE') ?? '',
+      bindMode: choice('SMPP_BIND_MODE', ['transceiver', 'transmitter-receiver'], 'transceiver'),
+      sourceAddr,
+      enquireLinkMs: int('SMPP_ENQUIRE_LINK_MS', 30_000, 100, 3_600_000),
+      responseTimeoutMs: int('SMPP_RESPONSE_TIMEOUT_MS', 10_000, 100, 600_000),
+      reconnectMinMs,
+      reconnectMaxMs,
+    },
+    simSwapProvider,
+    camara: {
+      baseUrl: (url('CAMARA_SIM_SWAP_URL', ['http:', 'https:']) ?? '').replace(/\/+$/, ''),
+      accessToken: required('CAMARA_ACCESS_TOKEN', isCamara, 'SIM_SWAP_PROVIDER=camara'),
+      maxAgeHours: int('CAMARA_MAX_AGE_HOURS', 240, 1, 2400),
+      timeoutMs: int('CAMARA_TIMEOUT_MS', 5000, 100, 120_000),
+      phoneFormat: choice('CAMARA_PHONE_FORMAT', ['e164', 'ar-mobile-9'], 'e164'),
+    },
+  };
+}

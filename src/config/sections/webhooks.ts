@@ -1,0 +1,27 @@
+import { parseDuration, type EnvReaders } from '../env-readers.js';
+
+/** Webhook delivery: which URLs, the retry schedule, timeouts and the sweeper. */
+export interface WebhooksConfig {
+  readonly webhookAllowPrivateUrls: boolean;
+  readonly webhookRetryDelaysMs: readonly number[];
+  /** Timeout of one delivery attempt. */
+  readonly webhookTimeoutMs: number;
+  /** How often the worker looks for events the queue lost (Redis flushed, relay down). */
+  readonly webhookSweepIntervalMs: number;
+}
+
+export function loadWebhooksConfig({ str, int, bool, problems }: EnvReaders): WebhooksConfig {
+  const delaysRaw = str('WEBHOOK_RETRY_DELAYS') ?? '5s,5m,30m,2h,5h,10h,14h,20h,24h';
+  const delays = delaysRaw.split(',').map((part) => parseDuration(part));
+  if (delays.some((d) => d === undefined) || delays.length === 0) {
+    problems.push(
+      `WEBHOOK_RETRY_DELAYS must be a comma-separated list such as 5s,5m,2h (got "${delaysRaw}")`,
+    );
+  }
+  return {
+    webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),
+    webhookRetryDelaysMs: delays.filter((d): d is number => d !== undefined),
+    webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    webhookSweepIntervalMs: int('WEBHOOK_SWEEP_INTERVAL_MS', 5_000, 50, 600_000),
+  };
+}

@@ -1,0 +1,49 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { Principal } from '../../../common/auth/principal.js';
+import { ValidationFailedError } from '../../../common/errors/domain-errors.js';
+import { Money, parseAmount, toDb, toJson } from '../money.js';
+import type { FeesResponseDto, SetFeesDto } from './dto/account.dto.js';
+import { requireAccount } from './account-lookup.js';
+import { WalletAccountEntity } from './entities/wallet-account.entity.js';
+
+/** The fee an account is charged per movement: a FIXED amount in its currency, or a PERCENTAGE (at most 100). */
+@Injectable()
+export class AccountFeesService {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async fees(principal: Principal, id: string): Promise<FeesResponseDto> {
+    const account = await requireAccount(this.dataSource.manager, principal, id);
+    return {
+      id: account.feesId,
+      accountId: account.id,
+      feeType: account.feeType,
+      amount: toJson(account.feeAmount),
+    };
+  }
+
+  async setFees(
+    principal: Principal,
+    id: string,
+    input: SetFeesDto,
+  ): Promise<{ status: number; message: string }> {
+    await this.dataSource.transaction(async (manager) => {
+      const account = await requireAccount(manager, principal, id, true);
+      let amount: Money;
+      if (input.feeType === 'PERCENTAGE') {
+        amount = parseAmount(input.amount, 'PERCENT', 'amount');
+        if (amount.gt(100))
+          throw ValidationFailedError.single('amount', 'invalid', 'a percentage fee is at most 100');
+      } else {
+        amount = parseAmount(input.amount, account.currency, 'amount');
+      }
+      await manager.update(
+        WalletAccountEntity,
+        { id: account.id },
+        { feeType: input.feeType, feeAmount: toDb(amount) },
+      );
+    });
+    return { status: 200, message: 'Fees updated' };
+  }
+}

@@ -1,0 +1,102 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { Principal } from '../../../common/auth/principal.js';
+import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import { Money, parseAmount, toDb, toJson } from '../money.js';
+import { periodsOf } from '../periods.js';
+import type { LimitsResponseDto, OperadoResponseDto, SetLimitsDto } from './dto/account.dto.js';
+import { requireAccount } from './account-lookup.js';
+import { WalletAccountEntity } from './entities/wallet-account.entity.js';
+
+/**
+ * An account's deposit and withdraw limits, and the operated amounts (this month's and this year's deposits and
+ * withdrawals, OPERATIONS_TIME_ZONE calendar) counted against them. The transfer path checks both in the
+ * database (`wallet_check_limits`, `wallet_add_operated`).
+ */
+@Injectable()
+export class AccountLimitsService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async limits(principal: Principal, id: string): Promise<LimitsResponseDto> {
+    const account = await requireAccount(this.dataSource.manager, principal, id);
+    return {
+      data: {
+        id: account.limitsId,
+        accountId: account.id,
+        monthlyWithdrawLimit: toJson(account.monthlyWithdrawLimit),
+        monthlyDepositLimit: toJson(account.monthlyDepositLimit),
+        annualWithdrawLimit: toJson(account.annualWithdrawLimit),
+        annualDepositLimit: toJson(account.annualDepositLimit),
+      },
+      statusCode: 200,
+    };
+  }
+
+  async setLimits(
+    principal: Principal,
+    id: string,
+    input: SetLimitsDto,
+  ): Promise<{ status: number; message: string }> {
+    await this.dataSource.transaction(async (manager) => {
+      const account = await requireAccount(manager, principal, id, true);
+      const currency = account.currency;
+      await manager.update(
+        WalletAccountEntity,
+        { id: account.id },
+        {
+          monthlyWithdrawLimit: toDb(
+            parseAmount(input.monthlyWithdrawLimit, currency, 'monthlyWithdrawLimit'),
+          ),
+          monthlyDepositLimit: toDb(parseAmount(input.monthlyDepositLimit, currency, 'monthlyDepositLimit')),
+          annualWithdrawLimit: toDb(parseAmount(input.annualWithdrawLimit, currency, 'annualWithdrawLimit')),
+          annualDepositLimit: toDb(parseAmount(input.annualDepositLimit, currency, 'annualDepositLimit')),
+        },
+      );
+    });
+    return { status: 200, message: 'Limits updated' };
+  }
+
+  async operado(principal: Principal, id: string): Promise<OperadoResponseDto> {
+    const account = await requireAccount(this.dataSource.manager, principal, id);
+    const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
+    const rows = (await this.dataSource.query(
+      `SELECT period, deposit::text AS deposit, withdraw::text AS withdraw, created_at, updated_at
+         FROM operated_amounts WHERE account_id = $1 AND period = ANY($2::text[])`,
+      [account.id, [month, year]],
+    )) as { period: string; deposit: string; withdraw: string; created_at: Date; updated_at: Date }[];
+    const monthRow = rows.find((row) => row.period === month);
+    const yearRow = rows.find((row) => row.period === year);
+    return {
+      id: account.operadoId,
+      accountUUID: account.id,
+      monthDeposit: toJson(monthRow?.deposit ?? '0'),
+      monthWithdraw: toJson(monthRow?.withdraw ?? '0'),
+      annualDeposit: toJson(yearRow?.deposit ?? '0'),
+      annualWithdraw: toJson(yearRow?.withdraw ?? '0'),
+      createdAt: (yearRow?.created_at ?? account.createdAt).toISOString(),
+      updatedAt: (yearRow?.updated_at ?? account.updatedAt).toISOString(),
+    };
+  }
+
+  /** Adds a settled movement to the account's operated amounts of this month and year (OPERATIONS_TIME_ZONE). */
+  async addOperated(
+    manager: EntityManager,
+    accountId: string,
+    side: 'deposit' | 'withdraw',
+    amount: Money,
+  ): Promise<void> {
+    const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
+    // The same database function the transfer path uses (migrations/1763900700000-TransferFunction.ts).
+    await manager.query(`SELECT wallet_add_operated($1, $2, $3, $4, $5)`, [
+      accountId,
+      side,
+      toDb(amount),
+      month,
+      year,
+    ]);
+  }
+}

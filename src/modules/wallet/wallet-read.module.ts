@@ -1,0 +1,11 @@
+import { Global, Module } from '@nestjs/common';
+import { OWNER_ACCOUNTS } from '../identity/owner-accounts.port.js';
+import { WalletOwnerAccounts } from './wallet-owner-accounts.js';
+
+/** Provides OWNER_ACCOUNTS to identity without identity importing the wallet. */
+@Global()
+@Module({
+  providers: [WalletOwnerAccounts, { provide: OWNER_ACCOUNTS, useExisting: WalletOwnerAccounts }],
+  exports: [OWNER_ACCOUNTS],
+})
+export class WalletReadModule {}
