@@ -3,10 +3,8 @@ import request from 'supertest';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
 import {
   allPages,
-  bearer,
   cnpjDigits,
   companyBody,
-  countRows,
   dashed,
   expectNotFound,
   expectUnauthorized,
@@ -15,10 +13,17 @@ import {
   newCnpj,
   newCuit,
   withWrongCheckDigit,
+  byPath,
+  expectRefusedWithoutWrites,
+  kycDataRoutes,
+  ownerRoutes,
+  UUID,
   type CreateCompanyBody,
+  type HistoryEntry,
   type ValidationItem,
 } from './support/identity.js';
-import { startTestApp, type TestApp } from './support/test-app.js';
+import type { TestApp } from './support/test-app.js';
+import { startWithTwoApplications } from './support/two-applications.js';
 
 interface CompanyView {
   uuid: string;
@@ -37,25 +42,12 @@ interface CompanyKycView {
   updated: string | null;
 }
 
-interface HistoryEntry {
-  id: string;
-  ownerType: string;
-  ownerId: string;
-  section: string;
-  previous: unknown;
-  current: unknown;
-  actor: string;
-  at: string;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const SECTIONS = [
   'datosBasicos',
   'estructuraCorporativa',
   'gestionDeRiesgo',
   'monitoreoDeCumplimiento',
 ] as const;
-const byPath = (items: ValidationItem[]) => Object.fromEntries(items.map((item) => [item.path, item.type]));
 
 function without(body: CreateCompanyBody, path: string): Record<string, unknown> {
   const copy = structuredClone(body) as unknown as Record<string, Record<string, unknown>>;
@@ -73,44 +65,32 @@ describe('identity: companies (real database)', () => {
   let tokenB: string;
 
   beforeAll(async () => {
-    t = await startTestApp();
-    appA = await registerClient(t.app, 'companies-a');
-    appB = await registerClient(t.app, 'companies-b');
-    tokenA = await accessToken(t.http, appA);
-    tokenB = await accessToken(t.http, appB);
+    ({ t, appA, appB, tokenA, tokenB } = await startWithTwoApplications('companies'));
   });
   afterAll(() => t.close());
 
   const api = () => request(t.http);
-  const createCompany = (body: unknown, token = tokenA) =>
-    api()
-      .post('/v1/companies')
-      .set('Authorization', bearer(token))
-      .send(body as object);
-  const getCompany = (uuid: string, token = tokenA) =>
-    api().get(`/v1/companies/${uuid}`).set('Authorization', bearer(token));
-  const patchCompany = (uuid: string, body: unknown, token = tokenA) =>
-    api()
-      .patch(`/v1/companies/${uuid}`)
-      .set('Authorization', bearer(token))
-      .send(body as object);
-  const deleteCompany = (uuid: string, token = tokenA) =>
-    api().delete(`/v1/companies/${uuid}`).set('Authorization', bearer(token));
-  const listCompanies = (query: Record<string, string | number> = {}, token = tokenA) =>
-    api().get('/v1/companies/all').query(query).set('Authorization', bearer(token));
-  const kycPath = (uuid: string) => `/v1/companies/${uuid}/kyc-data`;
-  const postKyc = (uuid: string, body: unknown, token = tokenA) =>
-    api()
-      .post(kycPath(uuid))
-      .set('Authorization', bearer(token))
-      .send(body as object);
-  const getKyc = (uuid: string, token = tokenA) =>
-    api().get(kycPath(uuid)).set('Authorization', bearer(token));
-  const history = (uuid: string, query: Record<string, string | number> = {}, token = tokenA) =>
-    api()
-      .get(`${kycPath(uuid)}/history`)
-      .query(query)
-      .set('Authorization', bearer(token));
+  const {
+    create: createCompany,
+    get: getCompany,
+    patch: patchCompany,
+    remove: deleteCompany,
+    list: listCompanies,
+  } = ownerRoutes(
+    () => t.http,
+    '/v1/companies',
+    () => tokenA,
+  );
+  const {
+    path: kycPath,
+    post: postKyc,
+    get: getKyc,
+    history,
+  } = kycDataRoutes(
+    () => t.http,
+    '/v1/companies',
+    () => tokenA,
+  );
 
   const created = async (body: object = companyBody(), token = tokenA): Promise<CompanyView> => {
     const response = await createCompany(body, token);
@@ -119,14 +99,8 @@ describe('identity: companies (real database)', () => {
   };
 
   /** Runs a request that must be refused and asserts that nothing was written to the identity tables. */
-  const refused = async (send: () => Promise<request.Response>): Promise<request.Response> => {
-    const tables = ['companies', 'company_kyc_data', 'kyc_history'];
-    const before = await Promise.all(tables.map((table) => countRows(t.dataSource, table)));
-    const response = await send();
-    expect(response.status).toBeGreaterThanOrEqual(400);
-    expect(await Promise.all(tables.map((table) => countRows(t.dataSource, table)))).toStrictEqual(before);
-    return response;
-  };
+  const refused = (send: () => Promise<request.Response>): Promise<request.Response> =>
+    expectRefusedWithoutWrites(t.dataSource, ['companies', 'company_kyc_data', 'kyc_history'], send);
   const refusedCreate = async (body: unknown, token = tokenA): Promise<ValidationItem[]> =>
     expectValidation(await refused(() => createCompany(body, token)));
 

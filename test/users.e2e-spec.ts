@@ -14,10 +14,17 @@ import {
   newCuit,
   userBody,
   withWrongCheckDigit,
+  byPath,
+  expectRefusedWithoutWrites,
+  kycDataRoutes,
+  ownerRoutes,
+  UUID,
   type CreateUserBody,
+  type HistoryEntry,
   type ValidationItem,
 } from './support/identity.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { startWithTwoApplications } from './support/two-applications.js';
 import { openAccount as openWalletAccount, setBalance as setWalletBalance } from './support/wallet.js';
 
 interface UserView {
@@ -46,18 +53,6 @@ interface UserKycView {
   isBlackListed: boolean | null;
 }
 
-interface HistoryEntry {
-  id: string;
-  ownerType: string;
-  ownerId: string;
-  section: string;
-  previous: unknown;
-  current: unknown;
-  actor: string;
-  at: string;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const USER_KEYS = [
   'account',
   'birthday',
@@ -85,8 +80,6 @@ function edit(body: object, path: string, value?: unknown, remove = false): Reco
 const without = (body: object, path: string) => edit(body, path, undefined, true);
 const withValue = (body: object, path: string, value: unknown) => edit(body, path, value);
 
-const byPath = (items: ValidationItem[]) => Object.fromEntries(items.map((item) => [item.path, item.type]));
-
 describe('identity: users (real database)', () => {
   let t: TestApp;
   let appA: TestClient;
@@ -95,31 +88,22 @@ describe('identity: users (real database)', () => {
   let tokenB: string;
 
   beforeAll(async () => {
-    t = await startTestApp();
-    appA = await registerClient(t.app, 'users-a');
-    appB = await registerClient(t.app, 'users-b');
-    tokenA = await accessToken(t.http, appA);
-    tokenB = await accessToken(t.http, appB);
+    ({ t, appA, appB, tokenA, tokenB } = await startWithTwoApplications('users'));
   });
   afterAll(() => t.close());
 
   const api = () => request(t.http);
-  const createUser = (body: unknown, token = tokenA) =>
-    api()
-      .post('/v1/users')
-      .set('Authorization', bearer(token))
-      .send(body as object);
-  const getUser = (uuid: string, token = tokenA) =>
-    api().get(`/v1/users/${uuid}`).set('Authorization', bearer(token));
-  const patchUser = (uuid: string, body: unknown, token = tokenA) =>
-    api()
-      .patch(`/v1/users/${uuid}`)
-      .set('Authorization', bearer(token))
-      .send(body as object);
-  const deleteUser = (uuid: string, token = tokenA) =>
-    api().delete(`/v1/users/${uuid}`).set('Authorization', bearer(token));
-  const listUsers = (query: Record<string, string | number> = {}, token = tokenA) =>
-    api().get('/v1/users/all').query(query).set('Authorization', bearer(token));
+  const {
+    create: createUser,
+    get: getUser,
+    patch: patchUser,
+    remove: deleteUser,
+    list: listUsers,
+  } = ownerRoutes(
+    () => t.http,
+    '/v1/users',
+    () => tokenA,
+  );
 
   /** Creates a user and returns its view (asserting the 201). */
   const created = async (body: CreateUserBody | object = userBody(), token = tokenA): Promise<UserView> => {
@@ -129,13 +113,8 @@ describe('identity: users (real database)', () => {
   };
 
   /** Runs a request that must be refused and asserts that no users row was written. */
-  const refused = async (send: () => Promise<request.Response>): Promise<request.Response> => {
-    const before = await countRows(t.dataSource, 'users');
-    const response = await send();
-    expect(response.status).toBeGreaterThanOrEqual(400);
-    expect(await countRows(t.dataSource, 'users')).toBe(before);
-    return response;
-  };
+  const refused = (send: () => Promise<request.Response>): Promise<request.Response> =>
+    expectRefusedWithoutWrites(t.dataSource, ['users'], send);
   /** A refused POST /v1/users: returns the validation items. */
   const refusedCreate = async (body: unknown, token = tokenA): Promise<ValidationItem[]> =>
     expectValidation(await refused(() => createUser(body, token)));
@@ -1033,24 +1012,17 @@ describe('identity: users (real database)', () => {
   });
 
   describe('user KYC data', () => {
-    const kycPath = (uuid: string) => `/v1/users/${uuid}/kyc-data`;
-    const postKyc = (uuid: string, body: unknown, token = tokenA) =>
-      api()
-        .post(kycPath(uuid))
-        .set('Authorization', bearer(token))
-        .send(body as object);
-    const getKyc = (uuid: string, token = tokenA) =>
-      api().get(kycPath(uuid)).set('Authorization', bearer(token));
-    const patchKyc = (uuid: string, body: unknown, token = tokenA) =>
-      api()
-        .patch(kycPath(uuid))
-        .set('Authorization', bearer(token))
-        .send(body as object);
-    const history = (uuid: string, query: Record<string, string | number> = {}, token = tokenA) =>
-      api()
-        .get(`${kycPath(uuid)}/history`)
-        .query(query)
-        .set('Authorization', bearer(token));
+    const {
+      path: kycPath,
+      post: postKyc,
+      get: getKyc,
+      patch: patchKyc,
+      history,
+    } = kycDataRoutes(
+      () => t.http,
+      '/v1/users',
+      () => tokenA,
+    );
     const kycBody = { civilStatus: 'MARRIED', isPep: false, isSOAUIF: true };
 
     it('GET before creation answers 200 with uuid and every field null', async () => {

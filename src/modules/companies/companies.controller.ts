@@ -1,31 +1,19 @@
-import {
-  Body,
-  Controller,
-  Delete,
-  Get,
-  HttpCode,
-  Param,
-  ParseUUIDPipe,
-  Patch,
-  Post,
-  Query,
-} from '@nestjs/common';
+import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
 import {
   ApiCreatedResponse,
-  ApiForbiddenResponse,
-  ApiNoContentResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { AuthClient, AuthEither } from '../../../common/auth/auth.decorator.js';
-import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
-import { Paginated, PageQueryDto, type Page } from '../../../common/http/pagination.js';
-import { CompanyKycDataDto, UpdateKycDataDto } from '../kyc/dto/kyc.dto.js';
-import { KycDataService } from '../kyc/kyc-data.service.js';
+import { AuthEither } from '../../common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '../../common/http/openapi.js';
+import { PageQueryDto, type Page } from '../../common/http/pagination.js';
+import { DeleteOwnerRoute, ListOwnersRoute } from '../kyc/owners/owner-routes.js';
 import { CompaniesService } from './companies.service.js';
+import { CompanyKycDataService } from './company-kyc-data.service.js';
+import { CompanyKycDataDto, UpdateKycDataDto } from './dto/company-kyc-data.dto.js';
 import { CompanyResponseDto, CreateCompanyDto } from './dto/company.dto.js';
 
 @ApiTags('Companies')
@@ -34,7 +22,7 @@ import { CompanyResponseDto, CreateCompanyDto } from './dto/company.dto.js';
 export class CompaniesController {
   constructor(
     private readonly companies: CompaniesService,
-    private readonly kyc: KycDataService,
+    private readonly kyc: CompanyKycDataService,
   ) {}
 
   @Post()
@@ -48,11 +36,7 @@ export class CompaniesController {
     return this.companies.create(principal, body);
   }
 
-  @Get('all')
-  @AuthClient()
-  @Paginated()
-  @ApiOperation({ summary: "The application's companies, oldest first" })
-  @ApiOkResponse({ type: [CompanyResponseDto] })
+  @ListOwnersRoute("The application's companies, oldest first", CompanyResponseDto)
   list(
     @CurrentPrincipal() principal: Principal,
     @Query() query: PageQueryDto,
@@ -82,19 +66,10 @@ export class CompaniesController {
     @Param('uuid', ParseUUIDPipe) uuid: string,
     @Body() body: UpdateKycDataDto,
   ): Promise<CompanyKycDataDto> {
-    return this.kyc.updateCompanySection(principal, uuid, body.dataSection, body.data);
+    return this.kyc.updateSection(principal, uuid, body.dataSection, body.data);
   }
 
-  @Delete(':uuid')
-  @AuthEither()
-  @HttpCode(204)
-  @ApiOperation({ summary: 'Delete a company (kept for audit; gone from the API)' })
-  @ApiNoContentResponse()
-  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown company' })
-  @ApiForbiddenResponse({
-    type: ErrorResponseDto,
-    description: 'INVALID_STATE: the company owns an account holding money',
-  })
+  @DeleteOwnerRoute('company')
   async remove(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,

@@ -1,18 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, type EntityManager, type FindOptionsWhere } from 'typeorm';
-import type { Principal } from '../../../common/auth/principal.js';
-import { tenantWhere, tenantWhereAnd } from '../../../common/auth/tenancy.js';
-import { isUniqueViolation, keysetAfter } from '../../../common/database/sql.js';
-import {
-  ForbiddenError,
-  NotFoundError,
-  ValidationFailedError,
-} from '../../../common/errors/domain-errors.js';
-import { decodeCursor, DEFAULT_PAGE_SIZE, toPage, type Page } from '../../../common/http/pagination.js';
-import { NO_ACCOUNTS, OWNER_ACCOUNTS, type OwnerAccounts } from '../owner-accounts.port.js';
-import { cnpjProblem, cuitProblem, normalizeTaxId } from '../tax-id.js';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { Principal } from '../../common/auth/principal.js';
+import { tenantWhere } from '../../common/auth/tenancy.js';
+import { isUniqueViolation, oldestFirstRows } from '../../common/database/sql.js';
+import { ValidationFailedError } from '../../common/errors/domain-errors.js';
+import { DEFAULT_PAGE_SIZE, toPage, type Page } from '../../common/http/pagination.js';
+import { OWNER_ACCOUNTS, type OwnerAccounts } from '../kyc/owners/owner-accounts.port.js';
+import { findOwner, softDeleteOwner } from '../kyc/owners/owner-rows.js';
+import { cnpjProblem, cuitProblem, normalizeTaxId } from '../kyc/tax-id.js';
 import type { CompanyResponseDto, CreateCompanyDto } from './dto/company.dto.js';
 import { CompanyEntity } from './entities/company.entity.js';
 
@@ -21,7 +18,7 @@ import { CompanyEntity } from './entities/company.entity.js';
 export class CompaniesService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @Optional() @Inject(OWNER_ACCOUNTS) private readonly accounts: OwnerAccounts = NO_ACCOUNTS,
+    @Inject(OWNER_ACCOUNTS) private readonly accounts: OwnerAccounts,
   ) {}
 
   async create(principal: Principal, input: CreateCompanyDto): Promise<CompanyResponseDto> {
@@ -85,16 +82,16 @@ export class CompaniesService {
     limit = DEFAULT_PAGE_SIZE,
     cursor?: string,
   ): Promise<Page<CompanyResponseDto>> {
-    const after = decodeCursor(cursor);
-    const query = this.dataSource
-      .getRepository(CompanyEntity)
-      .createQueryBuilder('c')
-      .where(tenantWhere<CompanyEntity>(principal, ['id']))
-      .orderBy('c.created_at', 'ASC')
-      .addOrderBy('c.id', 'ASC')
-      .take(limit + 1);
-    if (after) keysetAfter(query, 'c', after);
-    return toPage(await query.getMany(), limit, (row) => this.view(row));
+    const rows = await oldestFirstRows(
+      this.dataSource
+        .getRepository(CompanyEntity)
+        .createQueryBuilder('c')
+        .where(tenantWhere<CompanyEntity>(principal, ['id'])),
+      'c',
+      limit,
+      cursor,
+    );
+    return toPage(rows, limit, (row) => this.view(row));
   }
 
   async get(principal: Principal, id: string): Promise<CompanyResponseDto> {
@@ -105,25 +102,19 @@ export class CompaniesService {
   async remove(principal: Principal, id: string): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
       const company = await this.find(manager, principal, id, true);
-      if (
-        (await this.accounts.closeForOwnerDeletion(manager, principal.appId, company.id)) === 'holds-money'
-      ) {
-        throw new ForbiddenError('INVALID_STATE', 'The company owns an account that holds money');
-      }
-      await manager.softDelete(CompanyEntity, { id: company.id });
+      await softDeleteOwner(
+        manager,
+        this.accounts,
+        CompanyEntity,
+        company,
+        'The company owns an account that holds money',
+      );
     });
   }
 
   /** The company, locked when asked, or 404 (also for another application's or another owner's). */
-  async find(manager: EntityManager, principal: Principal, id: string, lock = false): Promise<CompanyEntity> {
-    const where = tenantWhereAnd<CompanyEntity>(principal, ['id'], { id: id.toLowerCase() });
-    if (!where) throw new NotFoundError(id, 'Company not found');
-    const company = await manager.findOne(CompanyEntity, {
-      where: where as FindOptionsWhere<CompanyEntity>[],
-      ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
-    });
-    if (!company) throw new NotFoundError(id, 'Company not found');
-    return company;
+  find(manager: EntityManager, principal: Principal, id: string, lock = false): Promise<CompanyEntity> {
+    return findOwner(manager, CompanyEntity, principal, id, lock, 'Company not found');
   }
 
   view(company: CompanyEntity): CompanyResponseDto {

@@ -2,26 +2,27 @@ import path from 'node:path';
 import { Module } from '@nestjs/common';
 import { MulterModule } from '@nestjs/platform-express';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
-import { CompaniesController } from './companies/companies.controller.js';
-import { CompaniesService } from './companies/companies.service.js';
 import { DOCUMENT_STORAGE } from './documents/document-storage.port.js';
 import { DocumentsController } from './documents/documents.controller.js';
 import { DocumentsService } from './documents/documents.service.js';
 import { LocalDiskStorage } from './documents/local-disk.storage.js';
-import { KycDataController } from './kyc/kyc-data.controller.js';
-import { KycDataService } from './kyc/kyc-data.service.js';
-import { KYC_PROVIDER } from './kyc-sessions/kyc-provider.port.js';
-import { KycSessionsController } from './kyc-sessions/kyc-sessions.controller.js';
-import { KycSessionsService } from './kyc-sessions/kyc-sessions.service.js';
-import { SimulatorKycProvider } from './kyc-sessions/kyc-simulator.js';
-import { WebhooksModule } from '../webhooks/webhooks.module.js';
-import { UsersController } from './users/users.controller.js';
-import { UsersService } from './users/users.service.js';
+import { KycOwners } from './owners/kyc-owners.js';
+import { KYC_PROVIDER } from './sessions/kyc-provider.port.js';
+import { KycSessionsController } from './sessions/kyc-sessions.controller.js';
+import { KycSessionsService } from './sessions/kyc-sessions.service.js';
+import { SimulatorKycProvider } from './sessions/simulator-kyc.provider.js';
 
-/** Users, companies, their KYC data, documents and KYC sessions. The wallet reads owners through UsersService/CompaniesService. */
+/**
+ * What users and companies share as owners of KYC material: their documents
+ * (bytes behind the DOCUMENT_STORAGE port) and KYC sessions (steps decided by
+ * the KYC_PROVIDER port; the simulator by default). Owners are reached through
+ * the KYC_OWNERS lookups that UsersAsKycOwnersModule and
+ * CompaniesAsKycOwnersModule provide: kyc never imports users or companies
+ * (docs/decisions/0026-identity-modules.md). The provider's verdicts are
+ * applied in the worker (KycWorkerModule).
+ */
 @Module({
   imports: [
-    WebhooksModule,
     // Uploads are held in memory up to DOCUMENT_MAX_BYTES (+1 byte, so an oversized file is seen and refused).
     MulterModule.registerAsync({
       inject: [APP_CONFIG],
@@ -30,17 +31,9 @@ import { UsersService } from './users/users.service.js';
       }),
     }),
   ],
-  controllers: [
-    UsersController,
-    CompaniesController,
-    KycDataController,
-    DocumentsController,
-    KycSessionsController,
-  ],
+  controllers: [DocumentsController, KycSessionsController],
   providers: [
-    UsersService,
-    CompaniesService,
-    KycDataService,
+    KycOwners,
     DocumentsService,
     KycSessionsService,
     SimulatorKycProvider,
@@ -55,6 +48,5 @@ import { UsersService } from './users/users.service.js';
           : new LocalDiskStorage(path.join(config.dataDir, 'documents')),
     },
   ],
-  exports: [UsersService, CompaniesService, DocumentsService, KycSessionsService, SimulatorKycProvider],
 })
-export class IdentityModule {}
+export class KycModule {}

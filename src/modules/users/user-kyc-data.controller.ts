@@ -6,109 +6,76 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { AuthClient, AuthEither } from '../../../common/auth/auth.decorator.js';
-import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
-import { Paginated, PageQueryDto, type Page } from '../../../common/http/pagination.js';
-import {
-  CompanyKycDataDto,
-  CreateCompanyKycDataDto,
-  CreateUserKycDataDto,
-  KycHistoryEntryDto,
-  UpdateUserKycDataDto,
-  UserKycDataDto,
-} from './dto/kyc.dto.js';
-import { KycDataService } from './kyc-data.service.js';
+import { AuthEither } from '../../common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '../../common/http/openapi.js';
+import { PageQueryDto, type Page } from '../../common/http/pagination.js';
+import type { KycHistoryEntryDto } from '../kyc/history/kyc-history.dto.js';
+import { KycHistoryRoute } from '../kyc/history/kyc-history.js';
+import { CreateUserKycDataDto, UpdateUserKycDataDto, UserKycDataDto } from './dto/user-kyc-data.dto.js';
+import { UserKycDataService } from './user-kyc-data.service.js';
 
-/** KYC data routes (the interface defines the data, not the routes: docs/decisions/0009-identity.md). */
+/**
+ * A user's KYC data (the interface defines the data, not the routes: docs/decisions/0009-identity.md). The
+ * operation ids are those of the controller users and companies shared before decision 0026.
+ */
 @ApiTags('KYC data')
 @Controller()
 @ErrorResponses()
-export class KycDataController {
-  constructor(private readonly kyc: KycDataService) {}
+export class UserKycDataController {
+  constructor(private readonly kyc: UserKycDataService) {}
 
   @Post('users/:uuid/kyc-data')
   @AuthEither()
-  @ApiOperation({ summary: "Create a user's KYC data (CreateUserKYCDataRequest)" })
+  @ApiOperation({
+    summary: "Create a user's KYC data (CreateUserKYCDataRequest)",
+    operationId: 'KycDataController_createUser',
+  })
   @ApiCreatedResponse({ type: UserKycDataDto })
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
-  createUser(
+  create(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
     @Body() body: CreateUserKycDataDto,
   ): Promise<UserKycDataDto> {
-    return this.kyc.createForUser(principal, uuid, body);
+    return this.kyc.create(principal, uuid, body);
   }
 
   @Get('users/:uuid/kyc-data')
   @AuthEither()
-  @ApiOperation({ summary: "A user's KYC data (uuid null and fields null until created)" })
+  @ApiOperation({
+    summary: "A user's KYC data (uuid null and fields null until created)",
+    operationId: 'KycDataController_getUser',
+  })
   @ApiOkResponse({ type: UserKycDataDto })
-  getUser(
+  get(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
   ): Promise<UserKycDataDto> {
-    return this.kyc.getForUser(principal, uuid);
+    return this.kyc.get(principal, uuid);
   }
 
   @Patch('users/:uuid/kyc-data')
   @AuthEither()
-  @ApiOperation({ summary: "Modify a user's KYC data (isBlackListed: client credentials only)" })
+  @ApiOperation({
+    summary: "Modify a user's KYC data (isBlackListed: client credentials only)",
+    operationId: 'KycDataController_updateUser',
+  })
   @ApiOkResponse({ type: UserKycDataDto })
-  updateUser(
+  update(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
     @Body() body: UpdateUserKycDataDto,
   ): Promise<UserKycDataDto> {
-    return this.kyc.updateForUser(principal, uuid, body);
+    return this.kyc.update(principal, uuid, body);
   }
 
-  @Get('users/:uuid/kyc-data/history')
-  @AuthClient()
-  @Paginated()
-  @ApiOperation({ summary: "Every change of a user's KYC data: who, when, before, after" })
-  @ApiOkResponse({ type: [KycHistoryEntryDto] })
-  userHistory(
+  @KycHistoryRoute('users/:uuid/kyc-data/history', 'user', 'KycDataController_userHistory')
+  history(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
     @Query() query: PageQueryDto,
   ): Promise<Page<KycHistoryEntryDto>> {
-    return this.kyc.history(principal, 'USER', uuid, query.limit, query.cursor);
-  }
-
-  @Post('companies/:uuid/kyc-data')
-  @AuthEither()
-  @ApiOperation({ summary: "Create a company's KYC datosBasicos section (CreateCompanyKYCDataRequest)" })
-  @ApiCreatedResponse({ type: CompanyKycDataDto })
-  createCompany(
-    @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
-    @Body() body: CreateCompanyKycDataDto,
-  ): Promise<CompanyKycDataDto> {
-    return this.kyc.createForCompany(principal, uuid, body.data);
-  }
-
-  @Get('companies/:uuid/kyc-data')
-  @AuthEither()
-  @ApiOperation({ summary: "A company's KYC data, the four sections" })
-  @ApiOkResponse({ type: CompanyKycDataDto })
-  getCompany(
-    @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
-  ): Promise<CompanyKycDataDto> {
-    return this.kyc.getForCompany(principal, uuid);
-  }
-
-  @Get('companies/:uuid/kyc-data/history')
-  @AuthClient()
-  @Paginated()
-  @ApiOperation({ summary: "Every change of a company's KYC data: who, when, before, after" })
-  @ApiOkResponse({ type: [KycHistoryEntryDto] })
-  companyHistory(
-    @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
-    @Query() query: PageQueryDto,
-  ): Promise<Page<KycHistoryEntryDto>> {
-    return this.kyc.history(principal, 'COMPANY', uuid, query.limit, query.cursor);
+    return this.kyc.history(principal, uuid, query.limit, query.cursor);
   }
 }

@@ -1,30 +1,18 @@
-import {
-  Body,
-  Controller,
-  Delete,
-  Get,
-  HttpCode,
-  Param,
-  ParseUUIDPipe,
-  Patch,
-  Post,
-  Query,
-} from '@nestjs/common';
+import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiCreatedResponse,
-  ApiForbiddenResponse,
-  ApiNoContentResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
-import { AuthClient, AuthEither } from '../../../common/auth/auth.decorator.js';
-import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
-import { Paginated, PageQueryDto, type Page } from '../../../common/http/pagination.js';
+import { AuthClient, AuthEither } from '../../common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '../../common/http/openapi.js';
+import { PageQueryDto, type Page } from '../../common/http/pagination.js';
+import { DeleteOwnerRoute, ListOwnersRoute } from '../kyc/owners/owner-routes.js';
 import { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto.js';
 import { UsersService } from './users.service.js';
 
@@ -46,11 +34,7 @@ export class UsersController {
     return this.users.create(principal, body);
   }
 
-  @Get('all')
-  @AuthClient()
-  @Paginated()
-  @ApiOperation({ summary: "The application's users, oldest first" })
-  @ApiOkResponse({ type: [UserResponseDto] })
+  @ListOwnersRoute("The application's users, oldest first", UserResponseDto)
   list(
     @CurrentPrincipal() principal: Principal,
     @Query() query: PageQueryDto,
@@ -83,16 +67,7 @@ export class UsersController {
     return this.users.update(principal, uuid, body);
   }
 
-  @Delete(':uuid')
-  @AuthEither()
-  @HttpCode(204)
-  @ApiOperation({ summary: 'Delete a user (kept for audit; gone from the API)' })
-  @ApiNoContentResponse()
-  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
-  @ApiForbiddenResponse({
-    type: ErrorResponseDto,
-    description: 'INVALID_STATE: the user owns an account holding money',
-  })
+  @DeleteOwnerRoute('user')
   @ApiUnauthorizedResponse({ type: ErrorResponseDto })
   async remove(
     @CurrentPrincipal() principal: Principal,

@@ -1,23 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { Inject, Injectable, Optional } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, type EntityManager, type FindOptionsWhere } from 'typeorm';
-import type { Principal } from '../../../common/auth/principal.js';
-import { tenantWhere, tenantWhereAnd } from '../../../common/auth/tenancy.js';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { Principal } from '../../common/auth/principal.js';
+import { tenantWhere } from '../../common/auth/tenancy.js';
+import { ValidationFailedError } from '../../common/errors/domain-errors.js';
+import { DEFAULT_PAGE_SIZE, toPage, type Page } from '../../common/http/pagination.js';
+import { isUniqueViolation, oldestFirstRows } from '../../common/database/sql.js';
 import {
-  ForbiddenError,
-  NotFoundError,
-  ValidationFailedError,
-} from '../../../common/errors/domain-errors.js';
-import { decodeCursor, DEFAULT_PAGE_SIZE, toPage, type Page } from '../../../common/http/pagination.js';
-import { isUniqueViolation, keysetAfter } from '../../../common/database/sql.js';
-import {
-  NO_ACCOUNTS,
   OWNER_ACCOUNTS,
   type OwnerAccounts,
   type OwnerAccountView,
-} from '../owner-accounts.port.js';
-import { cuitProblem, normalizeTaxId } from '../tax-id.js';
+} from '../kyc/owners/owner-accounts.port.js';
+import { findOwner, softDeleteOwner } from '../kyc/owners/owner-rows.js';
+import { cuitProblem, normalizeTaxId } from '../kyc/tax-id.js';
 import type { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto.js';
 import { UserEntity } from './entities/user.entity.js';
 
@@ -41,7 +37,7 @@ const SEX_FROM_SHORT: Record<string, string> = { M: 'male', F: 'female', O: 'oth
 export class UsersService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
-    @Optional() @Inject(OWNER_ACCOUNTS) private readonly accounts: OwnerAccounts = NO_ACCOUNTS,
+    @Inject(OWNER_ACCOUNTS) private readonly accounts: OwnerAccounts,
   ) {}
 
   async create(principal: Principal, input: CreateUserDto): Promise<UserResponseDto> {
@@ -92,16 +88,15 @@ export class UsersService {
     limit = DEFAULT_PAGE_SIZE,
     cursor?: string,
   ): Promise<Page<UserResponseDto>> {
-    const after = decodeCursor(cursor);
-    const query = this.dataSource
-      .getRepository(UserEntity)
-      .createQueryBuilder('u')
-      .where(tenantWhere<UserEntity>(principal, ['id']))
-      .orderBy('u.created_at', 'ASC')
-      .addOrderBy('u.id', 'ASC')
-      .take(limit + 1);
-    if (after) keysetAfter(query, 'u', after);
-    const rows = await query.getMany();
+    const rows = await oldestFirstRows(
+      this.dataSource
+        .getRepository(UserEntity)
+        .createQueryBuilder('u')
+        .where(tenantWhere<UserEntity>(principal, ['id'])),
+      'u',
+      limit,
+      cursor,
+    );
     const accounts = await this.accounts.accountsOf(
       principal.appId,
       rows.map((row) => row.id),
@@ -140,10 +135,13 @@ export class UsersService {
   async remove(principal: Principal, id: string): Promise<void> {
     await this.dataSource.transaction(async (manager) => {
       const user = await this.find(manager, principal, id, true);
-      if ((await this.accounts.closeForOwnerDeletion(manager, principal.appId, user.id)) === 'holds-money') {
-        throw new ForbiddenError('INVALID_STATE', 'The user owns an account that holds money');
-      }
-      await manager.softDelete(UserEntity, { id: user.id });
+      await softDeleteOwner(
+        manager,
+        this.accounts,
+        UserEntity,
+        user,
+        'The user owns an account that holds money',
+      );
     });
   }
 
@@ -153,15 +151,8 @@ export class UsersService {
   }
 
   /** The user, locked when asked, or 404 (also for another application's or another owner's). */
-  async find(manager: EntityManager, principal: Principal, id: string, lock = false): Promise<UserEntity> {
-    const where = tenantWhereAnd<UserEntity>(principal, ['id'], { id: id.toLowerCase() });
-    if (!where) throw new NotFoundError(id, 'User not found');
-    const user = await manager.findOne(UserEntity, {
-      where: where as FindOptionsWhere<UserEntity>[],
-      ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
-    });
-    if (!user) throw new NotFoundError(id, 'User not found');
-    return user;
+  find(manager: EntityManager, principal: Principal, id: string, lock = false): Promise<UserEntity> {
+    return findOwner(manager, UserEntity, principal, id, lock, 'User not found');
   }
 
   private async accountOf(appId: string, ownerId: string): Promise<OwnerAccountView | null> {

@@ -6,13 +6,13 @@ import {
   OWNER_ACCOUNTS,
   type OwnerAccounts,
   type OwnerAccountView,
-} from '../identity/owner-accounts.port.js';
+} from '../kyc/owners/owner-accounts.port.js';
 import { accountView } from './accounts/accounts.service.js';
 import { WalletAccountEntity } from './accounts/entities/wallet-account.entity.js';
 import { fromDb } from './money.js';
 import { periodsOf } from './periods.js';
 
-/** Identity's read port onto the wallet: an owner's account, and whether it holds money. */
+/** The read port of users and companies onto the wallet: an owner's account, and whether it holds money. */
 @Injectable()
 export class WalletOwnerAccounts implements OwnerAccounts {
   constructor(
@@ -67,7 +67,7 @@ export class WalletOwnerAccounts implements OwnerAccounts {
   }
 }
 
-/** Provides OWNER_ACCOUNTS to identity without identity importing the wallet. */
+/** Provides OWNER_ACCOUNTS to users and companies without them importing the wallet. */
 @Global()
 @Module({
   providers: [WalletOwnerAccounts, { provide: OWNER_ACCOUNTS, useExisting: WalletOwnerAccounts }],

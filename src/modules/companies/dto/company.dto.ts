@@ -1,17 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import {
-  IsDefined,
-  IsIn,
-  IsISO31661Alpha2,
-  IsNotEmpty,
-  IsObject,
-  IsString,
-  Matches,
-  MaxLength,
-  ValidateNested,
-} from 'class-validator';
-import { LegalAddressDto } from '../../dto/legal-address.dto.js';
+import { IsIn, IsNotEmpty, IsString, MaxLength } from 'class-validator';
+import { IsCountryCode, IsRequiredNested } from '../../../common/http/validators.js';
+import { LegalAddressDto } from '../../kyc/dto/legal-address.dto.js';
 
 export const COMPANY_TAX_TYPES = ['CUIT', 'CNPJ', 'cuit', 'cnpj'] as const;
 export const COMPANY_TAX_CONDITIONS = ['VAT_REGISTERED', 'OTHERS', 'vatRegistered', 'others'] as const;
@@ -44,16 +34,11 @@ export class CreateCompanyDto {
   taxCondition: string;
 
   @ApiProperty({ description: 'ISO 3166-1 alpha-2', example: 'AR' })
-  @Matches(/^[A-Z]{2}$/, { message: 'operationCountry must be two uppercase letters (ISO 3166-1 alpha-2)' })
-  @IsISO31661Alpha2()
-  @IsString()
+  @IsCountryCode()
   operationCountry: string;
 
   @ApiProperty({ type: LegalAddressDto })
-  @ValidateNested()
-  @Type(() => LegalAddressDto)
-  @IsObject()
-  @IsDefined()
+  @IsRequiredNested(() => LegalAddressDto)
   legalAddress: LegalAddressDto;
 }
 

@@ -1,17 +1,6 @@
-import {
-  Column,
-  CreateDateColumn,
-  DeleteDateColumn,
-  Entity,
-  Index,
-  JoinColumn,
-  ManyToOne,
-  PrimaryColumn,
-  UpdateDateColumn,
-  type Relation,
-} from 'typeorm';
-import { ApplicationEntity } from '../../../apps/entities/application.entity.js';
-import type { LegalAddress } from '../../dto/legal-address.dto.js';
+import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, type Relation } from 'typeorm';
+import { ApplicationEntity } from '../../apps/entities/application.entity.js';
+import { OwnerColumns } from '../../kyc/owners/owner.columns.js';
 
 /** A company of an application. Deletion is soft: the row stays for audit. */
 @Entity({ name: 'companies' })
@@ -20,12 +9,9 @@ import type { LegalAddress } from '../../dto/legal-address.dto.js';
   where: '"deleted_at" IS NULL',
 })
 @Index('idx_companies_app_created', ['appId', 'createdAt', 'id'])
-export class CompanyEntity {
+export class CompanyEntity extends OwnerColumns {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_companies' })
   id: string;
-
-  @Column('uuid', { name: 'app_id' })
-  appId: string;
 
   @Column('text') name: string;
   @Column('text', { name: 'legal_name' }) legalName: string;
@@ -35,17 +21,6 @@ export class CompanyEntity {
   @Column('text', { name: 'tax_value' }) taxValue: string;
   @Column('text', { name: 'tax_condition' }) taxCondition: 'VAT_REGISTERED' | 'OTHERS';
   @Column('text', { name: 'operation_country' }) operationCountry: string;
-  @Column('jsonb', { name: 'legal_address' }) legalAddress: LegalAddress;
-
-  /** Millisecond precision: the keyset cursor carries a JS Date. */
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz', precision: 3 })
-  createdAt: Date;
-
-  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
-  updatedAt: Date;
-
-  @DeleteDateColumn({ name: 'deleted_at', type: 'timestamptz' })
-  deletedAt: Date | null;
 
   @ManyToOne(() => ApplicationEntity)
   @JoinColumn({ name: 'app_id', foreignKeyConstraintName: 'FK_companies_app' })

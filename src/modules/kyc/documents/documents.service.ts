@@ -4,12 +4,12 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { fileTypeFromBuffer } from 'file-type';
 import { DataSource } from 'typeorm';
 import type { Principal } from '../../../common/auth/principal.js';
-import { keysetAfter } from '../../../common/database/sql.js';
+import { oldestFirstRows } from '../../../common/database/sql.js';
 import { NotFoundError, ValidationFailedError } from '../../../common/errors/domain-errors.js';
-import { decodeCursor, DEFAULT_PAGE_SIZE, toPage, type Page } from '../../../common/http/pagination.js';
+import { DEFAULT_PAGE_SIZE, toPage, type Page } from '../../../common/http/pagination.js';
 import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
-import { CompaniesService } from '../companies/companies.service.js';
-import { UsersService } from '../users/users.service.js';
+import type { OwnerType } from '../owners/kyc-owners.port.js';
+import { KycOwners } from '../owners/kyc-owners.js';
 import { DOCUMENT_STORAGE, type DocumentStorage } from './document-storage.port.js';
 import type { DocumentResponseDto, UploadDocumentDto } from './dto/document.dto.js';
 import { DocumentEntity } from './entities/document.entity.js';
@@ -22,8 +22,6 @@ export interface UploadedFile {
   size: number;
 }
 
-export type OwnerType = 'USER' | 'COMPANY';
-
 /** KYC documents: type sniffed from the bytes, SHA-256 kept, bytes in the document storage. */
 @Injectable()
 export class DocumentsService {
@@ -31,8 +29,7 @@ export class DocumentsService {
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(DOCUMENT_STORAGE) private readonly storage: DocumentStorage,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly users: UsersService,
-    private readonly companies: CompaniesService,
+    private readonly owners: KycOwners,
   ) {}
 
   async upload(
@@ -86,20 +83,20 @@ export class DocumentsService {
     cursor?: string,
   ): Promise<Page<DocumentResponseDto>> {
     await this.requireOwner(principal, ownerType, ownerId);
-    const after = decodeCursor(cursor);
-    const query = this.dataSource
-      .getRepository(DocumentEntity)
-      .createQueryBuilder('d')
-      .where('d.app_id = :appId AND d.owner_id = :ownerId AND d.owner_type = :ownerType', {
-        appId: principal.appId,
-        ownerId,
-        ownerType,
-      })
-      .orderBy('d.created_at', 'ASC')
-      .addOrderBy('d.id', 'ASC')
-      .take(limit + 1);
-    if (after) keysetAfter(query, 'd', after);
-    return toPage(await query.getMany(), limit, (row) => this.view(row));
+    const rows = await oldestFirstRows(
+      this.dataSource
+        .getRepository(DocumentEntity)
+        .createQueryBuilder('d')
+        .where('d.app_id = :appId AND d.owner_id = :ownerId AND d.owner_type = :ownerType', {
+          appId: principal.appId,
+          ownerId,
+          ownerType,
+        }),
+      'd',
+      limit,
+      cursor,
+    );
+    return toPage(rows, limit, (row) => this.view(row));
   }
 
   async get(principal: Principal, id: string): Promise<DocumentResponseDto> {
@@ -133,8 +130,7 @@ export class DocumentsService {
   }
 
   private async requireOwner(principal: Principal, ownerType: OwnerType, ownerId: string): Promise<void> {
-    if (ownerType === 'USER') await this.users.find(this.dataSource.manager, principal, ownerId);
-    else await this.companies.find(this.dataSource.manager, principal, ownerId);
+    await this.owners.find(this.dataSource.manager, principal, ownerType, ownerId);
   }
 
   private view(document: DocumentEntity): DocumentResponseDto {

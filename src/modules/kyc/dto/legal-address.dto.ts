@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsISO31661Alpha2, IsNotEmpty, IsString, Matches, MaxLength } from 'class-validator';
+import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
+import { IsCountryCode } from '../../../common/http/validators.js';
 
 /** LegalAddress: all nine fields required (closed). */
 export class LegalAddressDto {
@@ -11,11 +12,7 @@ export class LegalAddressDto {
   @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotEmpty() @IsString() neighborhood: string;
   @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotEmpty() @IsString() city: string;
   @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotEmpty() @IsString() region: string;
-  @ApiProperty({ description: 'ISO 3166-1 alpha-2', example: 'AR' })
-  @Matches(/^[A-Z]{2}$/, { message: 'country must be two uppercase letters (ISO 3166-1 alpha-2)' })
-  @IsISO31661Alpha2()
-  @IsString()
-  country: string;
+  @ApiProperty({ description: 'ISO 3166-1 alpha-2', example: 'AR' }) @IsCountryCode() country: string;
 }
 
 export type LegalAddress = {

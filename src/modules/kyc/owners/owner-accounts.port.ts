@@ -1,10 +1,11 @@
 import type { EntityManager } from 'typeorm';
 
 /**
- * What identity needs to know about wallet accounts, without importing the
- * wallet (dependencies point transfers → wallet → identity). The wallet module
- * provides an implementation under OWNER_ACCOUNTS; until it does, owners have no
- * account.
+ * What users and companies need to know about wallet accounts, without importing
+ * the wallet (dependencies point transfers → wallet → users, companies → kyc).
+ * The wallet provides it (WalletReadModule). It is required: a process that
+ * loads users or companies without it fails at boot, rather than deleting an
+ * owner whose account holds money (docs/decisions/0026-identity-modules.md).
  */
 export const OWNER_ACCOUNTS = Symbol('OWNER_ACCOUNTS');
 
@@ -35,8 +36,3 @@ export interface OwnerAccounts {
     ownerId: string,
   ): Promise<'holds-money' | 'closed'>;
 }
-
-export const NO_ACCOUNTS: OwnerAccounts = {
-  accountsOf: async () => new Map(),
-  closeForOwnerDeletion: async () => 'closed',
-};

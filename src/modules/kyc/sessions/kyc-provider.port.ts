@@ -2,8 +2,9 @@ import type { KycStep } from './entities/kyc-session.entity.js';
 
 /**
  * The KYC provider that verifies submitted steps. It answers asynchronously:
- * its verdict reaches KycSessionsService.complete. The default is the
- * simulator (kyc-simulator.ts), which runs through the job queue.
+ * its verdict reaches KycVerificationService.complete. The default is the
+ * simulator (simulator-kyc.provider.ts), which queues each step for
+ * KycSimulatorProcessor (kyc-simulator.processor.ts) in the worker.
  */
 export const KYC_PROVIDER = Symbol('KYC_PROVIDER');
 

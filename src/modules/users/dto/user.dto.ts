@@ -1,21 +1,7 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
-import {
-  IsBoolean,
-  IsDefined,
-  IsEmail,
-  IsIn,
-  IsISO31661Alpha2,
-  IsNotEmpty,
-  IsObject,
-  IsOptional,
-  IsString,
-  Matches,
-  MaxLength,
-  ValidateNested,
-} from 'class-validator';
-import { IsRealDate } from '../../../../common/http/validators.js';
-import { LegalAddressDto } from '../../dto/legal-address.dto.js';
+import { IsBoolean, IsEmail, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsCountryCode, IsRealDate, IsRequiredNested } from '../../../common/http/validators.js';
+import { LegalAddressDto } from '../../kyc/dto/legal-address.dto.js';
 
 export const TAX_ID_TYPES_IN = ['cuil', 'cuit'] as const;
 export const TAX_CONDITIONS_IN = ['vatRegistered', 'others'] as const;
@@ -66,24 +52,14 @@ export class CreateUserDto {
   @IsIn(CIVIL_STATUSES)
   @IsString()
   civilStatus: (typeof CIVIL_STATUSES)[number];
-  @ApiProperty({ description: 'ISO 3166-1 alpha-2', example: 'AR' })
-  @Matches(/^[A-Z]{2}$/, { message: 'nationality must be two uppercase letters (ISO 3166-1 alpha-2)' })
-  @IsISO31661Alpha2()
-  @IsString()
-  nationality: string;
+  @ApiProperty({ description: 'ISO 3166-1 alpha-2', example: 'AR' }) @IsCountryCode() nationality: string;
 
   @ApiProperty({ type: UserLegalInformationRequestDto })
-  @ValidateNested()
-  @Type(() => UserLegalInformationRequestDto)
-  @IsObject()
-  @IsDefined()
+  @IsRequiredNested(() => UserLegalInformationRequestDto)
   legalInformation: UserLegalInformationRequestDto;
 
   @ApiProperty({ type: LegalAddressDto })
-  @ValidateNested()
-  @Type(() => LegalAddressDto)
-  @IsObject()
-  @IsDefined()
+  @IsRequiredNested(() => LegalAddressDto)
   legalAddress: LegalAddressDto;
 }
 
@@ -123,9 +99,7 @@ export class UpdateUserDto {
 
   @ApiPropertyOptional({ description: 'ISO 3166-1 alpha-2' })
   @IsOptional()
-  @Matches(/^[A-Z]{2}$/, { message: 'nationality must be two uppercase letters (ISO 3166-1 alpha-2)' })
-  @IsISO31661Alpha2()
-  @IsString()
+  @IsCountryCode()
   nationality?: string;
 }
 

@@ -1,28 +1,14 @@
-import {
-  Column,
-  CreateDateColumn,
-  DeleteDateColumn,
-  Entity,
-  Index,
-  JoinColumn,
-  ManyToOne,
-  PrimaryColumn,
-  UpdateDateColumn,
-  type Relation,
-} from 'typeorm';
-import { ApplicationEntity } from '../../../apps/entities/application.entity.js';
-import type { LegalAddress } from '../../dto/legal-address.dto.js';
+import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, type Relation } from 'typeorm';
+import { ApplicationEntity } from '../../apps/entities/application.entity.js';
+import { OwnerColumns } from '../../kyc/owners/owner.columns.js';
 
 /** A natural person of an application. Deletion is soft: the row stays for audit. */
 @Entity({ name: 'users' })
 @Index('uq_users_app_tax_id', ['appId', 'taxId'], { unique: true, where: '"deleted_at" IS NULL' })
 @Index('idx_users_app_created', ['appId', 'createdAt', 'id'])
-export class UserEntity {
+export class UserEntity extends OwnerColumns {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_users' })
   id: string;
-
-  @Column('uuid', { name: 'app_id' })
-  appId: string;
 
   @Column('text', { name: 'first_name' }) firstName: string;
   @Column('text', { name: 'last_name' }) lastName: string;
@@ -37,17 +23,6 @@ export class UserEntity {
   @Column('text', { name: 'tax_condition' }) taxCondition: string;
   @Column('text') category: string;
   @Column('boolean', { name: 'tax_exempt' }) taxExempt: boolean;
-  @Column('jsonb', { name: 'legal_address' }) legalAddress: LegalAddress;
-
-  /** Millisecond precision: the keyset cursor carries a JS Date. */
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz', precision: 3 })
-  createdAt: Date;
-
-  @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' })
-  updatedAt: Date;
-
-  @DeleteDateColumn({ name: 'deleted_at', type: 'timestamptz' })
-  deletedAt: Date | null;
 
   @ManyToOne(() => ApplicationEntity)
   @JoinColumn({ name: 'app_id', foreignKeyConstraintName: 'FK_users_app' })

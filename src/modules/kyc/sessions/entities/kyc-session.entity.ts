@@ -8,6 +8,7 @@ import {
   ManyToOne,
   PrimaryColumn,
   UpdateDateColumn,
+  type EntityManager,
   type Relation,
 } from 'typeorm';
 
@@ -52,4 +53,9 @@ export class KycSessionStepEntity {
   @ManyToOne(() => KycSessionEntity, { onDelete: 'CASCADE' })
   @JoinColumn({ name: 'session_id', foreignKeyConstraintName: 'FK_kyc_session_steps_session' })
   session?: Relation<KycSessionEntity>;
+}
+
+/** The steps of a session, in their order. */
+export function stepsOf(manager: EntityManager, sessionId: string): Promise<KycSessionStepEntity[]> {
+  return manager.find(KycSessionStepEntity, { where: { sessionId }, order: { position: 'ASC' } });
 }
