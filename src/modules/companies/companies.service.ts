@@ -3,15 +3,20 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { Principal } from '../../common/auth/principal.js';
-import { tenantWhere } from '../../common/auth/tenancy.js';
-import { isUniqueViolation, oldestFirstRows } from '../../common/database/sql.js';
+import { isUniqueViolation } from '../../common/database/sql.js';
 import { ValidationFailedError } from '../../common/errors/domain-errors.js';
 import { DEFAULT_PAGE_SIZE, toPage, type Page } from '../../common/http/pagination.js';
 import { OWNER_ACCOUNTS, type OwnerAccounts } from '../kyc/owners/owner-accounts.port.js';
-import { findOwner, softDeleteOwner } from '../kyc/owners/owner-rows.js';
+import { deleteOwner, findOwner, ownerPageRows, type OwnerKind } from '../kyc/owners/owner-rows.js';
 import { cnpjProblem, cuitProblem, normalizeTaxId } from '../kyc/tax-id.js';
 import type { CompanyResponseDto, CreateCompanyDto } from './dto/company.dto.js';
 import { CompanyEntity } from './entities/company.entity.js';
+
+const COMPANIES: OwnerKind<CompanyEntity> = {
+  entity: CompanyEntity,
+  notFound: 'Company not found',
+  holdsMoney: 'The company owns an account that holds money',
+};
 
 /** Companies of an application; a subject principal reaches only the company it is. */
 @Injectable()
@@ -82,15 +87,7 @@ export class CompaniesService {
     limit = DEFAULT_PAGE_SIZE,
     cursor?: string,
   ): Promise<Page<CompanyResponseDto>> {
-    const rows = await oldestFirstRows(
-      this.dataSource
-        .getRepository(CompanyEntity)
-        .createQueryBuilder('c')
-        .where(tenantWhere<CompanyEntity>(principal, ['id'])),
-      'c',
-      limit,
-      cursor,
-    );
+    const rows = await ownerPageRows(this.dataSource, COMPANIES, principal, limit, cursor);
     return toPage(rows, limit, (row) => this.view(row));
   }
 
@@ -100,21 +97,12 @@ export class CompaniesService {
 
   /** Soft delete; refused while the company owns an account holding money. */
   async remove(principal: Principal, id: string): Promise<void> {
-    await this.dataSource.transaction(async (manager) => {
-      const company = await this.find(manager, principal, id, true);
-      await softDeleteOwner(
-        manager,
-        this.accounts,
-        CompanyEntity,
-        company,
-        'The company owns an account that holds money',
-      );
-    });
+    await deleteOwner(this.dataSource, this.accounts, COMPANIES, principal, id);
   }
 
   /** The company, locked when asked, or 404 (also for another application's or another owner's). */
   find(manager: EntityManager, principal: Principal, id: string, lock = false): Promise<CompanyEntity> {
-    return findOwner(manager, CompanyEntity, principal, id, lock, 'Company not found');
+    return findOwner(manager, COMPANIES, principal, id, lock);
   }
 
   view(company: CompanyEntity): CompanyResponseDto {

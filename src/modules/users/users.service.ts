@@ -3,16 +3,15 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { Principal } from '../../common/auth/principal.js';
-import { tenantWhere } from '../../common/auth/tenancy.js';
 import { ValidationFailedError } from '../../common/errors/domain-errors.js';
 import { DEFAULT_PAGE_SIZE, toPage, type Page } from '../../common/http/pagination.js';
-import { isUniqueViolation, oldestFirstRows } from '../../common/database/sql.js';
+import { isUniqueViolation } from '../../common/database/sql.js';
 import {
   OWNER_ACCOUNTS,
   type OwnerAccounts,
   type OwnerAccountView,
 } from '../kyc/owners/owner-accounts.port.js';
-import { findOwner, softDeleteOwner } from '../kyc/owners/owner-rows.js';
+import { deleteOwner, findOwner, ownerPageRows, type OwnerKind } from '../kyc/owners/owner-rows.js';
 import { cuitProblem, normalizeTaxId } from '../kyc/tax-id.js';
 import type { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto.js';
 import { UserEntity } from './entities/user.entity.js';
@@ -27,6 +26,12 @@ const CATEGORY_OUT: Record<string, string> = {
   responsableInscripto: 'Responsable inscripto',
 };
 const SEX_FROM_SHORT: Record<string, string> = { M: 'male', F: 'female', O: 'other' };
+
+const USERS: OwnerKind<UserEntity> = {
+  entity: UserEntity,
+  notFound: 'User not found',
+  holdsMoney: 'The user owns an account that holds money',
+};
 
 /**
  * Natural-person users. Every query is scoped by tenantWhere: a client
@@ -88,15 +93,7 @@ export class UsersService {
     limit = DEFAULT_PAGE_SIZE,
     cursor?: string,
   ): Promise<Page<UserResponseDto>> {
-    const rows = await oldestFirstRows(
-      this.dataSource
-        .getRepository(UserEntity)
-        .createQueryBuilder('u')
-        .where(tenantWhere<UserEntity>(principal, ['id'])),
-      'u',
-      limit,
-      cursor,
-    );
+    const rows = await ownerPageRows(this.dataSource, USERS, principal, limit, cursor);
     const accounts = await this.accounts.accountsOf(
       principal.appId,
       rows.map((row) => row.id),
@@ -133,16 +130,7 @@ export class UsersService {
 
   /** Soft delete; refused while the user owns an account holding money. */
   async remove(principal: Principal, id: string): Promise<void> {
-    await this.dataSource.transaction(async (manager) => {
-      const user = await this.find(manager, principal, id, true);
-      await softDeleteOwner(
-        manager,
-        this.accounts,
-        UserEntity,
-        user,
-        'The user owns an account that holds money',
-      );
-    });
+    await deleteOwner(this.dataSource, this.accounts, USERS, principal, id);
   }
 
   /** Whether a user exists in this application (for other modules: accounts, KYC). */
@@ -152,7 +140,7 @@ export class UsersService {
 
   /** The user, locked when asked, or 404 (also for another application's or another owner's). */
   find(manager: EntityManager, principal: Principal, id: string, lock = false): Promise<UserEntity> {
-    return findOwner(manager, UserEntity, principal, id, lock, 'User not found');
+    return findOwner(manager, USERS, principal, id, lock);
   }
 
   private async accountOf(appId: string, ownerId: string): Promise<OwnerAccountView | null> {
