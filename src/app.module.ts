@@ -9,7 +9,9 @@ import { MetricsController } from './common/metrics/metrics.controller.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
 import { AppsModule } from './modules/apps/apps.module.js';
 import { AuthModule } from './modules/auth/auth.module.js';
-import { IdentityModule } from './modules/identity/identity.module.js';
+import { CompaniesAsKycOwnersModule, CompaniesModule } from './modules/companies/companies.module.js';
+import { KycModule } from './modules/kyc/kyc.module.js';
+import { UsersAsKycOwnersModule, UsersModule } from './modules/users/users.module.js';
 import { WalletModule } from './modules/wallet/wallet.module.js';
 import { TransfersModule } from './modules/transfers/transfers.module.js';
 import { WalletReadModule } from './modules/wallet/wallet-read.module.js';
@@ -35,7 +37,11 @@ export class AppModule implements NestModule {
         AuthModule,
         WebhooksModule,
         MobileModule,
-        IdentityModule,
+        UsersModule,
+        CompaniesModule,
+        KycModule,
+        UsersAsKycOwnersModule,
+        CompaniesAsKycOwnersModule,
         WalletReadModule,
         WalletModule,
         TransfersModule,

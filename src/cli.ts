@@ -13,6 +13,7 @@ import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
 import { LEDGER_COMMANDS } from './modules/wallet/commands/ledger.command.js';
 import { TRANSFERS_COMMANDS } from './modules/transfers/commands/transfers.command.js';
 import { TransfersModule } from './modules/transfers/transfers.module.js';
+import { WalletReadModule } from './modules/wallet/wallet-read.module.js';
 import { WalletModule } from './modules/wallet/wallet.module.js';
 
 /** Admin commands: JSON on stdout, logs and errors on stderr, non-zero exit on failure. */
@@ -26,6 +27,8 @@ class CliModule {
         AppsModule,
         SigningKeysModule,
         WebhooksModule,
+        // Users and companies come with the wallet (accounts' owners): they need OWNER_ACCOUNTS.
+        WalletReadModule,
         WalletModule,
         TransfersModule,
       ],

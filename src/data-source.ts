@@ -5,18 +5,16 @@ import { DEFAULT_DB_STATEMENT_TIMEOUT_MS } from './config/app-config.js';
 import { ApplicationKeyEntity } from './modules/apps/entities/application-key.entity.js';
 import { ApplicationEntity } from './modules/apps/entities/application.entity.js';
 import { UsedAssertionEntity } from './modules/auth/entities/used-assertion.entity.js';
-import { CompanyEntity } from './modules/identity/companies/entities/company.entity.js';
-import {
-  CompanyKycDataEntity,
-  KycHistoryEntity,
-  UserKycDataEntity,
-} from './modules/identity/kyc/entities/kyc-data.entity.js';
-import { UserEntity } from './modules/identity/users/entities/user.entity.js';
-import { DocumentEntity } from './modules/identity/documents/entities/document.entity.js';
+import { CompanyKycDataEntity } from './modules/companies/entities/company-kyc-data.entity.js';
+import { CompanyEntity } from './modules/companies/entities/company.entity.js';
+import { DocumentEntity } from './modules/kyc/documents/entities/document.entity.js';
+import { KycHistoryEntity } from './modules/kyc/history/kyc-history.entity.js';
 import {
   KycSessionEntity,
   KycSessionStepEntity,
-} from './modules/identity/kyc-sessions/entities/kyc-session.entity.js';
+} from './modules/kyc/sessions/entities/kyc-session.entity.js';
+import { UserKycDataEntity } from './modules/users/entities/user-kyc-data.entity.js';
+import { UserEntity } from './modules/users/entities/user.entity.js';
 import { SmsMessageEntity } from './modules/mobile/entities/sms-message.entity.js';
 import {
   OperatedAmountEntity,

@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import { NestPinoLogger } from './common/logging/pino-logger.js';
 import { onShutdownSignal, prepareRuntime } from './bootstrap.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
+import { WalletReadModule } from './modules/wallet/wallet-read.module.js';
 import { WorkerProcessorsModule } from './worker-processors.module.js';
 
 @Module({})
@@ -11,7 +12,12 @@ class WorkerAppModule {
   static forRoot(options: RuntimeOptions): DynamicModule {
     return {
       module: WorkerAppModule,
-      imports: [InfrastructureModule.forRoot(options), WorkerProcessorsModule],
+      imports: [
+        InfrastructureModule.forRoot(options),
+        // Users and companies come with the wallet (the clearing simulator's accounts): they need OWNER_ACCOUNTS.
+        WalletReadModule,
+        WorkerProcessorsModule,
+      ],
     };
   }
 }

@@ -1,16 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { periodsOf } from '../src/modules/wallet/periods.js';
-import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
+import { subjectToken, type TestClient } from './support/auth.js';
 import {
   bearer,
+  byPath,
   countRows,
   expectNotFound,
   expectUnauthorized,
   expectValidation,
-  type ValidationItem,
 } from './support/identity.js';
-import { startTestApp, type TestApp } from './support/test-app.js';
+import type { TestApp } from './support/test-app.js';
+import { startWithTwoApplications } from './support/two-applications.js';
 import {
   ACCOUNT_KEYS,
   ALIAS,
@@ -26,7 +27,6 @@ import {
   type AccountInfo,
 } from './support/wallet.js';
 
-const byPath = (items: ValidationItem[]) => Object.fromEntries(items.map((item) => [item.path, item.type]));
 const BUENOS_AIRES = 'America/Argentina/Buenos_Aires';
 
 interface Route {
@@ -62,11 +62,7 @@ describe('wallet accounts (real database)', () => {
   let tokenB: string;
 
   beforeAll(async () => {
-    t = await startTestApp();
-    appA = await registerClient(t.app, 'wallet-a');
-    appB = await registerClient(t.app, 'wallet-b');
-    tokenA = await accessToken(t.http, appA);
-    tokenB = await accessToken(t.http, appB);
+    ({ t, appA, appB, tokenA, tokenB } = await startWithTwoApplications('wallet'));
   });
   afterAll(() => t.close());
 

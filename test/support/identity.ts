@@ -5,7 +5,7 @@ import type { DataSource } from 'typeorm';
 
 /**
  * Builders for the identity suites: valid bodies, and valid tax ids computed
- * here from the published algorithms (not through src/modules/identity/tax-id.ts,
+ * here from the published algorithms (not through src/modules/kyc/tax-id.ts,
  * so that a bug there cannot hide itself).
  */
 
@@ -204,4 +204,86 @@ export async function allPages<T>(
     cursor = next;
   }
   throw new Error('pagination did not end');
+}
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Validation items as `{path: type}`. */
+export const byPath = (items: ValidationItem[]) =>
+  Object.fromEntries(items.map((item) => [item.path, item.type]));
+
+/** An entry of GET …/kyc-data/history. */
+export interface HistoryEntry {
+  id: string;
+  ownerType: string;
+  ownerId: string;
+  section: string;
+  previous: unknown;
+  current: unknown;
+  actor: string;
+  at: string;
+}
+
+type Query = Record<string, string | number>;
+
+/**
+ * The routes of `/v1/users` or `/v1/companies` (`base`), sent as `token()` unless a token is given: the two
+ * resources answer the same five routes.
+ */
+export function ownerRoutes(http: () => Server, base: '/v1/users' | '/v1/companies', token: () => string) {
+  const api = () => request(http());
+  return {
+    create: (body: unknown, as = token()) =>
+      api()
+        .post(base)
+        .set('Authorization', bearer(as))
+        .send(body as object),
+    get: (uuid: string, as = token()) => api().get(`${base}/${uuid}`).set('Authorization', bearer(as)),
+    patch: (uuid: string, body: unknown, as = token()) =>
+      api()
+        .patch(`${base}/${uuid}`)
+        .set('Authorization', bearer(as))
+        .send(body as object),
+    remove: (uuid: string, as = token()) => api().delete(`${base}/${uuid}`).set('Authorization', bearer(as)),
+    list: (query: Query = {}, as = token()) =>
+      api().get(`${base}/all`).query(query).set('Authorization', bearer(as)),
+  };
+}
+
+/** The KYC data routes of a user or company under `base`, sent as `token()` unless a token is given. */
+export function kycDataRoutes(http: () => Server, base: '/v1/users' | '/v1/companies', token: () => string) {
+  const api = () => request(http());
+  const path = (uuid: string) => `${base}/${uuid}/kyc-data`;
+  return {
+    path,
+    post: (uuid: string, body: unknown, as = token()) =>
+      api()
+        .post(path(uuid))
+        .set('Authorization', bearer(as))
+        .send(body as object),
+    get: (uuid: string, as = token()) => api().get(path(uuid)).set('Authorization', bearer(as)),
+    patch: (uuid: string, body: unknown, as = token()) =>
+      api()
+        .patch(path(uuid))
+        .set('Authorization', bearer(as))
+        .send(body as object),
+    history: (uuid: string, query: Query = {}, as = token()) =>
+      api()
+        .get(`${path(uuid)}/history`)
+        .query(query)
+        .set('Authorization', bearer(as)),
+  };
+}
+
+/** Sends a request that must be refused and asserts that none of `tables` gained or lost a row. */
+export async function expectRefusedWithoutWrites(
+  dataSource: DataSource,
+  tables: readonly string[],
+  send: () => Promise<request.Response>,
+): Promise<request.Response> {
+  const before = await Promise.all(tables.map((table) => countRows(dataSource, table)));
+  const response = await send();
+  expect(response.status).toBeGreaterThanOrEqual(400);
+  expect(await Promise.all(tables.map((table) => countRows(dataSource, table)))).toStrictEqual(before);
+  return response;
 }

@@ -1,5 +1,5 @@
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
-import type { CursorPosition } from '../http/pagination.js';
+import { decodeCursor, type CursorPosition } from '../http/pagination.js';
 
 /** The PostgreSQL error behind a TypeORM QueryFailedError (or the error itself, from pg directly). */
 export function pgErrorOf(error: unknown): {
@@ -28,4 +28,23 @@ export function keysetAfter<T extends ObjectLiteral>(
     afterAt: after.createdAt,
     afterId: after.id,
   });
+}
+
+/**
+ * The rows of one page of a list, oldest first by (created_at, id): `limit + 1` rows after the cursor's
+ * position (toPage serves `limit` and tells from the extra row that more exist). A bad cursor is a 400.
+ */
+export function oldestFirstRows<T extends ObjectLiteral>(
+  query: SelectQueryBuilder<T>,
+  alias: string,
+  limit: number,
+  cursor: string | undefined,
+): Promise<T[]> {
+  const after = decodeCursor(cursor);
+  query
+    .orderBy(`${alias}.created_at`, 'ASC')
+    .addOrderBy(`${alias}.id`, 'ASC')
+    .take(limit + 1);
+  if (after) keysetAfter(query, alias, after);
+  return query.getMany();
 }

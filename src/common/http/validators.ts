@@ -1,4 +1,16 @@
-import { registerDecorator, type ValidationArguments, type ValidationOptions } from 'class-validator';
+import { applyDecorators } from '@nestjs/common';
+import { Type } from 'class-transformer';
+import {
+  IsDefined,
+  IsISO31661Alpha2,
+  IsObject,
+  IsString,
+  Matches,
+  registerDecorator,
+  ValidateNested,
+  type ValidationArguments,
+  type ValidationOptions,
+} from 'class-validator';
 
 /** A calendar date `YYYY-MM-DD` that exists (no 2023-02-30), optionally strictly in the past. */
 export function IsRealDate(options: { past?: boolean } = {}, validation?: ValidationOptions) {
@@ -23,5 +35,20 @@ export function IsRealDate(options: { past?: boolean } = {}, validation?: Valida
     });
 }
 
-/** Two uppercase letters that are an ISO 3166-1 alpha-2 code (class-validator's list, but case-sensitive). */
-export const UPPERCASE = /^[A-Z]+$/;
+/**
+ * Two uppercase letters that are an ISO 3166-1 alpha-2 code (class-validator's list, but case-sensitive). The
+ * string check runs first, so a wrong type reports as such (docs/architecture.md, DTO conventions).
+ */
+export const IsCountryCode = () =>
+  applyDecorators(
+    IsString(),
+    IsISO31661Alpha2(),
+    Matches(/^[A-Z]{2}$/, { message: '$property must be two uppercase letters (ISO 3166-1 alpha-2)' }),
+  );
+
+/**
+ * A required nested object of class `type`: IsDefined, IsObject, then its own rules (ValidateNested alone
+ * lets a missing object through).
+ */
+export const IsRequiredNested = (type: () => new () => object) =>
+  applyDecorators(IsDefined(), IsObject(), Type(type), ValidateNested());

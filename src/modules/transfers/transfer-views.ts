@@ -3,7 +3,7 @@ import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { Principal } from '../../common/auth/principal.js';
 import type { CursorPosition } from '../../common/http/pagination.js';
-import { personTypeOf } from '../identity/tax-id.js';
+import { personTypeOf } from '../kyc/tax-id.js';
 import { toJson } from '../wallet/money.js';
 import type { CreateTransactionResponseDto, TransactionInfoDto } from './dto/transfer.dto.js';
 

@@ -14,7 +14,7 @@ import { TransferViews } from './transfer-views.js';
 import { TransfersController } from './transfers.controller.js';
 import { TransfersService } from './transfers.service.js';
 
-/** Transfers, the clearing rail and the counterparty lookup (transfers → wallet → identity). */
+/** Transfers, the clearing rail and the counterparty lookup (transfers → wallet → users, companies → kyc). */
 @Module({
   imports: [WalletModule, WebhooksModule],
   controllers: [CounterpartyController, TransfersController],

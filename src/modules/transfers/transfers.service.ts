@@ -6,7 +6,7 @@ import type { Principal } from '../../common/auth/principal.js';
 import { ForbiddenError, NotFoundError, ValidationFailedError } from '../../common/errors/domain-errors.js';
 import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, type Page } from '../../common/http/pagination.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
-import { cuitProblem } from '../identity/tax-id.js';
+import { cuitProblem } from '../kyc/tax-id.js';
 import { WEBHOOK_EVENTS } from '../webhooks/webhook-events.js';
 import { WebhooksService } from '../webhooks/webhooks.service.js';
 import { AccountsService } from '../wallet/accounts/accounts.service.js';

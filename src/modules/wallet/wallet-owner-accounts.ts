@@ -2,13 +2,13 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
-import type { OwnerAccounts, OwnerAccountView } from '../identity/owner-accounts.port.js';
+import type { OwnerAccounts, OwnerAccountView } from '../kyc/owners/owner-accounts.port.js';
 import { accountView } from './accounts/account-view.js';
 import { WalletAccountEntity } from './accounts/entities/wallet-account.entity.js';
 import { fromDb } from './money.js';
 import { periodsOf } from './periods.js';
 
-/** Identity's read port onto the wallet: an owner's account, and whether it holds money. */
+/** The read port of users and companies onto the wallet: an owner's account, and whether it holds money. */
 @Injectable()
 export class WalletOwnerAccounts implements OwnerAccounts {
   constructor(

@@ -1,8 +1,8 @@
 import { Global, Module } from '@nestjs/common';
-import { OWNER_ACCOUNTS } from '../identity/owner-accounts.port.js';
+import { OWNER_ACCOUNTS } from '../kyc/owners/owner-accounts.port.js';
 import { WalletOwnerAccounts } from './wallet-owner-accounts.js';
 
-/** Provides OWNER_ACCOUNTS to identity without identity importing the wallet. */
+/** Provides OWNER_ACCOUNTS to users and companies without them importing the wallet. */
 @Global()
 @Module({
   providers: [WalletOwnerAccounts, { provide: OWNER_ACCOUNTS, useExisting: WalletOwnerAccounts }],

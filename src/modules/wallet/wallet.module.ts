@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
-import { IdentityModule } from '../identity/identity.module.js';
+import { CompaniesModule } from '../companies/companies.module.js';
+import { UsersModule } from '../users/users.module.js';
 import { AccountsController } from './accounts/accounts.controller.js';
 import { AccountFeesService } from './accounts/account-fees.service.js';
 import { AccountLimitsService } from './accounts/account-limits.service.js';
@@ -12,7 +13,7 @@ import { LedgerService } from './ledger/ledger.service.js';
  * movements through AccountLimitsService.addOperated.
  */
 @Module({
-  imports: [IdentityModule],
+  imports: [UsersModule, CompaniesModule],
   controllers: [AccountsController],
   providers: [AccountsService, AccountLimitsService, AccountFeesService, BalanceReader, LedgerService],
   exports: [AccountsService, AccountLimitsService, LedgerService],

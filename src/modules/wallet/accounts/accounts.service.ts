@@ -10,9 +10,9 @@ import {
   ValidationFailedError,
 } from '../../../common/errors/domain-errors.js';
 import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
-import { CompaniesService } from '../../identity/companies/companies.service.js';
-import type { OwnerAccountView } from '../../identity/owner-accounts.port.js';
-import { UsersService } from '../../identity/users/users.service.js';
+import { CompaniesService } from '../../companies/companies.service.js';
+import type { OwnerAccountView } from '../../kyc/owners/owner-accounts.port.js';
+import { UsersService } from '../../users/users.service.js';
 import { ALIAS_PATTERN, generateAlias } from '../alias.js';
 import { buildCvu } from '../cvu.js';
 import { LedgerService } from '../ledger/ledger.service.js';

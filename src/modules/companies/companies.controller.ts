@@ -1,0 +1,79 @@
+import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
+import {
+  ApiCreatedResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { AuthEither } from '../../common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '../../common/http/openapi.js';
+import { PageQueryDto, type Page } from '../../common/http/pagination.js';
+import { DeleteOwnerRoute, ListOwnersRoute } from '../kyc/owners/owner-routes.js';
+import { CompaniesService } from './companies.service.js';
+import { CompanyKycDataService } from './company-kyc-data.service.js';
+import { CompanyKycDataDto, UpdateKycDataDto } from './dto/company-kyc-data.dto.js';
+import { CompanyResponseDto, CreateCompanyDto } from './dto/company.dto.js';
+
+@ApiTags('Companies')
+@Controller('companies')
+@ErrorResponses()
+export class CompaniesController {
+  constructor(
+    private readonly companies: CompaniesService,
+    private readonly kyc: CompanyKycDataService,
+  ) {}
+
+  @Post()
+  @AuthEither()
+  @ApiOperation({ summary: 'Register a company (a user token registers the company it names)' })
+  @ApiCreatedResponse({ type: CompanyResponseDto })
+  create(
+    @CurrentPrincipal() principal: Principal,
+    @Body() body: CreateCompanyDto,
+  ): Promise<CompanyResponseDto> {
+    return this.companies.create(principal, body);
+  }
+
+  @ListOwnersRoute("The application's companies, oldest first", CompanyResponseDto)
+  list(
+    @CurrentPrincipal() principal: Principal,
+    @Query() query: PageQueryDto,
+  ): Promise<Page<CompanyResponseDto>> {
+    return this.companies.list(principal, query.limit, query.cursor);
+  }
+
+  @Get(':uuid')
+  @AuthEither()
+  @ApiOperation({ summary: 'A company' })
+  @ApiOkResponse({ type: CompanyResponseDto })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown company' })
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+  ): Promise<CompanyResponseDto> {
+    return this.companies.get(principal, uuid);
+  }
+
+  @Patch(':uuid')
+  @AuthEither()
+  @ApiOperation({ summary: "Replace one section of the company's KYC data (UpdateKYCDataRequest)" })
+  @ApiOkResponse({ type: CompanyKycDataDto, description: 'The company KYC data after the change' })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown company' })
+  updateKyc(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Body() body: UpdateKycDataDto,
+  ): Promise<CompanyKycDataDto> {
+    return this.kyc.updateSection(principal, uuid, body.dataSection, body.data);
+  }
+
+  @DeleteOwnerRoute('company')
+  async remove(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+  ): Promise<void> {
+    await this.companies.remove(principal, uuid);
+  }
+}

@@ -1,0 +1,60 @@
+import { Body, Controller, Get, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { AuthEither } from '../../common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
+import { ErrorResponses } from '../../common/http/openapi.js';
+import { PageQueryDto, type Page } from '../../common/http/pagination.js';
+import type { KycHistoryEntryDto } from '../kyc/history/kyc-history.dto.js';
+import { KycHistoryRoute } from '../kyc/history/kyc-history.js';
+import { CompanyKycDataService } from './company-kyc-data.service.js';
+import { CompanyKycDataDto, CreateCompanyKycDataDto } from './dto/company-kyc-data.dto.js';
+
+/**
+ * A company's KYC data (docs/decisions/0009-identity.md); a section is replaced through PATCH
+ * /companies/{uuid} (CompaniesController). The operation ids are those of the controller users and
+ * companies shared before decision 0026.
+ */
+@ApiTags('KYC data')
+@Controller()
+@ErrorResponses()
+export class CompanyKycDataController {
+  constructor(private readonly kyc: CompanyKycDataService) {}
+
+  @Post('companies/:uuid/kyc-data')
+  @AuthEither()
+  @ApiOperation({
+    summary: "Create a company's KYC datosBasicos section (CreateCompanyKYCDataRequest)",
+    operationId: 'KycDataController_createCompany',
+  })
+  @ApiCreatedResponse({ type: CompanyKycDataDto })
+  create(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Body() body: CreateCompanyKycDataDto,
+  ): Promise<CompanyKycDataDto> {
+    return this.kyc.create(principal, uuid, body.data);
+  }
+
+  @Get('companies/:uuid/kyc-data')
+  @AuthEither()
+  @ApiOperation({
+    summary: "A company's KYC data, the four sections",
+    operationId: 'KycDataController_getCompany',
+  })
+  @ApiOkResponse({ type: CompanyKycDataDto })
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+  ): Promise<CompanyKycDataDto> {
+    return this.kyc.get(principal, uuid);
+  }
+
+  @KycHistoryRoute('companies/:uuid/kyc-data/history', 'company', 'KycDataController_companyHistory')
+  history(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Query() query: PageQueryDto,
+  ): Promise<Page<KycHistoryEntryDto>> {
+    return this.kyc.history(principal, uuid, query.limit, query.cursor);
+  }
+}

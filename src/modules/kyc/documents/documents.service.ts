@@ -1,0 +1,146 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { fileTypeFromBuffer } from 'file-type';
+import { DataSource } from 'typeorm';
+import type { Principal } from '../../../common/auth/principal.js';
+import { oldestFirstRows } from '../../../common/database/sql.js';
+import { NotFoundError, ValidationFailedError } from '../../../common/errors/domain-errors.js';
+import { DEFAULT_PAGE_SIZE, toPage, type Page } from '../../../common/http/pagination.js';
+import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import type { OwnerType } from '../owners/kyc-owners.port.js';
+import { KycOwners } from '../owners/kyc-owners.js';
+import { DOCUMENT_STORAGE, type DocumentStorage } from './document-storage.port.js';
+import type { DocumentResponseDto, UploadDocumentDto } from './dto/document.dto.js';
+import { DocumentEntity } from './entities/document.entity.js';
+
+export const ALLOWED_CONTENT_TYPES = ['application/pdf', 'image/jpeg', 'image/png'] as const;
+
+export interface UploadedFile {
+  buffer: Buffer;
+  originalname: string;
+  size: number;
+}
+
+/** KYC documents: type sniffed from the bytes, SHA-256 kept, bytes in the document storage. */
+@Injectable()
+export class DocumentsService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(DOCUMENT_STORAGE) private readonly storage: DocumentStorage,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly owners: KycOwners,
+  ) {}
+
+  async upload(
+    principal: Principal,
+    ownerType: OwnerType,
+    ownerId: string,
+    input: UploadDocumentDto,
+    file: UploadedFile | undefined,
+  ): Promise<DocumentResponseDto> {
+    await this.requireOwner(principal, ownerType, ownerId);
+    if (!file || file.size === 0) throw ValidationFailedError.single('file', 'required', 'file is required');
+    if (file.size > this.config.documentMaxBytes) {
+      throw ValidationFailedError.single(
+        'file',
+        'invalid',
+        `file is larger than ${this.config.documentMaxBytes} bytes`,
+      );
+    }
+    const detected = await fileTypeFromBuffer(file.buffer);
+    if (!detected || !(ALLOWED_CONTENT_TYPES as readonly string[]).includes(detected.mime)) {
+      throw ValidationFailedError.single(
+        'file',
+        'invalid',
+        `file must be one of ${ALLOWED_CONTENT_TYPES.join(', ')}`,
+      );
+    }
+    const id = randomUUID();
+    const storageKey = `${principal.appId}/${id}`;
+    await this.storage.put(storageKey, file.buffer);
+    const row = this.dataSource.getRepository(DocumentEntity).create({
+      id,
+      appId: principal.appId,
+      ownerType,
+      ownerId,
+      name: (input.name ?? file.originalname ?? input.documentType).slice(0, 200) || input.documentType,
+      documentType: input.documentType,
+      contentType: detected.mime,
+      size: file.size,
+      sha256: createHash('sha256').update(file.buffer).digest('hex'),
+      storageKey,
+    });
+    await this.dataSource.getRepository(DocumentEntity).insert(row);
+    return this.view(row);
+  }
+
+  async list(
+    principal: Principal,
+    ownerType: OwnerType,
+    ownerId: string,
+    limit = DEFAULT_PAGE_SIZE,
+    cursor?: string,
+  ): Promise<Page<DocumentResponseDto>> {
+    await this.requireOwner(principal, ownerType, ownerId);
+    const rows = await oldestFirstRows(
+      this.dataSource
+        .getRepository(DocumentEntity)
+        .createQueryBuilder('d')
+        .where('d.app_id = :appId AND d.owner_id = :ownerId AND d.owner_type = :ownerType', {
+          appId: principal.appId,
+          ownerId,
+          ownerType,
+        }),
+      'd',
+      limit,
+      cursor,
+    );
+    return toPage(rows, limit, (row) => this.view(row));
+  }
+
+  async get(principal: Principal, id: string): Promise<DocumentResponseDto> {
+    return this.view(await this.find(principal, id));
+  }
+
+  async content(
+    principal: Principal,
+    id: string,
+  ): Promise<{ contentType: string; bytes: Buffer; name: string }> {
+    const document = await this.find(principal, id);
+    return {
+      contentType: document.contentType,
+      bytes: await this.storage.get(document.storageKey),
+      name: document.name,
+    };
+  }
+
+  /** A document the principal may reach (through its owner), or 404. */
+  async find(principal: Principal, id: string): Promise<DocumentEntity> {
+    const document = await this.dataSource
+      .getRepository(DocumentEntity)
+      .findOneBy({ id, appId: principal.appId });
+    if (!document || (principal.kind === 'subject' && document.ownerId !== principal.subject)) {
+      throw new NotFoundError(id, 'Document not found');
+    }
+    await this.requireOwner(principal, document.ownerType, document.ownerId).catch(() => {
+      throw new NotFoundError(id, 'Document not found');
+    });
+    return document;
+  }
+
+  private async requireOwner(principal: Principal, ownerType: OwnerType, ownerId: string): Promise<void> {
+    await this.owners.find(this.dataSource.manager, principal, ownerType, ownerId);
+  }
+
+  private view(document: DocumentEntity): DocumentResponseDto {
+    return {
+      uuid: document.id,
+      name: document.name,
+      type: document.documentType,
+      contentType: document.contentType,
+      url: `${this.config.publicBaseUrl}documents/${document.id}/content`,
+      created: document.createdAt.toISOString(),
+    };
+  }
+}

@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { WebhooksModule } from '../webhooks/webhooks.module.js';
+import { KycSimulatorProcessor } from './sessions/kyc-simulator.processor.js';
+import { KycVerificationService } from './sessions/kyc-verification.service.js';
+import { SimulatorKycProvider } from './sessions/simulator-kyc.provider.js';
+
+/**
+ * Worker side of kyc: the simulator's verdicts (each emits kyc_steep_update
+ * through the outbox) and its recovery sweep, which resubmits through the
+ * simulator. It reaches no owner, so the worker need not load users or
+ * companies for it.
+ */
+@Module({
+  imports: [WebhooksModule],
+  providers: [KycVerificationService, SimulatorKycProvider, KycSimulatorProcessor],
+})
+export class KycWorkerModule {}

@@ -1,0 +1,38 @@
+import type { EntityManager } from 'typeorm';
+
+/**
+ * What users and companies need to know about wallet accounts, without importing
+ * the wallet (dependencies point transfers → wallet → users, companies → kyc).
+ * The wallet provides it (WalletReadModule). It is required: a process that
+ * loads users or companies without it fails at boot, rather than deleting an
+ * owner whose account holds money (docs/decisions/0026-identity-modules.md).
+ */
+export const OWNER_ACCOUNTS = Symbol('OWNER_ACCOUNTS');
+
+export interface OwnerAccountView {
+  ownerType: 'USER' | 'COMPANY';
+  uuid: string;
+  status: string;
+  created: string;
+  updated: string;
+  cvu: string;
+  alias: string;
+  currency: string;
+  balance: number;
+  monthlyDepositOperation: number;
+  monthlyWithdrawOperation: number;
+}
+
+export interface OwnerAccounts {
+  /** The wallet account of each owner that has one. */
+  accountsOf(appId: string, ownerIds: readonly string[]): Promise<Map<string, OwnerAccountView>>;
+  /**
+   * Inside the owner's deletion transaction: locks the owner's accounts; when one holds money answers
+   * 'holds-money' and changes nothing, otherwise closes them (DELETED) and answers 'closed'.
+   */
+  closeForOwnerDeletion(
+    manager: EntityManager,
+    appId: string,
+    ownerId: string,
+  ): Promise<'holds-money' | 'closed'>;
+}

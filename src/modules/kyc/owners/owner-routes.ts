@@ -1,0 +1,36 @@
+import { applyDecorators, Delete, Get, HttpCode, type Type } from '@nestjs/common';
+import {
+  ApiForbiddenResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+} from '@nestjs/swagger';
+import { AuthClient, AuthEither } from '../../../common/auth/auth.decorator.js';
+import { ErrorResponseDto } from '../../../common/http/openapi.js';
+import { Paginated } from '../../../common/http/pagination.js';
+
+/** `GET all`: the application's users or companies, oldest first, a page at a time (client credentials). */
+export const ListOwnersRoute = (summary: string, type: Type<unknown>) =>
+  applyDecorators(
+    Get('all'),
+    AuthClient(),
+    Paginated(),
+    ApiOperation({ summary }),
+    ApiOkResponse({ type: [type] }),
+  );
+
+/** `DELETE :uuid`: a soft delete, refused while the owner's account holds money (decision 0009). */
+export const DeleteOwnerRoute = (owner: 'user' | 'company') =>
+  applyDecorators(
+    Delete(':uuid'),
+    AuthEither(),
+    HttpCode(204),
+    ApiOperation({ summary: `Delete a ${owner} (kept for audit; gone from the API)` }),
+    ApiNoContentResponse(),
+    ApiNotFoundResponse({ type: ErrorResponseDto, description: `Unknown ${owner}` }),
+    ApiForbiddenResponse({
+      type: ErrorResponseDto,
+      description: `INVALID_STATE: the ${owner} owns an account holding money`,
+    }),
+  );

@@ -1,0 +1,77 @@
+import type { DataSource, EntityManager, EntityTarget, FindOptionsWhere } from 'typeorm';
+import type { Principal } from '../../../common/auth/principal.js';
+import { tenantWhere, tenantWhereAnd } from '../../../common/auth/tenancy.js';
+import { oldestFirstRows } from '../../../common/database/sql.js';
+import { ForbiddenError, NotFoundError } from '../../../common/errors/domain-errors.js';
+import type { OwnerAccounts } from './owner-accounts.port.js';
+import type { OwnerColumns } from './owner.columns.js';
+
+/**
+ * The rules users and companies share as rows (docs/decisions/0009-identity.md): a client reaches its
+ * application's, a subject only itself, nobody a deleted one; lists go oldest first; deletion is soft
+ * and refused while the owner's account holds money.
+ */
+
+type OwnerRow = OwnerColumns & { id: string };
+
+/** Users or companies, as the functions below need them. */
+export interface OwnerKind<T extends OwnerRow> {
+  entity: EntityTarget<T>;
+  /** The message of the NotFoundError for one the principal does not reach. */
+  notFound: string;
+  /** The message of the 403 INVALID_STATE for a deletion refused while an account holds money. */
+  holdsMoney: string;
+}
+
+/** The owner `id` as the principal reaches it, locked when asked; otherwise NotFoundError(id). */
+export async function findOwner<T extends OwnerRow>(
+  manager: EntityManager,
+  kind: OwnerKind<T>,
+  principal: Principal,
+  id: string,
+  lock = false,
+): Promise<T> {
+  const where = tenantWhereAnd<OwnerRow>(principal, ['id'], { id: id.toLowerCase() });
+  if (!where) throw new NotFoundError(id, kind.notFound);
+  const owner = await manager.findOne(kind.entity, {
+    where: where as FindOptionsWhere<T>[],
+    ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+  });
+  if (!owner) throw new NotFoundError(id, kind.notFound);
+  return owner;
+}
+
+/** The rows of one page of the owners the principal reaches, oldest first (`limit + 1`, for toPage). */
+export function ownerPageRows<T extends OwnerRow>(
+  dataSource: DataSource,
+  kind: OwnerKind<T>,
+  principal: Principal,
+  limit: number,
+  cursor: string | undefined,
+): Promise<T[]> {
+  const query = dataSource
+    .getRepository(kind.entity)
+    .createQueryBuilder('o')
+    .where(tenantWhere<OwnerRow>(principal, ['id']));
+  return oldestFirstRows(query, 'o', limit, cursor);
+}
+
+/**
+ * Soft-deletes the owner `id` in one transaction, with its wallet accounts closed; refused (403
+ * INVALID_STATE) while one of them holds money.
+ */
+export async function deleteOwner<T extends OwnerRow>(
+  dataSource: DataSource,
+  accounts: OwnerAccounts,
+  kind: OwnerKind<T>,
+  principal: Principal,
+  id: string,
+): Promise<void> {
+  await dataSource.transaction(async (manager) => {
+    const owner = await findOwner(manager, kind, principal, id, true);
+    if ((await accounts.closeForOwnerDeletion(manager, principal.appId, owner.id)) === 'holds-money') {
+      throw new ForbiddenError('INVALID_STATE', kind.holdsMoney);
+    }
+    await manager.softDelete(kind.entity, { id: owner.id } as FindOptionsWhere<T>);
+  });
+}

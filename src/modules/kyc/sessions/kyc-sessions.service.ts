@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import { Inject, Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import type { Principal } from '../../../common/auth/principal.js';
+import {
+  ForbiddenError,
+  NotFoundError,
+  ValidationFailedError,
+} from '../../../common/errors/domain-errors.js';
+import { DocumentEntity } from '../documents/entities/document.entity.js';
+import type { OwnerType } from '../owners/kyc-owners.port.js';
+import { KycOwners } from '../owners/kyc-owners.js';
+import type { KycSessionDto } from './dto/kyc-session.dto.js';
+import {
+  KYC_STEPS,
+  KycSessionEntity,
+  KycSessionStepEntity,
+  stepsOf,
+  type KycStep,
+} from './entities/kyc-session.entity.js';
+import { KYC_PROVIDER, type KycProvider } from './kyc-provider.port.js';
+
+/** Steps that verify an uploaded document; GOVERNMENTAL_CHECK_SELFIE checks the SELFIE against the registry. */
+const DOCUMENT_STEPS: readonly KycStep[] = ['DOCUMENT_FRONT', 'DOCUMENT_BACK', 'SELFIE'];
+
+/**
+ * KYC sessions, the client's side: created for a user or company with every
+ * step PENDING; the client submits each step (with a document) and the KYC
+ * provider decides it asynchronously (KycVerificationService, in the worker).
+ */
+@Injectable()
+export class KycSessionsService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly owners: KycOwners,
+    @Inject(KYC_PROVIDER) private readonly provider: KycProvider,
+  ) {}
+
+  async start(principal: Principal, ownerType: OwnerType, ownerId: string): Promise<KycSessionDto> {
+    const id = randomUUID();
+    await this.dataSource.transaction(async (manager) => {
+      try {
+        await this.owners.find(manager, principal, ownerType, ownerId);
+      } catch (error) {
+        if (error instanceof NotFoundError) {
+          throw ValidationFailedError.single('ownerId', 'notfound', `no such ${ownerType.toLowerCase()}`);
+        }
+        throw error;
+      }
+      await manager.insert(KycSessionEntity, {
+        id,
+        appId: principal.appId,
+        ownerType,
+        ownerId,
+        status: 'PENDING',
+      });
+      await manager.insert(
+        KycSessionStepEntity,
+        KYC_STEPS.map((step, position) => ({ sessionId: id, step, position, status: 'PENDING' as const })),
+      );
+    });
+    return this.get(principal, id);
+  }
+
+  async get(principal: Principal, id: string): Promise<KycSessionDto> {
+    const session = await this.find(this.dataSource.manager, principal, id);
+    return this.view(session, await stepsOf(this.dataSource.manager, id));
+  }
+
+  async submit(
+    principal: Principal,
+    id: string,
+    stepName: string,
+    documentUuid?: string,
+  ): Promise<KycSessionDto> {
+    if (!(KYC_STEPS as readonly string[]).includes(stepName)) {
+      throw ValidationFailedError.single('step', 'invalid', `step must be one of ${KYC_STEPS.join(', ')}`);
+    }
+    const stepKind = stepName as KycStep;
+    const submittedAt = await this.dataSource.transaction(async (manager) => {
+      const session = await this.find(manager, principal, id, true);
+      if (session.status === 'APPROVED' || session.status === 'REJECTED') {
+        throw new ForbiddenError('INVALID_STATE', `the session is ${session.status}`);
+      }
+      const steps = await stepsOf(manager, id);
+      const step = steps.find((candidate) => candidate.step === stepKind)!;
+      if (step.submittedAt !== null)
+        throw new ForbiddenError('INVALID_STATE', `${stepKind} was already submitted`);
+      let documentId: string | null = null;
+      if (DOCUMENT_STEPS.includes(stepKind)) {
+        if (!documentUuid)
+          throw ValidationFailedError.single('documentUuid', 'required', `${stepKind} needs a document`);
+        const document = await manager.findOneBy(DocumentEntity, {
+          id: documentUuid,
+          appId: session.appId,
+          ownerId: session.ownerId,
+        });
+        if (!document) {
+          throw ValidationFailedError.single(
+            'documentUuid',
+            'notfound',
+            'no such document of the session owner',
+          );
+        }
+        documentId = document.id;
+      } else {
+        if (documentUuid) {
+          throw ValidationFailedError.single(
+            'documentUuid',
+            'invalid',
+            `${stepKind} uses the SELFIE document`,
+          );
+        }
+        const selfie = steps.find((candidate) => candidate.step === 'SELFIE')!;
+        if (selfie.submittedAt === null)
+          throw new ForbiddenError('INVALID_STATE', 'submit the SELFIE step first');
+      }
+      const now = new Date();
+      await manager.update(
+        KycSessionStepEntity,
+        { sessionId: id, step: stepKind },
+        { submittedAt: now, documentId },
+      );
+      if (session.status === 'PENDING')
+        await manager.update(KycSessionEntity, { id }, { status: 'IN_PROGRESS' });
+      return now;
+    });
+    // After commit. If this enqueue is lost, the worker's recovery sweep submits the step again.
+    await this.provider.submit({ sessionId: id, step: stepKind, submittedAt });
+    return this.get(principal, id);
+  }
+
+  private async find(
+    manager: EntityManager,
+    principal: Principal,
+    id: string,
+    lock = false,
+  ): Promise<KycSessionEntity> {
+    const session = await manager.findOne(KycSessionEntity, {
+      where: { id, appId: principal.appId },
+      ...(lock ? { lock: { mode: 'pessimistic_write' as const } } : {}),
+    });
+    if (!session || (principal.kind === 'subject' && session.ownerId !== principal.subject)) {
+      throw new NotFoundError(id, 'KYC session not found');
+    }
+    return session;
+  }
+
+  private view(session: KycSessionEntity, steps: KycSessionStepEntity[]): KycSessionDto {
+    return {
+      uuid: session.id,
+      ownerType: session.ownerType,
+      ownerId: session.ownerId,
+      status: session.status,
+      steps: steps.map((step) => ({
+        step: step.step,
+        status: step.status,
+        documentUuid: step.documentId,
+        submittedAt: step.submittedAt?.toISOString() ?? null,
+        completedAt: step.completedAt?.toISOString() ?? null,
+        failureReason: step.failureReason,
+      })),
+      created: session.createdAt.toISOString(),
+      updated: session.updatedAt.toISOString(),
+    };
+  }
+}

@@ -1,0 +1,113 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { WEBHOOK_EVENTS } from '../../webhooks/webhook-events.js';
+import { WebhooksService } from '../../webhooks/webhooks.service.js';
+import { DocumentEntity } from '../documents/entities/document.entity.js';
+import {
+  KycSessionEntity,
+  KycSessionStepEntity,
+  stepsOf,
+  type KycSessionStatus,
+  type KycStep,
+  type KycStepStatus,
+} from './entities/kyc-session.entity.js';
+
+/**
+ * KYC sessions, the provider's side: each verdict (SUCCESS or FAILED) updates
+ * its step and moves the session (APPROVED when every step succeeded, REJECTED
+ * as soon as one failed), and emits a `kyc_steep_update` webhook in the same
+ * transaction. Used by the worker; needs no owner lookup.
+ */
+@Injectable()
+export class KycVerificationService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly webhooks: WebhooksService,
+  ) {}
+
+  /**
+   * The provider's verdict. Idempotent: only a submitted, still PENDING step changes. Emits
+   * kyc_steep_update {session, steep, backStatus, newStatus} through the outbox in the same transaction.
+   */
+  async complete(
+    sessionId: string,
+    step: KycStep,
+    verdict: 'SUCCESS' | 'FAILED',
+    reason?: string,
+  ): Promise<boolean> {
+    return this.dataSource.transaction(async (manager) => {
+      const session = await manager.findOne(KycSessionEntity, {
+        where: { id: sessionId },
+        lock: { mode: 'pessimistic_write' },
+      });
+      if (!session) return false;
+      const current = await manager.findOneBy(KycSessionStepEntity, { sessionId, step });
+      if (!current || current.status !== 'PENDING' || current.submittedAt === null) return false;
+      await manager.update(
+        KycSessionStepEntity,
+        { sessionId, step },
+        {
+          status: verdict,
+          completedAt: new Date(),
+          failureReason: verdict === 'FAILED' ? (reason ?? null) : null,
+        },
+      );
+      const statuses = (await stepsOf(manager, sessionId)).map((row) =>
+        row.step === step ? verdict : row.status,
+      ) as KycStepStatus[];
+      const status: KycSessionStatus = statuses.includes('FAILED')
+        ? 'REJECTED'
+        : statuses.every((value) => value === 'SUCCESS')
+          ? 'APPROVED'
+          : 'IN_PROGRESS';
+      await manager.update(
+        KycSessionEntity,
+        { id: sessionId },
+        { status, completedAt: status === 'APPROVED' || status === 'REJECTED' ? new Date() : null },
+      );
+      await this.webhooks.emit(manager, {
+        appId: session.appId,
+        event: WEBHOOK_EVENTS.kycStepUpdate,
+        subject: sessionId,
+        data: { session: sessionId, steep: step, backStatus: 'PENDING', newStatus: verdict },
+      });
+      return true;
+    });
+  }
+
+  /** Submitted steps still waiting for a verdict since before `olderThan` (for the recovery sweep). */
+  async overdueSteps(
+    olderThan: Date,
+    limit = 500,
+  ): Promise<{ sessionId: string; step: KycStep; submittedAt: Date }[]> {
+    const rows = await this.dataSource
+      .getRepository(KycSessionStepEntity)
+      .createQueryBuilder('s')
+      .where(`s.status = 'PENDING' AND s.submitted_at IS NOT NULL AND s.submitted_at < :olderThan`, {
+        olderThan,
+      })
+      .orderBy('s.submitted_at', 'ASC')
+      .take(limit)
+      .getMany();
+    return rows.map((row) => ({ sessionId: row.sessionId, step: row.step, submittedAt: row.submittedAt! }));
+  }
+
+  /** The step and its document, for the provider. */
+  async stepForVerification(
+    sessionId: string,
+    step: KycStep,
+  ): Promise<{ step: KycSessionStepEntity; document: DocumentEntity | null } | undefined> {
+    const manager = this.dataSource.manager;
+    const row = await manager.findOneBy(KycSessionStepEntity, { sessionId, step });
+    if (!row) return undefined;
+    const documentStep =
+      step === 'GOVERNMENTAL_CHECK_SELFIE'
+        ? await manager.findOneBy(KycSessionStepEntity, { sessionId, step: 'SELFIE' })
+        : row;
+    const document = documentStep?.documentId
+      ? await manager.findOneBy(DocumentEntity, { id: documentStep.documentId })
+      : null;
+    return { step: row, document };
+  }
+}

@@ -1,0 +1,138 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsBoolean, IsEmail, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsCountryCode, IsRealDate, IsRequiredNested } from '../../../common/http/validators.js';
+import { LegalAddressDto } from '../../kyc/dto/legal-address.dto.js';
+
+export const TAX_ID_TYPES_IN = ['cuil', 'cuit'] as const;
+export const TAX_CONDITIONS_IN = ['vatRegistered', 'others'] as const;
+export const CATEGORIES_IN = ['consumidorFinal', 'monotributista', 'responsableInscripto'] as const;
+export const CIVIL_STATUSES = ['single', 'married', 'divorced'] as const;
+export const SEXES = ['male', 'female', 'other'] as const;
+export const SEXES_SHORT = ['M', 'F', 'O'] as const;
+
+/** UserLegalInformationRequest (closed, all required). */
+export class UserLegalInformationRequestDto {
+  @ApiProperty({ enum: TAX_ID_TYPES_IN })
+  @IsIn(TAX_ID_TYPES_IN)
+  @IsString()
+  taxIdType: (typeof TAX_ID_TYPES_IN)[number];
+
+  @ApiProperty({
+    description: 'CUIL/CUIT, 11 digits (separators allowed), valid check digit',
+    example: '20-12345678-6',
+  })
+  @MaxLength(20)
+  @IsNotEmpty()
+  @IsString()
+  taxId: string;
+
+  @ApiProperty({ enum: TAX_CONDITIONS_IN })
+  @IsIn(TAX_CONDITIONS_IN)
+  @IsString()
+  taxCondition: (typeof TAX_CONDITIONS_IN)[number];
+
+  @ApiProperty({ enum: CATEGORIES_IN })
+  @IsIn(CATEGORIES_IN)
+  @IsString()
+  category: (typeof CATEGORIES_IN)[number];
+
+  @ApiProperty() @IsBoolean() taxExempt: boolean;
+}
+
+/** CreateUserRequest (closed). */
+export class CreateUserDto {
+  @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotEmpty() @IsString() firstName: string;
+  @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotEmpty() @IsString() lastName: string;
+  @ApiProperty({ format: 'date', example: '1990-04-21' })
+  @IsRealDate({ past: true })
+  @IsString()
+  birthdate: string;
+  @ApiProperty({ enum: SEXES }) @IsIn(SEXES) @IsString() sex: (typeof SEXES)[number];
+  @ApiProperty({ enum: CIVIL_STATUSES })
+  @IsIn(CIVIL_STATUSES)
+  @IsString()
+  civilStatus: (typeof CIVIL_STATUSES)[number];
+  @ApiProperty({ description: 'ISO 3166-1 alpha-2', example: 'AR' }) @IsCountryCode() nationality: string;
+
+  @ApiProperty({ type: UserLegalInformationRequestDto })
+  @IsRequiredNested(() => UserLegalInformationRequestDto)
+  legalInformation: UserLegalInformationRequestDto;
+
+  @ApiProperty({ type: LegalAddressDto })
+  @IsRequiredNested(() => LegalAddressDto)
+  legalAddress: LegalAddressDto;
+}
+
+/** UpdateUserRequest: every field optional, names and types as the interface gives them. */
+export class UpdateUserDto {
+  @ApiPropertyOptional({ format: 'email' })
+  @IsOptional()
+  @MaxLength(200)
+  @IsEmail()
+  @IsString()
+  email?: string;
+  @ApiPropertyOptional() @IsOptional() @MaxLength(100) @IsNotEmpty() @IsString() firstName?: string;
+  @ApiPropertyOptional() @IsOptional() @MaxLength(100) @IsNotEmpty() @IsString() lastName?: string;
+  @ApiPropertyOptional({ format: 'date' })
+  @IsOptional()
+  @IsRealDate({ past: true })
+  @IsString()
+  birthday?: string;
+  @ApiPropertyOptional({ enum: SEXES_SHORT })
+  @IsOptional()
+  @IsIn(SEXES_SHORT)
+  @IsString()
+  sex?: (typeof SEXES_SHORT)[number];
+  @ApiPropertyOptional({ format: 'email', description: 'format email, as the interface defines it' })
+  @IsOptional()
+  @MaxLength(200)
+  @IsEmail()
+  @IsString()
+  legalName?: string;
+
+  @ApiPropertyOptional({ description: 'CUIL/CUIT of the same type as registered' })
+  @IsOptional()
+  @MaxLength(20)
+  @IsNotEmpty()
+  @IsString()
+  taxId?: string;
+
+  @ApiPropertyOptional({ description: 'ISO 3166-1 alpha-2' })
+  @IsOptional()
+  @IsCountryCode()
+  nationality?: string;
+}
+
+export class UserLegalInformationDto {
+  @ApiProperty({ enum: ['CUIL', 'CUIT'] }) taxIdType: 'CUIL' | 'CUIT';
+  @ApiProperty() taxId: string;
+  @ApiProperty({ enum: ['VAT_REGISTERED', 'OTHERS'] }) taxCondition: 'VAT_REGISTERED' | 'OTHERS';
+  @ApiProperty({ enum: ['Consumidor final', 'Monotributista', 'Responsable inscripto'] }) category: string;
+  @ApiProperty() taxExempt: boolean;
+}
+
+export class AccountInfoDto {
+  @ApiProperty({ enum: ['USER', 'COMPANY'] }) ownerType: string;
+  @ApiProperty({ format: 'uuid' }) uuid: string;
+  @ApiProperty({ enum: ['ACTIVE', 'INACTIVE', 'PENDING'] }) status: string;
+  @ApiProperty({ format: 'date-time' }) created: string;
+  @ApiProperty({ format: 'date-time' }) updated: string;
+  @ApiProperty({ example: '0000003100000000000018' }) cvu: string;
+  @ApiProperty({ example: 'sol.rio.mate' }) alias: string;
+  @ApiProperty({ example: 'ARS' }) currency: string;
+  @ApiProperty() balance: number;
+  @ApiProperty() monthlyDepositOperation: number;
+  @ApiProperty() monthlyWithdrawOperation: number;
+}
+
+/** User (and CreateUserResponse). */
+export class UserResponseDto {
+  @ApiProperty({ format: 'uuid' }) uuid: string;
+  @ApiProperty() firstName: string;
+  @ApiProperty() lastName: string;
+  @ApiProperty({ format: 'date' }) birthday: string;
+  @ApiProperty({ enum: CIVIL_STATUSES }) civilStatus: string;
+  @ApiProperty({ type: LegalAddressDto }) legalAddress: LegalAddressDto;
+  @ApiProperty({ type: AccountInfoDto, nullable: true }) account: AccountInfoDto | null;
+  @ApiProperty({ type: UserLegalInformationDto }) legalInformation: UserLegalInformationDto;
+}

@@ -1,0 +1,81 @@
+import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
+import {
+  ApiCreatedResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { AuthEither } from '../../common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '../../common/http/openapi.js';
+import { PageQueryDto, type Page } from '../../common/http/pagination.js';
+import type { KycHistoryEntryDto } from '../kyc/history/kyc-history.dto.js';
+import { KycHistoryRoute } from '../kyc/history/kyc-history.js';
+import { CreateUserKycDataDto, UpdateUserKycDataDto, UserKycDataDto } from './dto/user-kyc-data.dto.js';
+import { UserKycDataService } from './user-kyc-data.service.js';
+
+/**
+ * A user's KYC data (the interface defines the data, not the routes: docs/decisions/0009-identity.md). The
+ * operation ids are those of the controller users and companies shared before decision 0026.
+ */
+@ApiTags('KYC data')
+@Controller()
+@ErrorResponses()
+export class UserKycDataController {
+  constructor(private readonly kyc: UserKycDataService) {}
+
+  @Post('users/:uuid/kyc-data')
+  @AuthEither()
+  @ApiOperation({
+    summary: "Create a user's KYC data (CreateUserKYCDataRequest)",
+    operationId: 'KycDataController_createUser',
+  })
+  @ApiCreatedResponse({ type: UserKycDataDto })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
+  create(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Body() body: CreateUserKycDataDto,
+  ): Promise<UserKycDataDto> {
+    return this.kyc.create(principal, uuid, body);
+  }
+
+  @Get('users/:uuid/kyc-data')
+  @AuthEither()
+  @ApiOperation({
+    summary: "A user's KYC data (uuid null and fields null until created)",
+    operationId: 'KycDataController_getUser',
+  })
+  @ApiOkResponse({ type: UserKycDataDto })
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+  ): Promise<UserKycDataDto> {
+    return this.kyc.get(principal, uuid);
+  }
+
+  @Patch('users/:uuid/kyc-data')
+  @AuthEither()
+  @ApiOperation({
+    summary: "Modify a user's KYC data (isBlackListed: client credentials only)",
+    operationId: 'KycDataController_updateUser',
+  })
+  @ApiOkResponse({ type: UserKycDataDto })
+  update(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Body() body: UpdateUserKycDataDto,
+  ): Promise<UserKycDataDto> {
+    return this.kyc.update(principal, uuid, body);
+  }
+
+  @KycHistoryRoute('users/:uuid/kyc-data/history', 'user', 'KycDataController_userHistory')
+  history(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Query() query: PageQueryDto,
+  ): Promise<Page<KycHistoryEntryDto>> {
+    return this.kyc.history(principal, uuid, query.limit, query.cursor);
+  }
+}

@@ -1,0 +1,78 @@
+import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
+import {
+  ApiBadRequestResponse,
+  ApiCreatedResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnauthorizedResponse,
+} from '@nestjs/swagger';
+import { AuthClient, AuthEither } from '../../common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '../../common/http/openapi.js';
+import { PageQueryDto, type Page } from '../../common/http/pagination.js';
+import { DeleteOwnerRoute, ListOwnersRoute } from '../kyc/owners/owner-routes.js';
+import { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto.js';
+import { UsersService } from './users.service.js';
+
+@ApiTags('Users')
+@Controller('users')
+@ErrorResponses()
+export class UsersController {
+  constructor(private readonly users: UsersService) {}
+
+  @Post()
+  @AuthEither()
+  @ApiOperation({ summary: 'Register a natural-person user (a user token registers the user it names)' })
+  @ApiCreatedResponse({ type: UserResponseDto })
+  @ApiBadRequestResponse({
+    type: ErrorResponseDto,
+    description: 'Validation error (duplicate tax id: type duplicate)',
+  })
+  create(@CurrentPrincipal() principal: Principal, @Body() body: CreateUserDto): Promise<UserResponseDto> {
+    return this.users.create(principal, body);
+  }
+
+  @ListOwnersRoute("The application's users, oldest first", UserResponseDto)
+  list(
+    @CurrentPrincipal() principal: Principal,
+    @Query() query: PageQueryDto,
+  ): Promise<Page<UserResponseDto>> {
+    return this.users.list(principal, query.limit, query.cursor);
+  }
+
+  @Get(':uuid')
+  @AuthClient()
+  @ApiOperation({ summary: 'A user' })
+  @ApiOkResponse({ type: UserResponseDto })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user (or another application’s)' })
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+  ): Promise<UserResponseDto> {
+    return this.users.get(principal, uuid);
+  }
+
+  @Patch(':uuid')
+  @AuthEither()
+  @ApiOperation({ summary: 'Modify a user' })
+  @ApiOkResponse({ type: UserResponseDto })
+  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
+  update(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Body() body: UpdateUserDto,
+  ): Promise<UserResponseDto> {
+    return this.users.update(principal, uuid, body);
+  }
+
+  @DeleteOwnerRoute('user')
+  @ApiUnauthorizedResponse({ type: ErrorResponseDto })
+  async remove(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+  ): Promise<void> {
+    await this.users.remove(principal, uuid);
+  }
+}
