@@ -14,7 +14,7 @@ import { CompanyKycDataDto, CreateCompanyKycDataDto } from './dto/company-kyc-da
  * /companies/{uuid} (CompaniesController). The operation ids are those of the controller users and
  * companies shared before decision 0026.
  */
-@ApiTags('KYC data')
+@ApiTags('Companies')
 @Controller()
 @ErrorResponses()
 export class CompanyKycDataController {

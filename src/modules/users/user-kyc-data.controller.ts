@@ -19,7 +19,7 @@ import { UserKycDataService } from './user-kyc-data.service.js';
  * A user's KYC data (the interface defines the data, not the routes: docs/decisions/0009-identity.md). The
  * operation ids are those of the controller users and companies shared before decision 0026.
  */
-@ApiTags('KYC data')
+@ApiTags('Users')
 @Controller()
 @ErrorResponses()
 export class UserKycDataController {

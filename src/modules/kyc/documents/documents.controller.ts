@@ -28,7 +28,7 @@ import { Paginated, PageQueryDto, type Page } from '../../../common/http/paginat
 import { DocumentsService, type UploadedFile as File } from './documents.service.js';
 import { DocumentResponseDto, UploadDocumentDto, UploadDocumentFormDto } from './dto/document.dto.js';
 
-@ApiTags('Documents')
+@ApiTags('KYC')
 @Controller()
 @ErrorResponses()
 export class DocumentsController {

@@ -2,7 +2,7 @@ import { applyDecorators, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation } from '@nestjs/swagger';
 import type { EntityManager } from 'typeorm';
 import { AuthClient } from '../../../common/auth/auth.decorator.js';
-import type { Principal } from '../../../common/auth/principal.js';
+import { actorOf, type Principal } from '../../../common/auth/principal.js';
 import { ValidationFailedError } from '../../../common/errors/domain-errors.js';
 import { Paginated, type Page } from '../../../common/http/pagination.js';
 import type { OwnerType } from '../owners/kyc-owners.port.js';
@@ -14,9 +14,6 @@ import { KycHistoryEntity } from './kyc-history.entity.js';
  * (who, when, the section, the value before and after) in the transaction of
  * the change, and both list it the same way.
  */
-
-const actorOf = (principal: Principal) =>
-  principal.kind === 'client' ? `client:${principal.appId}` : `subject:${principal.subject}`;
 
 /** Writes the entry of one change, inside the change's transaction. */
 export async function recordKycChange(

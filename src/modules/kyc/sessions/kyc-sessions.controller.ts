@@ -16,7 +16,7 @@ import { CreateKycSessionDto, KycSessionDto, SubmitKycStepDto } from './dto/kyc-
 import { KYC_STEPS } from './entities/kyc-session.entity.js';
 import { KycSessionsService } from './kyc-sessions.service.js';
 
-@ApiTags('KYC sessions')
+@ApiTags('KYC')
 @Controller('kyc/sessions')
 @ErrorResponses()
 export class KycSessionsController {
