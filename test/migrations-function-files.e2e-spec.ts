@@ -27,13 +27,17 @@ interface Pin {
  * created in a scratch schema, gives exactly the live definition (pg_get_functiondef: arguments, result,
  * language, volatility, settings and body). So the files are what runs, and cannot drift from the migrations.
  * A migration that loads a file pins its hash; the last pin of each file must be the file's text now, else an
- * edit reached fresh databases but no migration carries it to migrated ones.
+ * edit has no migration to carry it to databases (a fresh one would not get it either: an outdated pin installs
+ * nothing).
  */
 describe('database function files', () => {
   let database: { url: string; drop: () => Promise<void> };
   let db: pg.Client;
   const files = functionFiles();
   const pins: Pin[] = [];
+  /** The hash of a function file's text now. */
+  const hashOf = (name: string) =>
+    sha256Of(readFileSync(files.find((file) => file.name === name)!.file, 'utf8'));
 
   beforeAll(async () => {
     database = await createEmptyDatabase();
@@ -113,7 +117,7 @@ describe('database function files', () => {
     await db.query(`CREATE SCHEMA ${SCRATCH}`);
     for (const { name } of files) {
       // What a migration would run (loadFunction), created beside the live one instead of replacing it.
-      const sql = loadFunction(name, 'scratch').replace(
+      const sql = loadFunction(name, hashOf(name)).replace(
         `CREATE OR REPLACE FUNCTION public.${name}(`,
         `CREATE OR REPLACE FUNCTION ${SCRATCH}.${name}(`,
       );
@@ -136,13 +140,16 @@ describe('database function files', () => {
       [
         '--input-type=module',
         '-e',
+        // The sources' hashes as pins: a file of dist/ that differs is not loaded.
         `const { functionFiles, loadFunction } = await import(${JSON.stringify(loader)});
-         const texts = Object.fromEntries(functionFiles().map(({ name }) => [name, loadFunction(name, 'pin')]));
+         const pins = JSON.parse(process.argv[1]);
+         const texts = Object.fromEntries(functionFiles().map(({ name }) => [name, loadFunction(name, pins[name] ?? '')]));
          process.stdout.write(JSON.stringify(texts));`,
+        JSON.stringify(Object.fromEntries(files.map(({ name }) => [name, hashOf(name)]))),
       ],
       { cwd: ROOT, env: childEnv({}), encoding: 'utf8' },
     );
-    const fromSources = Object.fromEntries(files.map(({ name }) => [name, loadFunction(name, 'pin')]));
+    const fromSources = Object.fromEntries(files.map(({ name }) => [name, loadFunction(name, hashOf(name))]));
     expect(JSON.parse(output)).toEqual(fromSources);
   });
 
@@ -153,11 +160,10 @@ describe('database function files', () => {
       'abc123',
     ]);
     const last = new Map(pins.map((pin) => [pin.name, pin]));
+    // A pin of a removed file is the past of a function a later migration dropped.
     const stale = [...last.values()]
-      .map((pin) => {
-        const file = files.find((entry) => entry.name === pin.name)!;
-        return { ...pin, now: sha256Of(readFileSync(file.file, 'utf8')) };
-      })
+      .filter((pin) => files.some((file) => file.name === pin.name))
+      .map((pin) => ({ ...pin, now: hashOf(pin.name) }))
       .filter((pin) => pin.sha256 !== pin.now)
       .map(
         (pin) =>

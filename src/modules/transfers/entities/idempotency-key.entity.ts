@@ -4,7 +4,7 @@ import { SchemaDeclaration } from '../../../common/database/schema-declaration.j
 /** An Idempotency-Key of POST /wallet/transactions with the answer it got. */
 @SchemaDeclaration({
   name: 'idempotency_keys',
-  writtenBy: 'wallet_transfer_try (../sql/: the claim and its answer); IdempotencyKeyPruner deletes old keys',
+  writtenBy: 'the function wallet_transfer_try (claim and answer); IdempotencyKeyPruner deletes old keys',
 })
 @Index('idx_idempotency_keys_created', ['createdAt'])
 export class IdempotencyKeyEntity {

@@ -13,7 +13,7 @@ import { TransferEntity } from './transfer.entity.js';
 /** Every status a transfer went through, with its time. */
 @SchemaDeclaration({
   name: 'transfer_status_history',
-  writtenBy: 'TransferWriter (transfer-writer.ts) and the transfer functions it calls (../sql/)',
+  writtenBy: 'TransferWriter and the functions it calls (wallet_transfer_try, wallet_write_internal)',
 })
 @Index('idx_transfer_status_history_transfer', ['transferId', 'id'])
 export class TransferStatusHistoryEntity {

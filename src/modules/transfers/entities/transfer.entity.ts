@@ -16,7 +16,7 @@ import type { TransferStatus } from '../transfer-status.js';
 /** One side of a movement of money: an account's DEPOSIT or WITHDRAW. */
 @SchemaDeclaration({
   name: 'transfers',
-  writtenBy: 'TransferWriter (transfer-writer.ts) and the transfer functions it calls (../sql/)',
+  writtenBy: 'TransferWriter and the functions it calls (wallet_transfer_try, wallet_write_internal)',
 })
 @Check('CHK_transfers_movement_type', `"movement_type" IN ('DEPOSIT', 'WITHDRAW')`)
 @Check('CHK_transfers_route', `"route" IN ('INTERNAL', 'EXTERNAL')`)

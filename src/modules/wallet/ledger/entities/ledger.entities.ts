@@ -14,7 +14,7 @@ import { SchemaDeclaration } from '../../../../common/database/schema-declaratio
 /** An account of the ledger: a wallet account (cached balance) or a system account (no cached balance). */
 @SchemaDeclaration({
   name: 'ledger_accounts',
-  writtenBy: 'LedgerService, ledger_system_account; balances by ledger_post and wallet_transfer_try (sql/)',
+  writtenBy: 'LedgerService; the functions ledger_system_account, ledger_post and wallet_transfer_try',
 })
 @Check('CHK_ledger_accounts_kind', `"kind" IN ('WALLET', 'SYSTEM')`)
 export class LedgerAccountEntity {
@@ -31,8 +31,7 @@ export class LedgerAccountEntity {
 /** One balanced change of the ledger (append-only). */
 @SchemaDeclaration({
   name: 'journal_entries',
-  writtenBy:
-    'ledger_post (../../sql/, also through LedgerService.post) and wallet_write_internal; append-only',
+  writtenBy: 'the functions ledger_post (also through LedgerService.post) and wallet_write_internal',
 })
 @Index('idx_journal_entries_reference', ['reference'])
 export class JournalEntryEntity {
@@ -49,8 +48,7 @@ export class JournalEntryEntity {
 /** One line of an entry: a signed amount on one account (positive raises its balance). */
 @SchemaDeclaration({
   name: 'postings',
-  writtenBy:
-    'ledger_post (../../sql/, also through LedgerService.post) and wallet_write_internal; append-only',
+  writtenBy: 'the functions ledger_post (also through LedgerService.post) and wallet_write_internal',
 })
 @Check('CHK_postings_amount', `"amount" <> 0`)
 @Index('idx_postings_account', ['accountId', 'id'])
