@@ -25,11 +25,9 @@ import {
   LedgerAccountEntity,
   PostingEntity,
 } from './modules/wallet/ledger/entities/ledger.entities.js';
-import {
-  IdempotencyKeyEntity,
-  TransferEntity,
-  TransferStatusHistoryEntity,
-} from './modules/transfers/entities/transfer.entities.js';
+import { IdempotencyKeyEntity } from './modules/transfers/entities/idempotency-key.entity.js';
+import { TransferStatusHistoryEntity } from './modules/transfers/entities/transfer-status-history.entity.js';
+import { TransferEntity } from './modules/transfers/entities/transfer.entity.js';
 import { WebhookAttemptEntity } from './modules/webhooks/entities/webhook-attempt.entity.js';
 import { WebhookEventEntity } from './modules/webhooks/entities/webhook-event.entity.js';
 

@@ -7,6 +7,7 @@ import {
   type DatabaseRuntime,
   type ProcessRole,
 } from './common/database/database-runtime.js';
+import { PG_POOL, pgPoolProvider } from './common/database/pg-pool.js';
 import { rootLogger } from './common/logging/logging.js';
 import { LoggingModule } from './common/logging/pino-logger.js';
 import { MetricsRegistry } from './common/metrics/metrics.registry.js';
@@ -22,7 +23,7 @@ export interface RuntimeOptions {
 
 /**
  * What every process (API, worker, CLI) shares: config, logger, the database
- * and the queue factory. Built from a runtime resolved before Nest starts.
+ * (the DataSource and its pg Pool, PG_POOL) and the queue factory. Built from a runtime resolved before Nest starts.
  */
 @Global()
 @Module({})
@@ -51,6 +52,7 @@ export class InfrastructureModule {
         { provide: APP_CONFIG, useValue: config },
         { provide: DATABASE_RUNTIME, useValue: database },
         { provide: QUEUE_CONNECTION, useValue: queueConnection },
+        pgPoolProvider,
         QueueFactory,
         MetricsRegistry,
         VerifiedTokenCache,
@@ -59,6 +61,7 @@ export class InfrastructureModule {
         APP_CONFIG,
         DATABASE_RUNTIME,
         QUEUE_CONNECTION,
+        PG_POOL,
         QueueFactory,
         MetricsRegistry,
         VerifiedTokenCache,

@@ -1,9 +1,14 @@
 import { createHook } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import type { Job, Queue, Worker } from 'bullmq';
+import type { Job } from 'bullmq';
 import pg from 'pg';
 import { JOBS, QUEUES } from '../src/common/queue/queue-names.js';
-import { QueueFactory, type QueueConnection } from '../src/common/queue/queue.factory.js';
+import {
+  QueueFactory,
+  type AppQueue as Queue,
+  type AppWorker as Worker,
+  type QueueConnection,
+} from '../src/common/queue/queue.factory.js';
 import { UsedAssertionEntity } from '../src/modules/auth/entities/used-assertion.entity.js';
 import { createTestDatabase } from './support/database.js';
 import { startTestApp, type TestApp } from './support/test-app.js';

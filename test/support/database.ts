@@ -36,3 +36,28 @@ export async function createTestDatabase(): Promise<{ url: string; drop: () => P
     },
   };
 }
+
+/** An empty database (no migration applied), for a test that runs the migrations itself. */
+export async function createEmptyDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const adminUrl = process.env.TEST_PG_ADMIN_URL;
+  if (!adminUrl) throw new Error('the global test setup did not run');
+  const name = `wallet_e_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
+      await client.end();
+    },
+  };
+}

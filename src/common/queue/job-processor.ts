@@ -1,6 +1,7 @@
 import { SetMetadata } from '@nestjs/common';
-import type { Job, Queue, WorkerOptions } from 'bullmq';
+import type { Job, WorkerOptions } from 'bullmq';
 import type { QueueName } from './queue-names.js';
+import type { AppQueue } from './queue.factory.js';
 
 export const JOB_PROCESSOR_KEY = 'wallet:job-processor';
 
@@ -19,6 +20,6 @@ export const JobProcessor = (options: JobProcessorOptions) => SetMetadata(JOB_PR
 export interface JobHandler {
   process(job: Job): Promise<unknown>;
   /** Registers repeatable jobs (job schedulers) once the worker starts. */
-  schedule?(queue: Queue): Promise<void>;
+  schedule?(queue: AppQueue): Promise<void>;
   workerOptions?(): Omit<WorkerOptions, 'connection'>;
 }

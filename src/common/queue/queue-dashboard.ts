@@ -1,5 +1,6 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Queue } from 'bullmq';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { AppConfig } from '../../config/app-config.js';
 import { QUEUES } from './queue-names.js';
@@ -40,8 +41,9 @@ async function buildBoard(basePath: string, queues: QueueFactory): Promise<Reque
   const board = new ExpressAdapter();
   board.setBasePath(basePath);
   createBullBoard({
+    // Bull Board declares BullMQ's default (Redis) queue type; it calls only what both backends' queues have.
     queues: Object.values(QUEUES).map(
-      (name) => new BullMQAdapter(queues.queue(name), { readOnlyMode: true }),
+      (name) => new BullMQAdapter(queues.queue(name) as Queue, { readOnlyMode: true }),
     ),
     serverAdapter: board,
   });

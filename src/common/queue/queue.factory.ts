@@ -4,8 +4,12 @@ import {
   createPostgresBackend,
   Queue,
   Worker,
+  type IQueueBackend,
+  type JobProgress,
   type JobsOptions,
+  type PostgresConnectionOptions,
   type PostgresPoolConfig,
+  type PostgresQueueBackend,
   type Processor,
   type WorkerOptions,
 } from 'bullmq';
@@ -24,6 +28,38 @@ export const QUEUE_CONNECTION = Symbol('QUEUE_CONNECTION');
 /** The schema that holds BullMQ's PostgreSQL backend tables, apart from ours. */
 export const BULLMQ_PG_SCHEMA = 'bullmq';
 
+/**
+ * The connection options of either backend. `any`: BullMQ uses this type parameter both ways (the options
+ * given, the backend factory that takes them), so only `any` admits both backends' types.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type AnyConnectionOptions = any;
+
+/**
+ * A producer on either backend. BullMQ types a queue by its backend (Redis by default, PostgreSQL with
+ * createPostgresBackend); both are this type, which is what producers use.
+ */
+export type AppQueue = Queue<
+  unknown,
+  unknown,
+  string,
+  unknown,
+  unknown,
+  string,
+  IQueueBackend,
+  AnyConnectionOptions
+>;
+
+/** A consumer on either backend (see AppQueue). */
+export type AppWorker<T = unknown, R = unknown> = Worker<
+  T,
+  R,
+  string,
+  IQueueBackend,
+  JobProgress,
+  AnyConnectionOptions
+>;
+
 export const DEFAULT_JOB_OPTIONS: JobsOptions = {
   removeOnComplete: { age: 3600, count: 10_000 },
   removeOnFail: { age: 7 * 24 * 3600 },
@@ -35,8 +71,13 @@ export const DEFAULT_JOB_OPTIONS: JobsOptions = {
  */
 @Injectable()
 export class QueueFactory implements OnApplicationShutdown {
-  private readonly queues = new Map<string, Queue>();
-  private readonly workers: Worker[] = [];
+  private readonly queues = new Map<string, AppQueue>();
+  /** What closing needs of a worker, whichever backend it runs on. */
+  private readonly workers: {
+    close(): Promise<void>;
+    waitUntilReady(): Promise<unknown>;
+    closing: Promise<void> | undefined;
+  }[] = [];
   /** The loops this factory started (PostgreSQL workers): closing waits for them to end. */
   private readonly loops: Promise<unknown>[] = [];
   private redis?: Redis;
@@ -71,18 +112,10 @@ export class QueueFactory implements OnApplicationShutdown {
   }
 
   /** The producer side of a queue (one instance per name per process). */
-  queue(name: QueueName): Queue {
+  queue(name: QueueName): AppQueue {
     let queue = this.queues.get(name);
     if (!queue) {
-      const opts = { defaultJobOptions: DEFAULT_JOB_OPTIONS };
-      queue =
-        this.connection.kind === 'redis'
-          ? new Queue(name, { ...opts, prefix: this.connection.prefix, connection: this.sharedRedis() })
-          : (new Queue(
-              name,
-              { ...opts, connection: this.pgConnection(false) },
-              createPostgresBackend,
-            ) as unknown as Queue);
+      queue = this.connection.kind === 'redis' ? this.redisQueue(name) : this.postgresQueue(name);
       this.watch(queue, name);
       this.queues.set(name, queue);
     }
@@ -94,8 +127,8 @@ export class QueueFactory implements OnApplicationShutdown {
     name: QueueName,
     processor: Processor<T, R>,
     options: Omit<WorkerOptions, 'connection'> = {},
-  ): Worker<T, R> {
-    let worker: Worker<T, R>;
+  ): AppWorker<T, R> {
+    let worker: AppWorker<T, R>;
     if (this.connection.kind === 'redis') {
       // Workers block on their connection: each gets its own.
       const connection = new Redis(this.connection.url, { maxRetriesPerRequest: null });
@@ -107,12 +140,12 @@ export class QueueFactory implements OnApplicationShutdown {
       // naming query is still running, a query on a busy pg client (deprecated since pg 8.19, gone in pg 9).
       // Its loop starts here once it is ready, so the two queries go one after the other.
       const autorun = options.autorun ?? true;
-      worker = new Worker(
+      worker = new Worker<T, R, string, PostgresQueueBackend, JobProgress, PostgresConnectionOptions>(
         name,
-        processor as Processor,
+        processor,
         { ...options, autorun: false, connection: this.pgConnection(true) },
         createPostgresBackend,
-      ) as unknown as Worker<T, R>;
+      );
       if (autorun) {
         const started = worker;
         const loop = started
@@ -124,7 +157,7 @@ export class QueueFactory implements OnApplicationShutdown {
         this.loops.push(loop);
       }
     }
-    this.workers.push(worker as unknown as Worker);
+    this.workers.push(worker);
     return worker;
   }
 
@@ -157,6 +190,34 @@ export class QueueFactory implements OnApplicationShutdown {
     // that never clears (it waits for a 'close' already emitted) and holds the process open.
     this.redis?.disconnect();
     this.redis = undefined;
+  }
+
+  private redisQueue(name: QueueName): Queue {
+    const prefix = this.connection.kind === 'redis' ? this.connection.prefix : undefined;
+    return new Queue(name, {
+      defaultJobOptions: DEFAULT_JOB_OPTIONS,
+      prefix,
+      connection: this.sharedRedis(),
+    });
+  }
+
+  private postgresQueue(
+    name: QueueName,
+  ): Queue<
+    unknown,
+    unknown,
+    string,
+    unknown,
+    unknown,
+    string,
+    PostgresQueueBackend,
+    PostgresConnectionOptions
+  > {
+    return new Queue(
+      name,
+      { defaultJobOptions: DEFAULT_JOB_OPTIONS, connection: this.pgConnection(false) },
+      createPostgresBackend,
+    );
   }
 
   private sharedRedis(): Redis {

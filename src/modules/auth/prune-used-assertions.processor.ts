@@ -1,9 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import type { Job, Queue } from 'bullmq';
+import type { Job } from 'bullmq';
 import { DataSource, LessThan } from 'typeorm';
 import { JobProcessor, type JobHandler } from '../../common/queue/job-processor.js';
 import { JOBS, QUEUES } from '../../common/queue/queue-names.js';
+import type { AppQueue } from '../../common/queue/queue.factory.js';
 import { UsedAssertionEntity } from './entities/used-assertion.entity.js';
 
 /** Forgets client-assertion ids once their assertion has expired (they can no longer be replayed). */
@@ -20,7 +21,7 @@ export class PruneUsedAssertionsProcessor implements JobHandler {
     return { deleted: result.affected ?? 0 };
   }
 
-  async schedule(queue: Queue): Promise<void> {
+  async schedule(queue: AppQueue): Promise<void> {
     await queue.upsertJobScheduler(
       JOBS.pruneUsedAssertions,
       { every: 10 * 60_000 },

@@ -1,32 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
-import {
-  ForbiddenError,
-  ValidationFailedError,
-  type ForbiddenReason,
-  type ValidationItemType,
-} from '../../common/errors/domain-errors.js';
 import { MicroBatcher, type Settled } from '../../common/database/micro-batcher.js';
-import { pgErrorOf } from '../../common/database/sql.js';
 import { MetricsRegistry } from '../../common/metrics/metrics.registry.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { Gauge, Histogram } from 'prom-client';
-import type { TransferViewRow } from './transfer-views.js';
-
-/** What wallet_create_transfer answers: a replayed key's stored row, or the new transfer's row. */
-export type CreateResult = { replay: TransferViewRow } | { row: TransferViewRow; submit: boolean };
-
-interface Refusal {
-  code: string;
-  path: string;
-  type: string;
-  message: string;
-}
+import { refusalError, refusalOf } from './transfer-errors.js';
+import type { EncodedTransferRequest, TransferResult } from './transfer-function.contract.js';
+import { TransferWriter } from './transfer-writer.js';
 
 interface Request {
-  /** The function's input, already JSON. */
-  input: string;
+  /** The function's input (transfer-function.contract.ts), already JSON. */
+  input: EncodedTransferRequest;
   /** The sender's account id. */
   accountId: string;
   /** The counterparty's CBU/CVU. */
@@ -51,7 +34,7 @@ const KNOWN_CVUS = 50_000;
  */
 @Injectable()
 export class TransferBatcher {
-  private readonly batcher: MicroBatcher<Request, CreateResult>;
+  private readonly batcher: MicroBatcher<Request, TransferResult>;
   /**
    * Our CVUs and their account ids, learnt from answers: a request names its sender by id and its counterparty
    * by CVU, and the two must compare equal for requests between the same accounts to be kept out of concurrent
@@ -60,7 +43,7 @@ export class TransferBatcher {
   private readonly accountOfCvu = new Map<string, string>();
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly writer: TransferWriter,
     @Inject(APP_CONFIG) config: AppConfig,
     metrics: MetricsRegistry,
   ) {
@@ -76,7 +59,7 @@ export class TransferBatcher {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers: [metrics.registry],
     });
-    this.batcher = new MicroBatcher<Request, CreateResult>({
+    this.batcher = new MicroBatcher<Request, TransferResult>({
       ...config.transferBatch,
       keysOf: (request) => request.keys,
       onCall: (size) => groupSize.observe(size),
@@ -106,12 +89,12 @@ export class TransferBatcher {
     return { waiting, calls, transfers: items };
   }
 
-  create(input: string, accountId: string, identifier: string): Promise<CreateResult> {
+  create(input: EncodedTransferRequest, accountId: string, identifier: string): Promise<TransferResult> {
     const keys = [accountId, this.accountOfCvu.get(identifier) ?? identifier];
     return this.batcher.submit({ input, accountId, identifier, keys });
   }
 
-  private learn(request: Request, result: CreateResult): void {
+  private learn(request: Request, result: TransferResult): void {
     const row = 'replay' in result ? result.replay : result.row;
     if (row.cvu) this.remember(row.cvu, request.accountId);
     if (row.counterparty_account_id) this.remember(request.identifier, row.counterparty_account_id);
@@ -126,21 +109,15 @@ export class TransferBatcher {
     this.accountOfCvu.set(cvu, accountId);
   }
 
-  private async run(batch: Request[]): Promise<Settled<CreateResult>[]> {
+  private async run(batch: Request[]): Promise<Settled<TransferResult>[]> {
     try {
       if (batch.length === 1) {
-        const [row] = (await withRetries(() =>
-          this.dataSource.query(`SELECT wallet_create_transfer($1::jsonb) AS result`, [batch[0].input]),
-        )) as { result: CreateResult }[];
-        this.learn(batch[0], row.result);
-        return [{ value: row.result }];
+        const result = await this.writer.create(batch[0].input);
+        this.learn(batch[0], result);
+        return [{ value: result }];
       }
-      const [row] = (await withRetries(() =>
-        this.dataSource.query(`SELECT wallet_create_transfers($1::jsonb) AS results`, [
-          `[${batch.map((request) => request.input).join(',')}]`,
-        ]),
-      )) as { results: (CreateResult | { refused: Refusal })[] }[];
-      return row.results.map((result, n) => {
+      const results = await this.writer.createGroup(batch.map((request) => request.input));
+      return results.map((result, n) => {
         if ('refused' in result) return { error: refusalError(result.refused) };
         this.learn(batch[n], result);
         return { value: result };
@@ -149,37 +126,4 @@ export class TransferBatcher {
       throw refusalOf(error) ?? error;
     }
   }
-}
-
-/** Deadlocks and serialization failures are retried here (the whole call rolled back), never shown to the client. */
-async function withRetries<T>(work: () => Promise<T>): Promise<T> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await work();
-    } catch (error) {
-      const code = pgErrorOf(error).code;
-      if ((code === '40P01' || code === '40001') && attempt < 5) continue;
-      throw error;
-    }
-  }
-}
-
-/**
- * A refusal raised by the database functions (migrations/1763900700000-TransferFunction.ts) as the domain
- * error it stands for: SQLSTATE WT400 → 400 at DETAIL (the path) of type HINT; WT403 → 403 with reason HINT.
- */
-export function refusalOf(error: unknown): Error | undefined {
-  const driver = pgErrorOf(error);
-  if (driver.code !== 'WT400' && driver.code !== 'WT403') return undefined;
-  return refusalError({
-    code: driver.code,
-    path: driver.detail ?? '',
-    type: driver.hint ?? 'invalid',
-    message: driver.message ?? 'refused',
-  });
-}
-
-function refusalError(refusal: Refusal): Error {
-  if (refusal.code === 'WT403') return new ForbiddenError(refusal.type as ForbiddenReason, refusal.message);
-  return ValidationFailedError.single(refusal.path, refusal.type as ValidationItemType, refusal.message);
 }

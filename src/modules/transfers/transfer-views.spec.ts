@@ -1,4 +1,5 @@
-import { createdView, type TransferViewRow } from './transfer-views.js';
+import type { TransferViewRow } from './transfer-function.contract.js';
+import { createdView } from './transfer-views.js';
 
 const base: TransferViewRow = {
   id: '6f1f0c56-6a43-4d8e-9d39-0b8f5a0d2b11',

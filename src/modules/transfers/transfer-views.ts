@@ -1,40 +1,12 @@
-import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { Principal } from '../../common/auth/principal.js';
 import type { CursorPosition } from '../../common/http/pagination.js';
+import { derivedUuid } from '../../common/ids/derived-uuid.js';
 import { personTypeOf } from '../kyc/tax-id.js';
 import { toJson } from '../wallet/money.js';
 import type { CreateTransactionResponseDto, TransactionInfoDto } from './dto/transfer.dto.js';
-
-/** A transfer as the views read it; also what wallet_create_transfer returns (amounts as decimal text). */
-export interface TransferViewRow {
-  id: string;
-  clearing_id: string | null;
-  movement_type: 'DEPOSIT' | 'WITHDRAW';
-  status: string;
-  route: 'INTERNAL' | 'EXTERNAL';
-  counterparty_name: string;
-  counterparty_tax_id: string;
-  counterparty_identifier_type: 'CBU' | 'CVU';
-  counterparty_identifier: string;
-  counterparty_account_id: string | null;
-  amount: string;
-  currency: string;
-  fees: string;
-  taxes: string;
-  concept: string;
-  summary: string | null;
-  description: string | null;
-  created_at: Date | string;
-  owner_type: 'USER' | 'COMPANY';
-  owner_id: string;
-  cvu: string;
-  owner_name: string | null;
-  owner_tax_id: string | null;
-  owner_tax_id_type: string | null;
-  counterparty_owner_id: string | null;
-}
+import type { TransferViewRow } from './transfer-function.contract.js';
 
 const SELECT = `
   SELECT t.id, t.clearing_id, t.movement_type, t.status, t.route, t.counterparty_name, t.counterparty_tax_id,
@@ -53,8 +25,7 @@ const SELECT = `
 
 /** A stable uuid for an external counterparty (derived from its account number). */
 function partyUuid(identifier: string): string {
-  const hex = createHash('sha256').update(`counterparty:${identifier}`).digest('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+  return derivedUuid(`counterparty:${identifier}`);
 }
 
 /** TransactionInfo and CreateTransactionResponse built from one query (no entity hydration). */

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { ClearingSimulatorProcessor } from './clearing/clearing-simulator.js';
+import { ClearingSimulatorProcessor } from './clearing/clearing-simulator.processor.js';
 import { IdempotencyKeyPruner } from './idempotency-pruner.js';
 import { TransfersModule } from './transfers.module.js';
 

@@ -3,7 +3,7 @@ import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { WalletModule } from '../wallet/wallet.module.js';
 import { WebhooksModule } from '../webhooks/webhooks.module.js';
 import { CLEARING_RAIL } from './clearing/clearing-rail.port.js';
-import { SimulatorRail } from './clearing/clearing-simulator.js';
+import { SimulatorRail } from './clearing/simulator-rail.js';
 import { ClearingService } from './clearing/clearing.service.js';
 import { COUNTERPARTY_DIRECTORY } from './counterparty/counterparty-directory.port.js';
 import { CounterpartyController } from './counterparty/counterparty.controller.js';
@@ -11,6 +11,7 @@ import { CounterpartyService } from './counterparty/counterparty.service.js';
 import { FixtureDirectory } from './counterparty/fixture-directory.js';
 import { TransferBatcher } from './transfer-batcher.js';
 import { TransferViews } from './transfer-views.js';
+import { TransferWriter } from './transfer-writer.js';
 import { TransfersController } from './transfers.controller.js';
 import { TransfersService } from './transfers.service.js';
 
@@ -23,6 +24,7 @@ import { TransfersService } from './transfers.service.js';
     TransfersService,
     TransferBatcher,
     TransferViews,
+    TransferWriter,
     ClearingService,
     SimulatorRail,
     { provide: CLEARING_RAIL, useExisting: SimulatorRail },

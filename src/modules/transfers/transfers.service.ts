@@ -21,8 +21,11 @@ import type {
   TransactionInfoDto,
   TransactionListQueryDto,
 } from './dto/transfer.dto.js';
-import { refusalOf, TransferBatcher } from './transfer-batcher.js';
+import { TransferBatcher } from './transfer-batcher.js';
+import { refusalOf } from './transfer-errors.js';
+import { encodeTransferRequest } from './transfer-function.contract.js';
 import { createdView, TransferViews } from './transfer-views.js';
+import { TransferWriter } from './transfer-writer.js';
 
 const actorOf = (principal: Principal) =>
   principal.kind === 'client' ? `client:${principal.appId}` : `subject:${principal.subject}`;
@@ -48,6 +51,7 @@ export class TransfersService {
     private readonly webhooks: WebhooksService,
     private readonly views: TransferViews,
     private readonly batcher: TransferBatcher,
+    private readonly writer: TransferWriter,
     @Inject(CLEARING_RAIL) private readonly rail: ClearingRail,
   ) {}
 
@@ -94,8 +98,9 @@ export class TransfersService {
 
     const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
     const accountId = input.accountUUID.toLowerCase();
-    // Everything the transfer writes happens in one database call, grouped with others (decisions/0015).
-    const parameters = JSON.stringify({
+    // Everything the transfer writes happens in one database call, grouped with others (decisions/0015); the
+    // request is the function's contract (transfer-function.contract.ts).
+    const parameters = encodeTransferRequest({
       appId: principal.appId,
       subject: principal.kind === 'subject' ? principal.subject : null,
       accountId,
@@ -180,28 +185,18 @@ export class TransfersService {
           { accountId: account.id, amount, currency: account.currency },
         ],
       });
-      await manager.query(
-        `INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name,
-           counterparty_tax_id, counterparty_identifier_type, counterparty_identifier, amount, currency, concept)
-         VALUES ($1, $2, $3, 'DEPOSIT', 'ACREDITADO', 'EXTERNAL', $4, $5, $6, $7, $8, $9, $10)`,
-        [
-          id,
-          account.appId,
-          account.id,
-          input.fromName,
-          input.fromTaxId.replace(/\D/g, ''),
-          input.fromIdentifier.startsWith('000') ? 'CVU' : 'CBU',
-          input.fromIdentifier,
-          toDb(amount),
-          account.currency,
-          input.concept,
-        ],
-      );
-      await manager.query(
-        `INSERT INTO transfer_status_history (transfer_id, from_status, to_status)
-         VALUES ($1, NULL, 'COMMITING'), ($1, 'COMMITING', 'ACREDITADO')`,
-        [id],
-      );
+      await this.writer.recordInbound(manager, {
+        id,
+        appId: account.appId,
+        accountId: account.id,
+        counterpartyName: input.fromName,
+        counterpartyTaxId: input.fromTaxId.replace(/\D/g, ''),
+        counterpartyIdentifierType: input.fromIdentifier.startsWith('000') ? 'CVU' : 'CBU',
+        counterpartyIdentifier: input.fromIdentifier,
+        amount,
+        currency: account.currency,
+        concept: input.concept,
+      });
       await this.accounts.addOperated(manager, account.id, 'deposit', amount);
       await this.webhooks.emit(manager, {
         appId: account.appId,

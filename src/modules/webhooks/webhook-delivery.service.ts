@@ -1,14 +1,13 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
 import { PinoLogger } from '../../common/logging/pino-logger.js';
 import type pg from 'pg';
-import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { JOBS, QUEUES } from '../../common/queue/queue-names.js';
 import { QueueFactory } from '../../common/queue/queue.factory.js';
 import { SigningKeysService } from '../auth/signing-keys.service.js';
 import type { WebhookPayload } from './entities/webhook-event.entity.js';
 import { MicroBatcher } from '../../common/database/micro-batcher.js';
+import { PG_POOL } from '../../common/database/pg-pool.js';
 import { WebhookSender, type SendResult } from './webhook-sender.js';
 import { WebhookSigner } from './webhook-signer.js';
 import { deliveryJobId } from './webhook-events.js';
@@ -178,7 +177,7 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
   private readonly records: MicroBatcher<Attempt, DeliveryOutcome>;
 
   constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(PG_POOL) private readonly pool: pg.Pool,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly signingKeys: SigningKeysService,
     private readonly queues: QueueFactory,
@@ -322,11 +321,14 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
    * statement on the TypeORM pool's connections (parsed and planned once per connection).
    */
   private async batchQuery<T>(what: 'claim' | 'record', sql: string, parameters: unknown[]): Promise<T[]> {
-    const pool = (this.dataSource.driver as unknown as { master: pg.Pool }).master;
     for (let attempt = 0; ; attempt++) {
       try {
         return (
-          await pool.query<T & pg.QueryResultRow>({ name: `webhook-${what}`, text: sql, values: parameters })
+          await this.pool.query<T & pg.QueryResultRow>({
+            name: `webhook-${what}`,
+            text: sql,
+            values: parameters,
+          })
         ).rows;
       } catch (error) {
         if (attempt >= BATCH_RETRY_DELAYS_MS.length) throw error;

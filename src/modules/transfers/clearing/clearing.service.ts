@@ -8,6 +8,7 @@ import { AccountsService } from '../../wallet/accounts/accounts.service.js';
 import { LedgerService } from '../../wallet/ledger/ledger.service.js';
 import { fromDb } from '../../wallet/money.js';
 import { canMove, webhookStatus, type TransferStatus } from '../transfer-status.js';
+import { TransferWriter } from '../transfer-writer.js';
 
 export type SettlementOutcome = 'ACREDITADO' | 'ERROR_DATOS' | 'SIN_GARANTIA' | 'ERROR_ACREDITACION';
 
@@ -38,6 +39,7 @@ export class ClearingService {
     private readonly ledger: LedgerService,
     private readonly webhooks: WebhooksService,
     private readonly accounts: AccountsService,
+    private readonly writer: TransferWriter,
   ) {}
 
   /** INICIADO → EN_CURSO: the rail has the transfer (it gets its clearing id). */
@@ -46,11 +48,7 @@ export class ClearingService {
       const transfer = await this.lock(manager, transferId);
       if (!transfer || transfer.status !== 'INICIADO') return false;
       const clearingId = `CLR${Date.now()}${randomBytes(4).toString('hex').toUpperCase()}`;
-      await manager.query(
-        `UPDATE transfers SET status = 'EN_CURSO', clearing_id = $2, updated_at = now() WHERE id = $1`,
-        [transferId, clearingId],
-      );
-      await this.history(manager, transferId, 'INICIADO', 'EN_CURSO');
+      await this.writer.moveStatus(manager, { id: transferId, from: 'INICIADO', to: 'EN_CURSO', clearingId });
       return true;
     });
   }
@@ -110,11 +108,7 @@ export class ClearingService {
         });
         await this.accounts.addOperated(manager, transfer.account_id, 'deposit', amount);
       }
-      await manager.query(`UPDATE transfers SET status = $2, updated_at = now() WHERE id = $1`, [
-        transferId,
-        outcome,
-      ]);
-      await this.history(manager, transferId, transfer.status, outcome);
+      await this.writer.moveStatus(manager, { id: transferId, from: transfer.status, to: outcome });
       await this.webhooks.emit(manager, {
         appId: transfer.app_id,
         event: WEBHOOK_EVENTS.transferUpdate,
@@ -164,17 +158,5 @@ export class ClearingService {
       [id],
     )) as LockedTransfer[];
     return row;
-  }
-
-  private async history(
-    manager: EntityManager,
-    id: string,
-    from: TransferStatus,
-    to: TransferStatus,
-  ): Promise<void> {
-    await manager.query(
-      `INSERT INTO transfer_status_history (transfer_id, from_status, to_status) VALUES ($1, $2, $3)`,
-      [id, from, to],
-    );
   }
 }

@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
+import { derivedUuid } from '../../../common/ids/derived-uuid.js';
 import { fromDb, Money, toDb } from '../money.js';
 
 /** Roles of the system accounts that hold the other side of wallet movements. */
@@ -26,8 +26,7 @@ export interface EntryInput {
 
 /** Deterministic id of a system account, so every process agrees without a lookup. */
 export function systemAccountId(code: SystemAccount, currency: string): string {
-  const hex = createHash('sha256').update(`wallet-system-account:${code}:${currency}`).digest('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-5${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+  return derivedUuid(`wallet-system-account:${code}:${currency}`);
 }
 
 export interface VerifyReport {
@@ -89,7 +88,7 @@ export class LedgerService {
 
   /**
    * Writes one balanced entry and moves the cached wallet balances, through the database's `ledger_post` (the
-   * same function the transfer path calls, migrations/1763900700000-TransferFunction.ts). Returns the entry id.
+   * same function the transfer path calls, src/modules/wallet/sql/ledger_post.sql). Returns the entry id.
    */
   async post(manager: EntityManager, input: EntryInput): Promise<{ entryId: string }> {
     const currencies = new Set(input.lines.map((line) => line.currency));

@@ -2,7 +2,6 @@ import {
   Check,
   Column,
   CreateDateColumn,
-  Entity,
   Index,
   JoinColumn,
   ManyToOne,
@@ -10,9 +9,13 @@ import {
   PrimaryGeneratedColumn,
   type Relation,
 } from 'typeorm';
+import { SchemaDeclaration } from '../../../../common/database/schema-declaration.js';
 
 /** An account of the ledger: a wallet account (cached balance) or a system account (no cached balance). */
-@Entity({ name: 'ledger_accounts' })
+@SchemaDeclaration({
+  name: 'ledger_accounts',
+  writtenBy: 'LedgerService; the functions ledger_system_account, ledger_post and wallet_transfer_try',
+})
 @Check('CHK_ledger_accounts_kind', `"kind" IN ('WALLET', 'SYSTEM')`)
 export class LedgerAccountEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_ledger_accounts' }) id: string;
@@ -26,7 +29,10 @@ export class LedgerAccountEntity {
 }
 
 /** One balanced change of the ledger (append-only). */
-@Entity({ name: 'journal_entries' })
+@SchemaDeclaration({
+  name: 'journal_entries',
+  writtenBy: 'the functions ledger_post (also through LedgerService.post) and wallet_write_internal',
+})
 @Index('idx_journal_entries_reference', ['reference'])
 export class JournalEntryEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_journal_entries' }) id: string;
@@ -40,7 +46,10 @@ export class JournalEntryEntity {
 }
 
 /** One line of an entry: a signed amount on one account (positive raises its balance). */
-@Entity({ name: 'postings' })
+@SchemaDeclaration({
+  name: 'postings',
+  writtenBy: 'the functions ledger_post (also through LedgerService.post) and wallet_write_internal',
+})
 @Check('CHK_postings_amount', `"amount" <> 0`)
 @Index('idx_postings_account', ['accountId', 'id'])
 @Index('idx_postings_entry', ['entryId'])

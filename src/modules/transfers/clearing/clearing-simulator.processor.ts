@@ -10,26 +10,8 @@ import {
   COUNTERPARTY_DIRECTORY,
   type CounterpartyDirectory,
 } from '../counterparty/counterparty-directory.port.js';
-import type { ClearingRail } from './clearing-rail.port.js';
 import { ClearingService, type SettlementOutcome } from './clearing.service.js';
-
-const jobOptions = {
-  removeOnComplete: true,
-  attempts: 5,
-  backoff: { type: 'exponential' as const, delay: 1000 },
-};
-
-/** The default rail: presents each external transfer at once and settles it after CLEARING_SIM_DELAY_MS. */
-@Injectable()
-export class SimulatorRail implements ClearingRail {
-  constructor(private readonly queues: QueueFactory) {}
-
-  async submit(transferId: string): Promise<void> {
-    await this.queues
-      .queue(QUEUES.clearing)
-      .add(JOBS.presentTransfer, { transferId }, { ...jobOptions, jobId: `${transferId}.present` });
-  }
-}
+import { CLEARING_JOB_OPTIONS } from './simulator-rail.js';
 
 /**
  * Worker side of the simulator. Any CBU/CVU with valid check digits settles
@@ -66,7 +48,7 @@ export class ClearingSimulatorProcessor implements JobHandler, OnApplicationBoot
         .add(
           JOBS.settleTransfer,
           { transferId },
-          { ...jobOptions, jobId: `${transferId}.settle`, delay: this.config.clearingSimDelayMs },
+          { ...CLEARING_JOB_OPTIONS, jobId: `${transferId}.settle`, delay: this.config.clearingSimDelayMs },
         );
       return 'presented';
     }

@@ -2,20 +2,22 @@ import {
   Check,
   Column,
   CreateDateColumn,
-  Entity,
   Index,
   JoinColumn,
   ManyToOne,
   PrimaryColumn,
-  PrimaryGeneratedColumn,
   UpdateDateColumn,
   type Relation,
 } from 'typeorm';
+import { SchemaDeclaration } from '../../../common/database/schema-declaration.js';
 import { WalletAccountEntity } from '../../wallet/accounts/entities/wallet-account.entity.js';
 import type { TransferStatus } from '../transfer-status.js';
 
 /** One side of a movement of money: an account's DEPOSIT or WITHDRAW. */
-@Entity({ name: 'transfers' })
+@SchemaDeclaration({
+  name: 'transfers',
+  writtenBy: 'TransferWriter and the functions it calls (wallet_transfer_try, wallet_write_internal)',
+})
 @Check('CHK_transfers_movement_type', `"movement_type" IN ('DEPOSIT', 'WITHDRAW')`)
 @Check('CHK_transfers_route', `"route" IN ('INTERNAL', 'EXTERNAL')`)
 @Check(
@@ -59,36 +61,4 @@ export class TransferEntity {
   @ManyToOne(() => WalletAccountEntity)
   @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'FK_transfers_account' })
   account?: Relation<WalletAccountEntity>;
-}
-
-/** Every status a transfer went through, with its time. */
-@Entity({ name: 'transfer_status_history' })
-@Index('idx_transfer_status_history_transfer', ['transferId', 'id'])
-export class TransferStatusHistoryEntity {
-  @PrimaryGeneratedColumn('increment', {
-    type: 'bigint',
-    primaryKeyConstraintName: 'PK_transfer_status_history',
-  })
-  id: string;
-
-  @Column('uuid', { name: 'transfer_id' }) transferId: string;
-  @Column('text', { name: 'from_status', nullable: true }) fromStatus: string | null;
-  @Column('text', { name: 'to_status' }) toStatus: string;
-  @CreateDateColumn({ name: 'at', type: 'timestamptz' }) at: Date;
-
-  @ManyToOne(() => TransferEntity)
-  @JoinColumn({ name: 'transfer_id', foreignKeyConstraintName: 'FK_transfer_status_history_transfer' })
-  transfer?: Relation<TransferEntity>;
-}
-
-/** An Idempotency-Key of POST /wallet/transactions with the answer it got. */
-@Entity({ name: 'idempotency_keys' })
-@Index('idx_idempotency_keys_created', ['createdAt'])
-export class IdempotencyKeyEntity {
-  @PrimaryColumn('uuid', { name: 'app_id', primaryKeyConstraintName: 'PK_idempotency_keys' }) appId: string;
-  @PrimaryColumn('text', { primaryKeyConstraintName: 'PK_idempotency_keys' }) key: string;
-  @Column('text', { name: 'request_hash' }) requestHash: string;
-  @Column('integer', { name: 'response_status', nullable: true }) responseStatus: number | null;
-  @Column('jsonb', { name: 'response_body', nullable: true }) responseBody: unknown;
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
 }

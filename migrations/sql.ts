@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The database functions' definitions, one `.sql` file each in `src/modules/<module>/sql/`: a migration that
+ * changes a function loads its file instead of pasting a copy (src/modules/transfers/sql/README.md).
+ *
+ * Read at run time relative to this file: from the repository under ts-jest (`migrations/` beside `src/`),
+ * and from `dist/` when built (`scripts/build-if-needed.mjs` copies the `.sql` files beside the compiled code,
+ * `dist/migrations/` beside `dist/src/`).
+ */
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const MODULES = path.join(ROOT, 'src', 'modules');
+
+/** Every function file: its function's name and its path. */
+export function functionFiles(): { name: string; file: string }[] {
+  const files: { name: string; file: string }[] = [];
+  for (const module of readdirSync(MODULES).sort()) {
+    const folder = path.join(MODULES, module, 'sql');
+    if (!existsSync(folder)) continue;
+    for (const entry of readdirSync(folder).sort()) {
+      if (entry.endsWith('.sql')) files.push({ name: entry.slice(0, -4), file: path.join(folder, entry) });
+    }
+  }
+  return files;
+}
+
+/** The SHA-256 (hex) of a function file's text, as a migration that loads it pins it. */
+export function sha256Of(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/**
+ * The `CREATE OR REPLACE FUNCTION` of `name` for `queryRunner.query`, when its file still holds the text the
+ * migration was written for (`sha256`, the file's hash then). When the file has changed since (or was removed
+ * with its function), a later migration carries that change, so this one installs nothing (the returned
+ * statement does nothing): a fresh database never runs a definition in a schema older than the one it was
+ * written for, and a migrated database got this one when the migration ran.
+ * test/migrations-function-files.e2e-spec.ts fails while the last migration that loads a file pins another
+ * text, naming the hash to pin. The returned text starts with a comment naming the function and the pin.
+ */
+export function loadFunction(name: string, sha256: string): string {
+  const found = functionFiles().find((entry) => entry.name === name);
+  const text = found ? readFileSync(found.file, 'utf8') : undefined;
+  if (text === undefined || sha256Of(text) !== sha256) {
+    return `${loadMarker(name, sha256)}\n-- changed or removed since: a later migration carries it\nSELECT 1`;
+  }
+  return `${loadMarker(name, sha256)}\n${text}`;
+}
+
+/** The first line of what loadFunction returns: which function, pinned at which hash. */
+export function loadMarker(name: string, sha256: string): string {
+  return `-- loadFunction ${name} sha256:${sha256}`;
+}

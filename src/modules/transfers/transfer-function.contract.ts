@@ -1,0 +1,109 @@
+/**
+ * The contract of the money path's database functions (src/modules/transfers/sql/, docs/decisions/0027): the
+ * JSON TransfersService sends to wallet_create_transfer(jsonb), or in an array to
+ * wallet_create_transfers(jsonb), and what they answer. wallet_transfer_try.sql reads every field of
+ * TransferRequest by these names and builds TransferViewRow with these keys; TransfersService builds the
+ * request with encodeTransferRequest, TransferWriter reads the answers as these types.
+ */
+
+/** One transfer to create: what the function needs that is not in the database. */
+export interface TransferRequest {
+  /** The calling application: the sender's account must be one of its accounts. */
+  readonly appId: string;
+  /** With a user token, that user: the sender's account must be theirs; null with a client token. */
+  readonly subject: string | null;
+  /** The sender's wallet account id, lower case. */
+  readonly accountId: string;
+  /** Decimal text (toDb), never a JSON number; its decimals and minimum are checked in the function. */
+  readonly amount: string;
+  readonly movementType: 'DEPOSIT' | 'WITHDRAW';
+  readonly counterparty: {
+    /** Trimmed. */
+    readonly name: string;
+    /** CUIT/CUIL digits only. */
+    readonly taxId: string;
+    readonly identifierType: 'CBU' | 'CVU';
+    /** 22 digits with valid check digits: a live CVU of this service makes the transfer internal. */
+    readonly identifier: string;
+    readonly branch: string | null;
+  };
+  readonly concept: string;
+  readonly summary: string | null;
+  /** The journal entry's actor: `client:<appId>` or `subject:<uuid>`. */
+  readonly actor: string;
+  /** TRANSFER_TAX_RATE, decimal text. */
+  readonly taxRate: string;
+  /** Decimals per currency (MINOR_UNITS): fee and tax are rounded to them, the amount checked against them. */
+  readonly minorUnits: Readonly<Record<string, number>>;
+  /** The operated-amount periods of now (periodsOf): `M2026-11` and `Y2026`. */
+  readonly month: string;
+  readonly year: string;
+  readonly idempotencyKey: string | null;
+  /** SHA-256 (hex) of the canonical request body when there is a key, else null. */
+  readonly requestHash: string | null;
+}
+
+/**
+ * A transfer as the function answers it and TransferViews reads it (the same keys): amounts as decimal text,
+ * created_at a Date from a query and an ISO string from the function's JSON.
+ */
+export interface TransferViewRow {
+  id: string;
+  clearing_id: string | null;
+  movement_type: 'DEPOSIT' | 'WITHDRAW';
+  status: string;
+  route: 'INTERNAL' | 'EXTERNAL';
+  counterparty_name: string;
+  counterparty_tax_id: string;
+  counterparty_identifier_type: 'CBU' | 'CVU';
+  counterparty_identifier: string;
+  counterparty_account_id: string | null;
+  amount: string;
+  currency: string;
+  fees: string;
+  taxes: string;
+  concept: string;
+  summary: string | null;
+  description: string | null;
+  created_at: Date | string;
+  owner_type: 'USER' | 'COMPANY';
+  owner_id: string;
+  cvu: string;
+  owner_name: string | null;
+  owner_tax_id: string | null;
+  owner_tax_id_type: string | null;
+  counterparty_owner_id: string | null;
+}
+
+/**
+ * What a created transfer answers: its row (submit: an external transfer, to hand to the clearing rail after
+ * commit), or the stored answer of its Idempotency-Key (replay).
+ */
+export type TransferResult = { replay: TransferViewRow } | { row: TransferViewRow; submit: boolean };
+
+/**
+ * A refusal: WT400 is a validation error at `path` of type `type`, WT403 a forbidden request with reason
+ * `type`. wallet_create_transfers returns it per transfer; wallet_create_transfer raises it (wallet_refuse:
+ * SQLSTATE = code, DETAIL = path, HINT = type, MESSAGE = message).
+ */
+export interface TransferRefusal {
+  code: 'WT400' | 'WT403';
+  path: string;
+  type: string;
+  message: string;
+}
+
+/** One answer of wallet_create_transfers, in the order of its requests. */
+export type TransferGroupResult = TransferResult | { refused: TransferRefusal };
+
+/** A TransferRequest as the JSON text sent, encoded once where the request is built. */
+export type EncodedTransferRequest = string & { readonly __contract: 'TransferRequest' };
+
+export function encodeTransferRequest(request: TransferRequest): EncodedTransferRequest {
+  return JSON.stringify(request) as EncodedTransferRequest;
+}
+
+/** wallet_create_transfers' parameter: the encoded requests as one JSON array, not encoded again. */
+export function encodeTransferGroup(requests: readonly EncodedTransferRequest[]): string {
+  return `[${requests.join(',')}]`;
+}

@@ -1,0 +1,127 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
+import { pgErrorOf } from '../../common/database/sql.js';
+import { toDb, type Money } from '../wallet/money.js';
+import {
+  encodeTransferGroup,
+  type EncodedTransferRequest,
+  type TransferGroupResult,
+  type TransferResult,
+} from './transfer-function.contract.js';
+import type { TransferStatus } from './transfer-status.js';
+
+/** Money in from the rail to one of this service's accounts, its ledger entry posted. */
+export interface InboundDeposit {
+  id: string;
+  appId: string;
+  accountId: string;
+  counterpartyName: string;
+  /** CUIT/CUIL digits only. */
+  counterpartyTaxId: string;
+  counterpartyIdentifierType: 'CBU' | 'CVU';
+  counterpartyIdentifier: string;
+  amount: Money;
+  currency: string;
+  concept: string;
+}
+
+/** One clearing step of an external transfer. */
+export interface StatusMove {
+  id: string;
+  from: TransferStatus;
+  to: TransferStatus;
+  /** Given when the rail took the transfer (INICIADO → EN_CURSO). */
+  clearingId?: string;
+}
+
+/**
+ * The one writer of `transfers` and `transfer_status_history` (docs/decisions/0027-money-engine-layout.md):
+ * no other TypeScript writes either table (src/modules/transfers/transfer-writer.spec.ts checks). A new
+ * transfer is written by the database functions it calls (wallet_create_transfer(s),
+ * src/modules/transfers/sql/); an inbound deposit and a clearing step are written here, in the caller's
+ * transaction. The caller holds the rules: the checks, the locks, the ledger entry, the webhook.
+ */
+@Injectable()
+export class TransferWriter {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /** One transfer in one statement (autocommit); a refusal is raised (SQLSTATE WT400/WT403). */
+  async create(request: EncodedTransferRequest): Promise<TransferResult> {
+    const [row] = (await withRetries(() =>
+      this.dataSource.query(`SELECT wallet_create_transfer($1::jsonb) AS result`, [request]),
+    )) as { result: TransferResult }[];
+    return row.result;
+  }
+
+  /** A group in one statement, one transaction: an answer per request, in order; a refusal is returned. */
+  async createGroup(requests: readonly EncodedTransferRequest[]): Promise<TransferGroupResult[]> {
+    const [row] = (await withRetries(() =>
+      this.dataSource.query(`SELECT wallet_create_transfers($1::jsonb) AS results`, [
+        encodeTransferGroup(requests),
+      ]),
+    )) as { results: TransferGroupResult[] }[];
+    return row.results;
+  }
+
+  /** An inbound DEPOSIT, ACREDITADO at once (EXTERNAL), with its history COMMITING → ACREDITADO. */
+  async recordInbound(manager: EntityManager, deposit: InboundDeposit): Promise<void> {
+    await manager.query(
+      `INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name,
+         counterparty_tax_id, counterparty_identifier_type, counterparty_identifier, amount, currency, concept)
+       VALUES ($1, $2, $3, 'DEPOSIT', 'ACREDITADO', 'EXTERNAL', $4, $5, $6, $7, $8, $9, $10)`,
+      [
+        deposit.id,
+        deposit.appId,
+        deposit.accountId,
+        deposit.counterpartyName,
+        deposit.counterpartyTaxId,
+        deposit.counterpartyIdentifierType,
+        deposit.counterpartyIdentifier,
+        toDb(deposit.amount),
+        deposit.currency,
+        deposit.concept,
+      ],
+    );
+    await manager.query(
+      `INSERT INTO transfer_status_history (transfer_id, from_status, to_status)
+       VALUES ($1, NULL, 'COMMITING'), ($1, 'COMMITING', 'ACREDITADO')`,
+      [deposit.id],
+    );
+  }
+
+  /**
+   * A transfer's new status (and clearing id, when given) with its history row. The caller holds the
+   * transfer's row lock and checked that the move is allowed (canMove).
+   */
+  async moveStatus(manager: EntityManager, move: StatusMove): Promise<void> {
+    if (move.clearingId === undefined) {
+      await manager.query(`UPDATE transfers SET status = $2, updated_at = now() WHERE id = $1`, [
+        move.id,
+        move.to,
+      ]);
+    } else {
+      await manager.query(
+        `UPDATE transfers SET status = $2, clearing_id = $3, updated_at = now() WHERE id = $1`,
+        [move.id, move.to, move.clearingId],
+      );
+    }
+    await manager.query(
+      `INSERT INTO transfer_status_history (transfer_id, from_status, to_status) VALUES ($1, $2, $3)`,
+      [move.id, move.from, move.to],
+    );
+  }
+}
+
+/** Deadlocks and serialization failures are retried here (the whole call rolled back), never shown to the client. */
+async function withRetries<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await work();
+    } catch (error) {
+      const code = pgErrorOf(error).code;
+      if ((code === '40P01' || code === '40001') && attempt < 5) continue;
+      throw error;
+    }
+  }
+}
