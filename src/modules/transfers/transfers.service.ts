@@ -2,13 +2,14 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { Principal } from '../../common/auth/principal.js';
+import { actorOf, type Principal } from '../../common/auth/principal.js';
 import { ForbiddenError, NotFoundError, ValidationFailedError } from '../../common/errors/domain-errors.js';
 import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, type Page } from '../../common/http/pagination.js';
 import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
 import { cuitProblem } from '../kyc/tax-id.js';
 import { WEBHOOK_EVENTS } from '../webhooks/webhook-events.js';
 import { WebhooksService } from '../webhooks/webhooks.service.js';
+import { AccountLimitsService } from '../wallet/accounts/account-limits.service.js';
 import { AccountsService } from '../wallet/accounts/accounts.service.js';
 import { isValidCbu } from '../wallet/cvu.js';
 import { LedgerService } from '../wallet/ledger/ledger.service.js';
@@ -26,9 +27,6 @@ import { refusalOf } from './transfer-errors.js';
 import { encodeTransferRequest } from './transfer-function.contract.js';
 import { createdView, TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
-
-const actorOf = (principal: Principal) =>
-  principal.kind === 'client' ? `client:${principal.appId}` : `subject:${principal.subject}`;
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -48,6 +46,7 @@ export class TransfersService {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly ledger: LedgerService,
     private readonly accounts: AccountsService,
+    private readonly limits: AccountLimitsService,
     private readonly webhooks: WebhooksService,
     private readonly views: TransferViews,
     private readonly batcher: TransferBatcher,
@@ -197,7 +196,7 @@ export class TransfersService {
         currency: account.currency,
         concept: input.concept,
       });
-      await this.accounts.addOperated(manager, account.id, 'deposit', amount);
+      await this.limits.addOperated(manager, account.id, 'deposit', amount);
       await this.webhooks.emit(manager, {
         appId: account.appId,
         event: WEBHOOK_EVENTS.transferUpdate,

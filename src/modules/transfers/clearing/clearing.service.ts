@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { WEBHOOK_EVENTS } from '../../webhooks/webhook-events.js';
 import { WebhooksService } from '../../webhooks/webhooks.service.js';
-import { AccountsService } from '../../wallet/accounts/accounts.service.js';
+import { AccountLimitsService } from '../../wallet/accounts/account-limits.service.js';
 import { LedgerService } from '../../wallet/ledger/ledger.service.js';
 import { fromDb } from '../../wallet/money.js';
 import { canMove, webhookStatus, type TransferStatus } from '../transfer-status.js';
@@ -38,7 +38,7 @@ export class ClearingService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly ledger: LedgerService,
     private readonly webhooks: WebhooksService,
-    private readonly accounts: AccountsService,
+    private readonly limits: AccountLimitsService,
     private readonly writer: TransferWriter,
   ) {}
 
@@ -92,7 +92,7 @@ export class ClearingService {
           lines,
         });
         if (outcome === 'ACREDITADO')
-          await this.accounts.addOperated(manager, transfer.account_id, 'withdraw', amount);
+          await this.limits.addOperated(manager, transfer.account_id, 'withdraw', amount);
       } else if (outcome === 'ACREDITADO') {
         await this.ledger.post(manager, {
           appId: transfer.app_id,
@@ -106,7 +106,7 @@ export class ClearingService {
             { accountId: taxPayable, amount: tax, currency },
           ],
         });
-        await this.accounts.addOperated(manager, transfer.account_id, 'deposit', amount);
+        await this.limits.addOperated(manager, transfer.account_id, 'deposit', amount);
       }
       await this.writer.moveStatus(manager, { id: transferId, from: transfer.status, to: outcome });
       await this.webhooks.emit(manager, {

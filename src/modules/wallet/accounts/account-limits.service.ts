@@ -90,7 +90,7 @@ export class AccountLimitsService {
     amount: Money,
   ): Promise<void> {
     const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
-    // The same database function the transfer path uses (migrations/1763900700000-TransferFunction.ts).
+    // The same database function the transfer path uses (src/modules/wallet/sql/wallet_add_operated.sql).
     await manager.query(`SELECT wallet_add_operated($1, $2, $3, $4, $5)`, [
       accountId,
       side,

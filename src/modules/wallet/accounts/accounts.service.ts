@@ -19,7 +19,6 @@ import { LedgerService } from '../ledger/ledger.service.js';
 import { Money, parseAmount, toDb, toJson } from '../money.js';
 import { periodsOf } from '../periods.js';
 import type { BalanceResponseDto, CreateAccountDto, ModifyAccountDto } from './dto/account.dto.js';
-import { AccountLimitsService } from './account-limits.service.js';
 import { requireAccount } from './account-lookup.js';
 import { accountView } from './account-view.js';
 import { BalanceReader } from './balance-reader.js';
@@ -48,7 +47,6 @@ export class AccountsService {
     private readonly users: UsersService,
     private readonly companies: CompaniesService,
     private readonly balances: BalanceReader,
-    private readonly accountLimits: AccountLimitsService,
   ) {}
 
   async create(principal: Principal, input: CreateAccountDto): Promise<OwnerAccountView> {
@@ -220,19 +218,6 @@ export class AccountsService {
       });
     });
     return { message: 'Balance updated' };
-  }
-
-  /**
-   * The operated amounts belong to AccountLimitsService; kept here until transfers' callers (TransfersService,
-   * ClearingService) inject that service instead.
-   */
-  addOperated(
-    manager: EntityManager,
-    accountId: string,
-    side: 'deposit' | 'withdraw',
-    amount: Money,
-  ): Promise<void> {
-    return this.accountLimits.addOperated(manager, accountId, side, amount);
   }
 
   /** The account (not deleted), scoped to the principal, locked when asked; 404 otherwise. */

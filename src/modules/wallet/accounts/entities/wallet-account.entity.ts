@@ -14,6 +14,7 @@ import {
 } from 'typeorm';
 import { ApplicationEntity } from '../../../apps/entities/application.entity.js';
 import { LedgerAccountEntity } from '../../ledger/entities/ledger.entities.js';
+import { SchemaDeclaration } from '../../../../common/database/schema-declaration.js';
 
 export type AccountStatus = 'ACTIVE' | 'INACTIVE' | 'PENDING' | 'DELETED';
 export type FeeType = 'FIXED' | 'PERCENTAGE';
@@ -63,7 +64,10 @@ export class WalletAccountEntity {
 }
 
 /** Deposited and withdrawn amounts of one account in one period (`M2026-11`, `Y2026`). */
-@Entity({ name: 'operated_amounts' })
+@SchemaDeclaration({
+  name: 'operated_amounts',
+  writtenBy: 'the function wallet_add_operated (AccountLimitsService.addOperated and the transfer functions)',
+})
 export class OperatedAmountEntity {
   @PrimaryColumn('uuid', { name: 'account_id', primaryKeyConstraintName: 'PK_operated_amounts' })
   accountId: string;
