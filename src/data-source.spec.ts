@@ -22,6 +22,7 @@ describe('the entities marked @SchemaDeclaration', () => {
       'idempotency_keys',
       'journal_entries',
       'ledger_accounts',
+      'operated_amounts',
       'postings',
       'transfer_status_history',
       'transfers',
