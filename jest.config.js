@@ -2,7 +2,11 @@
 const common = {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  moduleNameMapper: {
+    // The package's subpath imports (package.json "imports"), read from the sources as tsc reads them.
+    '^#(common|config|modules)/(.*)\\.js$': '<rootDir>/src/$1/$2',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json' }],
   },

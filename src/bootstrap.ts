@@ -6,10 +6,10 @@ import {
   resolveDatabase,
   type DatabaseRuntime,
   type ProcessRole,
-} from './common/database/database-runtime.js';
-import { EmbeddedPostgresError } from './common/database/embedded-postgres.js';
-import { rootLogger } from './common/logging/logging.js';
-import { ConfigError, loadConfig, type AppConfig } from './config/app-config.js';
+} from '#common/database/database-runtime.js';
+import { EmbeddedPostgresError } from '#common/database/embedded-postgres.js';
+import { rootLogger } from '#common/logging/logging.js';
+import { ConfigError, loadConfig, type AppConfig } from '#config/app-config.js';
 import { dataSourceOptions } from './data-source.js';
 
 export interface PreparedRuntime {

@@ -2,19 +2,19 @@ import 'reflect-metadata';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { CommandFactory } from 'nest-commander';
 import { prepareRuntime } from './bootstrap.js';
-import { describeError } from './common/cli/output.js';
+import { describeError } from '#common/cli/output.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
-import { AppsModule } from './modules/apps/apps.module.js';
-import { APPS_COMMANDS } from './modules/apps/commands/apps.command.js';
-import { SigningKeysModule } from './modules/auth/signing-keys.module.js';
-import { KEYS_COMMANDS } from './modules/auth/commands/keys.command.js';
-import { WEBHOOKS_COMMANDS } from './modules/webhooks/commands/webhooks.command.js';
-import { WebhooksModule } from './modules/webhooks/webhooks.module.js';
-import { LEDGER_COMMANDS } from './modules/wallet/commands/ledger.command.js';
-import { TRANSFERS_COMMANDS } from './modules/transfers/commands/transfers.command.js';
-import { TransfersModule } from './modules/transfers/transfers.module.js';
-import { WalletReadModule } from './modules/wallet/wallet-read.module.js';
-import { WalletModule } from './modules/wallet/wallet.module.js';
+import { AppsModule } from '#modules/apps/apps.module.js';
+import { APPS_COMMANDS } from '#modules/apps/commands/apps.command.js';
+import { SigningKeysModule } from '#modules/auth/signing-keys.module.js';
+import { KEYS_COMMANDS } from '#modules/auth/commands/keys.command.js';
+import { WEBHOOKS_COMMANDS } from '#modules/webhooks/commands/webhooks.command.js';
+import { WebhooksModule } from '#modules/webhooks/webhooks.module.js';
+import { LEDGER_COMMANDS } from '#modules/wallet/commands/ledger.command.js';
+import { TRANSFERS_COMMANDS } from '#modules/transfers/commands/transfers.command.js';
+import { TransfersModule } from '#modules/transfers/transfers.module.js';
+import { WalletReadModule } from '#modules/wallet/wallet-read.module.js';
+import { WalletModule } from '#modules/wallet/wallet.module.js';
 
 /** Admin commands: JSON on stdout, logs and errors on stderr, non-zero exit on failure. */
 @Module({})

@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { schemaDeclarationOf } from './common/database/schema-declaration.js';
+import { schemaDeclarationOf } from '#common/database/schema-declaration.js';
 import { ENTITIES } from './data-source.js';
 
 /** The source tree (src/). */

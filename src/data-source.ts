@@ -1,35 +1,32 @@
 import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
-import { GuardedPgClient } from './common/database/guarded-pg-client.js';
-import { DEFAULT_DB_STATEMENT_TIMEOUT_MS } from './config/app-config.js';
-import { ApplicationKeyEntity } from './modules/apps/entities/application-key.entity.js';
-import { ApplicationEntity } from './modules/apps/entities/application.entity.js';
-import { UsedAssertionEntity } from './modules/auth/entities/used-assertion.entity.js';
-import { CompanyKycDataEntity } from './modules/companies/entities/company-kyc-data.entity.js';
-import { CompanyEntity } from './modules/companies/entities/company.entity.js';
-import { DocumentEntity } from './modules/kyc/documents/entities/document.entity.js';
-import { KycHistoryEntity } from './modules/kyc/history/kyc-history.entity.js';
-import {
-  KycSessionEntity,
-  KycSessionStepEntity,
-} from './modules/kyc/sessions/entities/kyc-session.entity.js';
-import { UserKycDataEntity } from './modules/users/entities/user-kyc-data.entity.js';
-import { UserEntity } from './modules/users/entities/user.entity.js';
-import { SmsMessageEntity } from './modules/mobile/entities/sms-message.entity.js';
+import { GuardedPgClient } from '#common/database/guarded-pg-client.js';
+import { DEFAULT_DB_STATEMENT_TIMEOUT_MS } from '#config/app-config.js';
+import { ApplicationKeyEntity } from '#modules/apps/entities/application-key.entity.js';
+import { ApplicationEntity } from '#modules/apps/entities/application.entity.js';
+import { UsedAssertionEntity } from '#modules/auth/entities/used-assertion.entity.js';
+import { CompanyKycDataEntity } from '#modules/companies/entities/company-kyc-data.entity.js';
+import { CompanyEntity } from '#modules/companies/entities/company.entity.js';
+import { DocumentEntity } from '#modules/kyc/documents/entities/document.entity.js';
+import { KycHistoryEntity } from '#modules/kyc/history/kyc-history.entity.js';
+import { KycSessionEntity, KycSessionStepEntity } from '#modules/kyc/sessions/entities/kyc-session.entity.js';
+import { UserKycDataEntity } from '#modules/users/entities/user-kyc-data.entity.js';
+import { UserEntity } from '#modules/users/entities/user.entity.js';
+import { SmsMessageEntity } from '#modules/mobile/entities/sms-message.entity.js';
 import {
   OperatedAmountEntity,
   WalletAccountEntity,
-} from './modules/wallet/accounts/entities/wallet-account.entity.js';
+} from '#modules/wallet/accounts/entities/wallet-account.entity.js';
 import {
   JournalEntryEntity,
   LedgerAccountEntity,
   PostingEntity,
-} from './modules/wallet/ledger/entities/ledger.entities.js';
-import { IdempotencyKeyEntity } from './modules/transfers/entities/idempotency-key.entity.js';
-import { TransferStatusHistoryEntity } from './modules/transfers/entities/transfer-status-history.entity.js';
-import { TransferEntity } from './modules/transfers/entities/transfer.entity.js';
-import { WebhookAttemptEntity } from './modules/webhooks/entities/webhook-attempt.entity.js';
-import { WebhookEventEntity } from './modules/webhooks/entities/webhook-event.entity.js';
+} from '#modules/wallet/ledger/entities/ledger.entities.js';
+import { IdempotencyKeyEntity } from '#modules/transfers/entities/idempotency-key.entity.js';
+import { TransferStatusHistoryEntity } from '#modules/transfers/entities/transfer-status-history.entity.js';
+import { TransferEntity } from '#modules/transfers/entities/transfer.entity.js';
+import { WebhookAttemptEntity } from '#modules/webhooks/entities/webhook-attempt.entity.js';
+import { WebhookEventEntity } from '#modules/webhooks/entities/webhook-event.entity.js';
 
 /**
  * Composition root of the persistence layer: every entity and migration, one

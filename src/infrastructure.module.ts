@@ -1,18 +1,18 @@
 import { DynamicModule, Global, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
-import { VerifiedTokenCache } from './common/auth/verified-token-cache.js';
+import { VerifiedTokenCache } from '#common/auth/verified-token-cache.js';
 import {
   DATABASE_RUNTIME,
   type DatabaseRuntime,
   type ProcessRole,
-} from './common/database/database-runtime.js';
-import { PG_POOL, pgPoolProvider } from './common/database/pg-pool.js';
-import { rootLogger } from './common/logging/logging.js';
-import { LoggingModule } from './common/logging/pino-logger.js';
-import { MetricsRegistry } from './common/metrics/metrics.registry.js';
-import { QUEUE_CONNECTION, QueueFactory, type QueueConnection } from './common/queue/queue.factory.js';
-import { APP_CONFIG, type AppConfig } from './config/app-config.js';
+} from '#common/database/database-runtime.js';
+import { PG_POOL, pgPoolProvider } from '#common/database/pg-pool.js';
+import { rootLogger } from '#common/logging/logging.js';
+import { LoggingModule } from '#common/logging/pino-logger.js';
+import { MetricsRegistry } from '#common/metrics/metrics.registry.js';
+import { QUEUE_CONNECTION, QueueFactory, type QueueConnection } from '#common/queue/queue.factory.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { dataSourceOptions } from './data-source.js';
 
 export interface RuntimeOptions {

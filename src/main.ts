@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
-import { NestPinoLogger } from './common/logging/pino-logger.js';
+import { NestPinoLogger } from '#common/logging/pino-logger.js';
 import { AppModule } from './app.module.js';
 import { limitHeapGrowth, onShutdownSignal, prepareRuntime } from './bootstrap.js';
-import { configureApp } from './common/http/configure-app.js';
+import { configureApp } from '#common/http/configure-app.js';
 
 /** The HTTP API (and, on the embedded database, the queue worker too). */
 async function main(): Promise<void> {

@@ -1,10 +1,10 @@
 import 'reflect-metadata';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { NestPinoLogger } from './common/logging/pino-logger.js';
+import { NestPinoLogger } from '#common/logging/pino-logger.js';
 import { onShutdownSignal, prepareRuntime } from './bootstrap.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
-import { WalletReadModule } from './modules/wallet/wallet-read.module.js';
+import { WalletReadModule } from '#modules/wallet/wallet-read.module.js';
 import { WorkerProcessorsModule } from './worker-processors.module.js';
 
 @Module({})

@@ -1,6 +1,6 @@
 import type { ExecutionContext } from '@nestjs/common';
 import type { Reflector } from '@nestjs/core';
-import type { AppConfig } from '../../config/app-config.js';
+import type { AppConfig } from '#config/app-config.js';
 import { UnauthorizedError } from '../errors/domain-errors.js';
 import { AUTH_POLICY_KEY } from './auth.decorator.js';
 import { ApiAuthGuard } from './auth.guard.js';

@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { UnauthorizedError } from '../errors/domain-errors.js';
 import { ERROR_STYLE_KEY, type ErrorStyle } from '../errors/error-style.js';
 import { ERROR_STYLE_REQUEST_KEY } from '../errors/api-exception.filter.js';

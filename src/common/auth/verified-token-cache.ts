@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { decodeJwt } from 'jose';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import type { Principal } from './principal.js';
 
 const MAX_ENTRIES = 10_000;

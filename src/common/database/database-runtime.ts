@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
-import type { AppConfig } from '../../config/app-config.js';
+import type { AppConfig } from '#config/app-config.js';
 import { ensureEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-postgres.js';
 
 export const DATABASE_RUNTIME = Symbol('DATABASE_RUNTIME');

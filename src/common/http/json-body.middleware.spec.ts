@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { connect, type AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import type { NextFunction, Request, Response } from 'express';
-import type { AppConfig } from '../../config/app-config.js';
+import type { AppConfig } from '#config/app-config.js';
 import { ValidationFailedError } from '../errors/domain-errors.js';
 import { JsonBodyMiddleware } from './json-body.middleware.js';
 

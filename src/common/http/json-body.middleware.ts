@@ -1,7 +1,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { Inject, Injectable, NestMiddleware, Optional } from '@nestjs/common';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { ValidationFailedError } from '../errors/domain-errors.js';
 import { isFormRequest, parseForm } from './form-body.js';
 import { RouteCatalog } from './route-catalog.js';

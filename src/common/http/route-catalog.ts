@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnModuleInit, RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants.js';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { AUTH_POLICY_KEY, type AuthPolicy } from '../auth/auth.decorator.js';
 import { ERROR_STYLE_KEY, type ErrorStyle } from '../errors/error-style.js';
 import { FORM_BODY_KEY } from './form-body.js';

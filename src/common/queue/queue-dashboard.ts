@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Queue } from 'bullmq';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import type { AppConfig } from '../../config/app-config.js';
+import type { AppConfig } from '#config/app-config.js';
 import { QUEUES } from './queue-names.js';
 import { QueueFactory } from './queue.factory.js';
 

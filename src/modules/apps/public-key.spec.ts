@@ -1,5 +1,5 @@
 import { createHash, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
-import { ValidationFailedError, type ValidationItem } from '../../common/errors/domain-errors.js';
+import { ValidationFailedError, type ValidationItem } from '#common/errors/domain-errors.js';
 import { keyObjectFromJwk, parsePublicKey } from './public-key.js';
 
 const ecKeyPair = () => generateKeyPairSync('ec', { namedCurve: 'P-256' });

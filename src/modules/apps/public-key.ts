@@ -1,6 +1,6 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
-import { ValidationFailedError } from '../../common/errors/domain-errors.js';
+import { ValidationFailedError } from '#common/errors/domain-errors.js';
 
 export interface ParsedPublicKey {
   /** The public members only: kty, crv, x, y. */

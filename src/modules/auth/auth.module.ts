@@ -1,6 +1,6 @@
 import { MiddlewareConsumer, Module, NestModule, OnModuleInit, RequestMethod } from '@nestjs/common';
 import { PassportModule } from '@nestjs/passport';
-import { AppsModule } from '../apps/apps.module.js';
+import { AppsModule } from '#modules/apps/apps.module.js';
 import { AuthorizationServerMetadataController } from './authorization-server-metadata.controller.js';
 import { JwksController } from './jwks.controller.js';
 import { SigningKeysModule } from './signing-keys.module.js';

@@ -1,7 +1,7 @@
 import { Controller, Get, Header, Inject } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { Public } from '../../common/auth/auth.decorator.js';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { Public } from '#common/auth/auth.decorator.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import {
   AuthorizationServerMetadataDto,
   authorizationServerMetadata,

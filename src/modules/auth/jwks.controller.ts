@@ -1,7 +1,7 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import type { JWK } from 'jose';
-import { Public } from '../../common/auth/auth.decorator.js';
+import { Public } from '#common/auth/auth.decorator.js';
 import { SigningKeysService } from './signing-keys.service.js';
 
 @ApiTags('Token')

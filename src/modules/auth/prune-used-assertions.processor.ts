@@ -2,9 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import type { Job } from 'bullmq';
 import { DataSource, LessThan } from 'typeorm';
-import { JobProcessor, type JobHandler } from '../../common/queue/job-processor.js';
-import { JOBS, QUEUES } from '../../common/queue/queue-names.js';
-import type { AppQueue } from '../../common/queue/queue.factory.js';
+import { JobProcessor, type JobHandler } from '#common/queue/job-processor.js';
+import { JOBS, QUEUES } from '#common/queue/queue-names.js';
+import type { AppQueue } from '#common/queue/queue.factory.js';
 import { UsedAssertionEntity } from './entities/used-assertion.entity.js';
 
 /** Forgets client-assertion ids once their assertion has expired (they can no longer be replayed). */

@@ -10,9 +10,9 @@ import {
   type CryptoKey,
   type JWK,
 } from 'jose';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
-import { NotFoundError, ValidationFailedError } from '../../common/errors/domain-errors.js';
-import { VerifiedTokenCache } from '../../common/auth/verified-token-cache.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { VerifiedTokenCache } from '#common/auth/verified-token-cache.js';
 
 interface StoredKey {
   kid: string;

@@ -1,7 +1,7 @@
 import { Inject, Injectable, NestMiddleware } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
-import { createRateLimiter } from '../../common/http/rate-limit.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import { createRateLimiter } from '#common/http/rate-limit.js';
 
 /** TOKEN_RATE_LIMIT_PER_MINUTE token requests per client address and minute. */
 @Injectable()

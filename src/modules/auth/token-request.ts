@@ -1,7 +1,7 @@
 import { createParamDecorator, Injectable, type ExecutionContext, type PipeTransform } from '@nestjs/common';
 import type { Request } from 'express';
-import { isFormRequest } from '../../common/http/form-body.js';
-import { createValidationPipe } from '../../common/http/validation.js';
+import { isFormRequest } from '#common/http/form-body.js';
+import { createValidationPipe } from '#common/http/validation.js';
 import { OAuthTokenFormDto, TokenRequestDto } from './dto/token.dto.js';
 
 /** A token request: the interface's JSON body, or the form a standard OAuth 2.0 client sends. */

@@ -10,9 +10,9 @@ import {
   ApiUnauthorizedResponse,
   getSchemaPath,
 } from '@nestjs/swagger';
-import { Public } from '../../common/auth/auth.decorator.js';
-import { UseErrorStyle } from '../../common/errors/error-style.js';
-import { AcceptsFormBody } from '../../common/http/form-body.js';
+import { Public } from '#common/auth/auth.decorator.js';
+import { UseErrorStyle } from '#common/errors/error-style.js';
+import { AcceptsFormBody } from '#common/http/form-body.js';
 import {
   OAuthErrorDto,
   OAuthTokenFormDto,

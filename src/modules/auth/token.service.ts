@@ -10,9 +10,9 @@ import {
   type JWTPayload,
 } from 'jose';
 import { DataSource } from 'typeorm';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
-import { TokenRequestError } from '../../common/errors/domain-errors.js';
-import { AppsService } from '../apps/apps.service.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import { TokenRequestError } from '#common/errors/domain-errors.js';
+import { AppsService } from '#modules/apps/apps.service.js';
 import { JWT_BEARER_ASSERTION_TYPE, type OAuthTokenFormDto } from './dto/token.dto.js';
 import { UsedAssertionEntity } from './entities/used-assertion.entity.js';
 import { SigningKeysService } from './signing-keys.service.js';

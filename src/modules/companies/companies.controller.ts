@@ -6,11 +6,11 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { AuthEither } from '../../common/auth/auth.decorator.js';
-import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '../../common/http/openapi.js';
-import { PageQueryDto, type Page } from '../../common/http/pagination.js';
-import { DeleteOwnerRoute, ListOwnersRoute } from '../kyc/owners/owner-routes.js';
+import { AuthEither } from '#common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import { PageQueryDto, type Page } from '#common/http/pagination.js';
+import { DeleteOwnerRoute, ListOwnersRoute } from '#modules/kyc/owners/owner-routes.js';
 import { CompaniesService } from './companies.service.js';
 import { CompanyKycDataService } from './company-kyc-data.service.js';
 import { CompanyKycDataDto, UpdateKycDataDto } from './dto/company-kyc-data.dto.js';

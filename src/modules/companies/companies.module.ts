@@ -1,5 +1,5 @@
 import { Global, Module } from '@nestjs/common';
-import { KYC_OWNERS } from '../kyc/owners/kyc-owners.port.js';
+import { KYC_OWNERS } from '#modules/kyc/owners/kyc-owners.port.js';
 import { CompaniesController } from './companies.controller.js';
 import { CompaniesService } from './companies.service.js';
 import { CompanyKycDataController } from './company-kyc-data.controller.js';

@@ -1,11 +1,11 @@
 import { Body, Controller, Get, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { AuthEither } from '../../common/auth/auth.decorator.js';
-import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
-import { ErrorResponses } from '../../common/http/openapi.js';
-import { PageQueryDto, type Page } from '../../common/http/pagination.js';
-import type { KycHistoryEntryDto } from '../kyc/history/kyc-history.dto.js';
-import { KycHistoryRoute } from '../kyc/history/kyc-history.js';
+import { AuthEither } from '#common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
+import { ErrorResponses } from '#common/http/openapi.js';
+import { PageQueryDto, type Page } from '#common/http/pagination.js';
+import type { KycHistoryEntryDto } from '#modules/kyc/history/kyc-history.dto.js';
+import { KycHistoryRoute } from '#modules/kyc/history/kyc-history.js';
 import { CompanyKycDataService } from './company-kyc-data.service.js';
 import { CompanyKycDataDto, CreateCompanyKycDataDto } from './dto/company-kyc-data.dto.js';
 

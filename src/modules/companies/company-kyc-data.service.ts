@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import type { Principal } from '../../common/auth/principal.js';
-import { ValidationFailedError } from '../../common/errors/domain-errors.js';
-import { DEFAULT_PAGE_SIZE, type Page } from '../../common/http/pagination.js';
-import type { KycHistoryEntryDto } from '../kyc/history/kyc-history.dto.js';
-import { kycHistoryPage, recordKycChange } from '../kyc/history/kyc-history.js';
+import type { Principal } from '#common/auth/principal.js';
+import { ValidationFailedError } from '#common/errors/domain-errors.js';
+import { DEFAULT_PAGE_SIZE, type Page } from '#common/http/pagination.js';
+import type { KycHistoryEntryDto } from '#modules/kyc/history/kyc-history.dto.js';
+import { kycHistoryPage, recordKycChange } from '#modules/kyc/history/kyc-history.js';
 import { CompaniesService } from './companies.service.js';
 import type { CompanyKycDataDto, KycSection } from './dto/company-kyc-data.dto.js';
 import { CompanyKycDataEntity } from './entities/company-kyc-data.entity.js';

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { WebhooksModule } from '../webhooks/webhooks.module.js';
+import { WebhooksModule } from '#modules/webhooks/webhooks.module.js';
 import { KycSimulatorProcessor } from './sessions/kyc-simulator.processor.js';
 import { KycVerificationService } from './sessions/kyc-verification.service.js';
 import { SimulatorKycProvider } from './sessions/simulator-kyc.provider.js';

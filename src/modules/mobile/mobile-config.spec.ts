@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../../config/app-config.js';
+import { ConfigError, loadConfig } from '#config/app-config.js';
 
 const problemsOf = (env: Record<string, string>): string => {
   try {

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { SmppSmsProvider } from './sms/smpp.provider.js';
 import { SmsDispatchService } from './sms/sms-dispatch.service.js';
 import { SMS_PROVIDER } from './sms/sms-provider.port.js';

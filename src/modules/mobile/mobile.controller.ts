@@ -9,11 +9,11 @@ import {
   ApiUnauthorizedResponse,
   getSchemaPath,
 } from '@nestjs/swagger';
-import { AuthEither } from '../../common/auth/auth.decorator.js';
-import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
-import { ValidationFailedError } from '../../common/errors/domain-errors.js';
-import { UseErrorStyle } from '../../common/errors/error-style.js';
-import { ErrorResponseDto } from '../../common/http/openapi.js';
+import { AuthEither } from '#common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
+import { ValidationFailedError } from '#common/errors/domain-errors.js';
+import { UseErrorStyle } from '#common/errors/error-style.js';
+import { ErrorResponseDto } from '#common/http/openapi.js';
 import { SimSwapRequestDto, SimSwapResponseDto } from './dto/sim-swap.dto.js';
 import {
   SmsSendRequestDto,

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { MobileController } from './mobile.controller.js';
 import { CamaraSimSwapClient } from './sim-swap/camara-sim-swap.client.js';
 import { SIM_SWAP_PROVIDER } from './sim-swap/sim-swap.port.js';

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { MicroBatcher, type Settled } from '../../common/database/micro-batcher.js';
-import { MetricsRegistry } from '../../common/metrics/metrics.registry.js';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
+import { MicroBatcher, type Settled } from '#common/database/micro-batcher.js';
+import { MetricsRegistry } from '#common/metrics/metrics.registry.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { Gauge, Histogram } from 'prom-client';
 import { refusalError, refusalOf } from './transfer-errors.js';
 import type { EncodedTransferRequest, TransferResult } from './transfer-function.contract.js';

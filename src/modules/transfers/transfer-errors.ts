@@ -3,8 +3,8 @@ import {
   ValidationFailedError,
   type ForbiddenReason,
   type ValidationItemType,
-} from '../../common/errors/domain-errors.js';
-import { pgErrorOf } from '../../common/database/sql.js';
+} from '#common/errors/domain-errors.js';
+import { pgErrorOf } from '#common/database/sql.js';
 import type { TransferRefusal } from './transfer-function.contract.js';
 
 /**

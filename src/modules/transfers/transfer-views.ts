@@ -1,10 +1,10 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import type { Principal } from '../../common/auth/principal.js';
-import type { CursorPosition } from '../../common/http/pagination.js';
-import { derivedUuid } from '../../common/ids/derived-uuid.js';
-import { personTypeOf } from '../kyc/tax-id.js';
-import { toJson } from '../wallet/money.js';
+import type { Principal } from '#common/auth/principal.js';
+import type { CursorPosition } from '#common/http/pagination.js';
+import { derivedUuid } from '#common/ids/derived-uuid.js';
+import { personTypeOf } from '#modules/kyc/tax-id.js';
+import { toJson } from '#modules/wallet/money.js';
 import type { CreateTransactionResponseDto, TransactionInfoDto } from './dto/transfer.dto.js';
 import type { TransferViewRow } from './transfer-function.contract.js';
 

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import { pgErrorOf } from '../../common/database/sql.js';
-import { toDb, type Money } from '../wallet/money.js';
+import { pgErrorOf } from '#common/database/sql.js';
+import { toDb, type Money } from '#modules/wallet/money.js';
 import {
   encodeTransferGroup,
   type EncodedTransferRequest,

@@ -9,10 +9,10 @@ import {
   ApiQuery,
   ApiTags,
 } from '@nestjs/swagger';
-import { AuthClient, AuthEither } from '../../common/auth/auth.decorator.js';
-import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '../../common/http/openapi.js';
-import { Paginated, type Page } from '../../common/http/pagination.js';
+import { AuthClient, AuthEither } from '#common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import { Paginated, type Page } from '#common/http/pagination.js';
 import {
   CreateTransactionDto,
   CreateTransactionResponseDto,

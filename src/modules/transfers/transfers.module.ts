@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
-import { WalletModule } from '../wallet/wallet.module.js';
-import { WebhooksModule } from '../webhooks/webhooks.module.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import { WalletModule } from '#modules/wallet/wallet.module.js';
+import { WebhooksModule } from '#modules/webhooks/webhooks.module.js';
 import { CLEARING_RAIL } from './clearing/clearing-rail.port.js';
 import { SimulatorRail } from './clearing/simulator-rail.js';
 import { ClearingService } from './clearing/clearing.service.js';

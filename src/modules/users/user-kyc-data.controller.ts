@@ -6,12 +6,12 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { AuthEither } from '../../common/auth/auth.decorator.js';
-import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '../../common/http/openapi.js';
-import { PageQueryDto, type Page } from '../../common/http/pagination.js';
-import type { KycHistoryEntryDto } from '../kyc/history/kyc-history.dto.js';
-import { KycHistoryRoute } from '../kyc/history/kyc-history.js';
+import { AuthEither } from '#common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import { PageQueryDto, type Page } from '#common/http/pagination.js';
+import type { KycHistoryEntryDto } from '#modules/kyc/history/kyc-history.dto.js';
+import { KycHistoryRoute } from '#modules/kyc/history/kyc-history.js';
 import { CreateUserKycDataDto, UpdateUserKycDataDto, UserKycDataDto } from './dto/user-kyc-data.dto.js';
 import { UserKycDataService } from './user-kyc-data.service.js';
 

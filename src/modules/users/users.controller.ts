@@ -8,11 +8,11 @@ import {
   ApiTags,
   ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
-import { AuthClient, AuthEither } from '../../common/auth/auth.decorator.js';
-import { CurrentPrincipal, type Principal } from '../../common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '../../common/http/openapi.js';
-import { PageQueryDto, type Page } from '../../common/http/pagination.js';
-import { DeleteOwnerRoute, ListOwnersRoute } from '../kyc/owners/owner-routes.js';
+import { AuthClient, AuthEither } from '#common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import { PageQueryDto, type Page } from '#common/http/pagination.js';
+import { DeleteOwnerRoute, ListOwnersRoute } from '#modules/kyc/owners/owner-routes.js';
 import { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto.js';
 import { UsersService } from './users.service.js';
 

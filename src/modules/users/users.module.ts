@@ -1,5 +1,5 @@
 import { Global, Module } from '@nestjs/common';
-import { KYC_OWNERS } from '../kyc/owners/kyc-owners.port.js';
+import { KYC_OWNERS } from '#modules/kyc/owners/kyc-owners.port.js';
 import { UserKycDataController } from './user-kyc-data.controller.js';
 import { UserKycDataService } from './user-kyc-data.service.js';
 import { UsersController } from './users.controller.js';

@@ -2,17 +2,17 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import type { Principal } from '../../common/auth/principal.js';
-import { ValidationFailedError } from '../../common/errors/domain-errors.js';
-import { DEFAULT_PAGE_SIZE, toPage, type Page } from '../../common/http/pagination.js';
-import { isUniqueViolation } from '../../common/database/sql.js';
+import type { Principal } from '#common/auth/principal.js';
+import { ValidationFailedError } from '#common/errors/domain-errors.js';
+import { DEFAULT_PAGE_SIZE, toPage, type Page } from '#common/http/pagination.js';
+import { isUniqueViolation } from '#common/database/sql.js';
 import {
   OWNER_ACCOUNTS,
   type OwnerAccounts,
   type OwnerAccountView,
-} from '../kyc/owners/owner-accounts.port.js';
-import { deleteOwner, findOwner, ownerPageRows, type OwnerKind } from '../kyc/owners/owner-rows.js';
-import { cuitProblem, normalizeTaxId } from '../kyc/tax-id.js';
+} from '#modules/kyc/owners/owner-accounts.port.js';
+import { deleteOwner, findOwner, ownerPageRows, type OwnerKind } from '#modules/kyc/owners/owner-rows.js';
+import { cuitProblem, normalizeTaxId } from '#modules/kyc/tax-id.js';
 import type { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto.js';
 import { UserEntity } from './entities/user.entity.js';
 

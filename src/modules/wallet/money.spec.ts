@@ -1,4 +1,4 @@
-import { ValidationFailedError, type ValidationItem } from '../../common/errors/domain-errors.js';
+import { ValidationFailedError, type ValidationItem } from '#common/errors/domain-errors.js';
 import { fromDb, MAX_AMOUNT, minorUnits, Money, parseAmount, PERCENT_DECIMALS, toJson } from './money.js';
 import { periodsOf } from './periods.js';
 

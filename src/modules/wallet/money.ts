@@ -1,5 +1,5 @@
 import { Decimal } from 'decimal.js';
-import { ValidationFailedError } from '../../common/errors/domain-errors.js';
+import { ValidationFailedError } from '#common/errors/domain-errors.js';
 
 /**
  * Money is exact: decimal.js in code, NUMERIC in PostgreSQL, JSON numbers only

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
-import type { OwnerAccounts, OwnerAccountView } from '../kyc/owners/owner-accounts.port.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import type { OwnerAccounts, OwnerAccountView } from '#modules/kyc/owners/owner-accounts.port.js';
 import { accountView } from './accounts/account-view.js';
 import { WalletAccountEntity } from './accounts/entities/wallet-account.entity.js';
 import { fromDb } from './money.js';

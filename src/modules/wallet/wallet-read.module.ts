@@ -1,5 +1,5 @@
 import { Global, Module } from '@nestjs/common';
-import { OWNER_ACCOUNTS } from '../kyc/owners/owner-accounts.port.js';
+import { OWNER_ACCOUNTS } from '#modules/kyc/owners/owner-accounts.port.js';
 import { WalletOwnerAccounts } from './wallet-owner-accounts.js';
 
 /** Provides OWNER_ACCOUNTS to users and companies without them importing the wallet. */

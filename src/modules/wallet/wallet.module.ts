@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
-import { CompaniesModule } from '../companies/companies.module.js';
-import { UsersModule } from '../users/users.module.js';
+import { CompaniesModule } from '#modules/companies/companies.module.js';
+import { UsersModule } from '#modules/users/users.module.js';
 import { AccountsController } from './accounts/accounts.controller.js';
 import { AccountFeesService } from './accounts/account-fees.service.js';
 import { AccountLimitsService } from './accounts/account-limits.service.js';

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Job } from 'bullmq';
-import { JobProcessor, type JobHandler } from '../../common/queue/job-processor.js';
-import { QUEUES } from '../../common/queue/queue-names.js';
+import { JobProcessor, type JobHandler } from '#common/queue/job-processor.js';
+import { QUEUES } from '#common/queue/queue-names.js';
 import { WebhookDeliveryService, type DeliveryOutcome } from './webhook-delivery.service.js';
 
 /**

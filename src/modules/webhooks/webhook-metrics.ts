@@ -2,9 +2,9 @@ import { Injectable, OnModuleInit } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { Gauge } from 'prom-client';
 import { DataSource } from 'typeorm';
-import { MetricsRegistry } from '../../common/metrics/metrics.registry.js';
-import { QUEUES } from '../../common/queue/queue-names.js';
-import { QueueFactory } from '../../common/queue/queue.factory.js';
+import { MetricsRegistry } from '#common/metrics/metrics.registry.js';
+import { QUEUES } from '#common/queue/queue-names.js';
+import { QueueFactory } from '#common/queue/queue.factory.js';
 
 /**
  * Webhook health for /v1/metrics, computed at scrape time from the outbox (the

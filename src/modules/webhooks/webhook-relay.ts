@@ -1,12 +1,12 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { PinoLogger } from '../../common/logging/pino-logger.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
-import { APP_CONFIG, type AppConfig } from '../../config/app-config.js';
-import { DATABASE_RUNTIME, type DatabaseRuntime } from '../../common/database/database-runtime.js';
-import { QUEUES } from '../../common/queue/queue-names.js';
-import { QueueFactory } from '../../common/queue/queue.factory.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import { DATABASE_RUNTIME, type DatabaseRuntime } from '#common/database/database-runtime.js';
+import { QUEUES } from '#common/queue/queue-names.js';
+import { QueueFactory } from '#common/queue/queue.factory.js';
 import { WebhookDeliveryService } from './webhook-delivery.service.js';
 import { deliveryJobId, WEBHOOK_NOTIFY_CHANNEL } from './webhook-events.js';
 

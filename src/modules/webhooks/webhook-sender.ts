@@ -1,7 +1,7 @@
 import type dns from 'node:dns';
 import net from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
-import { guardedLookup, isPublicAddress, PrivateAddressError } from '../../common/net/public-address.js';
+import { guardedLookup, isPublicAddress, PrivateAddressError } from '#common/net/public-address.js';
 
 export interface SendResult {
   statusCode?: number;

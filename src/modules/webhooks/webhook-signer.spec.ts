@@ -1,5 +1,5 @@
 import { CompactSign, compactVerify, exportJWK, generateKeyPair, type CryptoKey } from 'jose';
-import type { SigningKey } from '../auth/signing-keys.service.js';
+import type { SigningKey } from '#modules/auth/signing-keys.service.js';
 import { WebhookSigner } from './webhook-signer.js';
 
 describe('WebhookSigner', () => {

@@ -1,6 +1,6 @@
 import { KeyObject, sign, type webcrypto } from 'node:crypto';
 import type { CryptoKey } from 'jose';
-import type { SigningKey } from '../auth/signing-keys.service.js';
+import type { SigningKey } from '#modules/auth/signing-keys.service.js';
 
 interface Prepared {
   /** base64url of the protected header, then a dot. */

@@ -1,5 +1,5 @@
 import { Module } from '@nestjs/common';
-import { SigningKeysModule } from '../auth/signing-keys.module.js';
+import { SigningKeysModule } from '#modules/auth/signing-keys.module.js';
 import { WebhookDeliveryProcessor } from './webhook-delivery.processor.js';
 import { WebhookDeliveryService } from './webhook-delivery.service.js';
 import { WebhookRelay } from './webhook-relay.js';

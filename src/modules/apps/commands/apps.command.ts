@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { printJson, readKeyFile, requireOption, unknownSubcommand } from '../../../common/cli/output.js';
+import { printJson, readKeyFile, requireOption, unknownSubcommand } from '#common/cli/output.js';
 import { AppsService } from '../apps.service.js';
 
 interface AppsOptions {

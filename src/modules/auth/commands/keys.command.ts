@@ -1,5 +1,5 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { printJson, requireOption, unknownSubcommand } from '../../../common/cli/output.js';
+import { printJson, requireOption, unknownSubcommand } from '#common/cli/output.js';
 import { SigningKeysService } from '../signing-keys.service.js';
 
 @SubCommand({ name: 'rotate', description: 'add a new service signing key; older keys stay published' })

@@ -2,12 +2,12 @@ import { Inject, Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { decodeProtectedHeader } from 'jose';
 import { ExtractJwt, Strategy } from 'passport-jwt';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
-import type { ClientPrincipal } from '../../../common/auth/principal.js';
-import { AppsService } from '../../apps/apps.service.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import type { ClientPrincipal } from '#common/auth/principal.js';
+import { AppsService } from '#modules/apps/apps.service.js';
 import { SigningKeysService } from '../signing-keys.service.js';
 import { ACCESS_TOKEN_TYP } from '../token.service.js';
-import { CredentialLookupError } from '../../../common/auth/credential-lookup-error.js';
+import { CredentialLookupError } from '#common/auth/credential-lookup-error.js';
 
 interface AccessTokenPayload {
   client_id?: unknown;

@@ -2,11 +2,11 @@ import { Inject, Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { ExtractJwt, Strategy } from 'passport-jwt';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
-import type { SubjectPrincipal } from '../../../common/auth/principal.js';
-import { AppsService } from '../../apps/apps.service.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import type { SubjectPrincipal } from '#common/auth/principal.js';
+import { AppsService } from '#modules/apps/apps.service.js';
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../token.service.js';
-import { CredentialLookupError } from '../../../common/auth/credential-lookup-error.js';
+import { CredentialLookupError } from '#common/auth/credential-lookup-error.js';
 
 interface SubjectTokenPayload {
   iss?: unknown;

@@ -1,7 +1,7 @@
 import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsString, MaxLength } from 'class-validator';
-import { IsCountryCode, IsRequiredNested } from '../../../common/http/validators.js';
-import { LegalAddressDto } from '../../kyc/dto/legal-address.dto.js';
+import { IsCountryCode, IsRequiredNested } from '#common/http/validators.js';
+import { LegalAddressDto } from '#modules/kyc/dto/legal-address.dto.js';
 
 export const COMPANY_TAX_TYPES = ['CUIT', 'CNPJ', 'cuit', 'cnpj'] as const;
 export const COMPANY_TAX_CONDITIONS = ['VAT_REGISTERED', 'OTHERS', 'vatRegistered', 'others'] as const;

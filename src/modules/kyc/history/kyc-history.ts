@@ -1,10 +1,10 @@
 import { applyDecorators, Get } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation } from '@nestjs/swagger';
 import type { EntityManager } from 'typeorm';
-import { AuthClient } from '../../../common/auth/auth.decorator.js';
-import { actorOf, type Principal } from '../../../common/auth/principal.js';
-import { ValidationFailedError } from '../../../common/errors/domain-errors.js';
-import { Paginated, type Page } from '../../../common/http/pagination.js';
+import { AuthClient } from '#common/auth/auth.decorator.js';
+import { actorOf, type Principal } from '#common/auth/principal.js';
+import { ValidationFailedError } from '#common/errors/domain-errors.js';
+import { Paginated, type Page } from '#common/http/pagination.js';
 import type { OwnerType } from '../owners/kyc-owners.port.js';
 import { KycHistoryEntryDto } from './kyc-history.dto.js';
 import { KycHistoryEntity } from './kyc-history.entity.js';

@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import type { Principal } from '../../../common/auth/principal.js';
+import type { Principal } from '#common/auth/principal.js';
 
 /** Who owns KYC documents and sessions. */
 export type OwnerType = 'USER' | 'COMPANY';

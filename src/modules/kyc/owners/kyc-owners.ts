@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
-import type { Principal } from '../../../common/auth/principal.js';
+import type { Principal } from '#common/auth/principal.js';
 import { KYC_OWNERS, type KycOwnerLookup, type OwnerType } from './kyc-owners.port.js';
 
 /** The owner of a document or session, a user or a company, through the lookups users and companies provide. */

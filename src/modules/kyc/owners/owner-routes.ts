@@ -6,9 +6,9 @@ import {
   ApiOkResponse,
   ApiOperation,
 } from '@nestjs/swagger';
-import { AuthClient, AuthEither } from '../../../common/auth/auth.decorator.js';
-import { ErrorResponseDto } from '../../../common/http/openapi.js';
-import { Paginated } from '../../../common/http/pagination.js';
+import { AuthClient, AuthEither } from '#common/auth/auth.decorator.js';
+import { ErrorResponseDto } from '#common/http/openapi.js';
+import { Paginated } from '#common/http/pagination.js';
 
 /** `GET all`: the application's users or companies, oldest first, a page at a time (client credentials). */
 export const ListOwnersRoute = (summary: string, type: Type<unknown>) =>

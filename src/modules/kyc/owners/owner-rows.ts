@@ -1,8 +1,8 @@
 import type { DataSource, EntityManager, EntityTarget, FindOptionsWhere } from 'typeorm';
-import type { Principal } from '../../../common/auth/principal.js';
-import { tenantWhere, tenantWhereAnd } from '../../../common/auth/tenancy.js';
-import { oldestFirstRows } from '../../../common/database/sql.js';
-import { ForbiddenError, NotFoundError } from '../../../common/errors/domain-errors.js';
+import type { Principal } from '#common/auth/principal.js';
+import { tenantWhere, tenantWhereAnd } from '#common/auth/tenancy.js';
+import { oldestFirstRows } from '#common/database/sql.js';
+import { ForbiddenError, NotFoundError } from '#common/errors/domain-errors.js';
 import type { OwnerAccounts } from './owner-accounts.port.js';
 import type { OwnerColumns } from './owner.columns.js';
 

@@ -9,9 +9,9 @@ import {
   ApiParam,
   ApiTags,
 } from '@nestjs/swagger';
-import { AuthEither } from '../../../common/auth/auth.decorator.js';
-import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
+import { AuthEither } from '#common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
 import { CreateKycSessionDto, KycSessionDto, SubmitKycStepDto } from './dto/kyc-session.dto.js';
 import { KYC_STEPS } from './entities/kyc-session.entity.js';
 import { KycSessionsService } from './kyc-sessions.service.js';

@@ -2,12 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import type { Principal } from '../../../common/auth/principal.js';
-import {
-  ForbiddenError,
-  NotFoundError,
-  ValidationFailedError,
-} from '../../../common/errors/domain-errors.js';
+import type { Principal } from '#common/auth/principal.js';
+import { ForbiddenError, NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { DocumentEntity } from '../documents/entities/document.entity.js';
 import type { OwnerType } from '../owners/kyc-owners.port.js';
 import { KycOwners } from '../owners/kyc-owners.js';

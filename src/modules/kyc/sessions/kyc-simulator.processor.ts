@@ -1,10 +1,10 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Job } from 'bullmq';
-import { PinoLogger } from '../../../common/logging/pino-logger.js';
-import { JobProcessor, type JobHandler } from '../../../common/queue/job-processor.js';
-import { QUEUES } from '../../../common/queue/queue-names.js';
-import { QueueFactory } from '../../../common/queue/queue.factory.js';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
+import { JobProcessor, type JobHandler } from '#common/queue/job-processor.js';
+import { QUEUES } from '#common/queue/queue-names.js';
+import { QueueFactory } from '#common/queue/queue.factory.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { KycVerificationService } from './kyc-verification.service.js';
 import { jobId, SimulatorKycProvider, type VerifyJob } from './simulator-kyc.provider.js';
 

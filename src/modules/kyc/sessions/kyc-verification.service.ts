@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { WEBHOOK_EVENTS } from '../../webhooks/webhook-events.js';
-import { WebhooksService } from '../../webhooks/webhooks.service.js';
+import { WEBHOOK_EVENTS } from '#modules/webhooks/webhook-events.js';
+import { WebhooksService } from '#modules/webhooks/webhooks.service.js';
 import { DocumentEntity } from '../documents/entities/document.entity.js';
 import {
   KycSessionEntity,

@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { JOBS, QUEUES } from '../../../common/queue/queue-names.js';
-import { QueueFactory } from '../../../common/queue/queue.factory.js';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import { JOBS, QUEUES } from '#common/queue/queue-names.js';
+import { QueueFactory } from '#common/queue/queue.factory.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import type { KycStep } from './entities/kyc-session.entity.js';
 import type { KycProvider, KycStepRequest } from './kyc-provider.port.js';
 

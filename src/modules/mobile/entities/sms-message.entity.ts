@@ -9,7 +9,7 @@ import {
   PrimaryColumn,
   type Relation,
 } from 'typeorm';
-import { ApplicationEntity } from '../../apps/entities/application.entity.js';
+import { ApplicationEntity } from '#modules/apps/entities/application.entity.js';
 
 /**
  * One SMS this service accepted. `status` is an open set: QUEUED and ENROUTE

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { PinoLogger } from '../../../common/logging/pino-logger.js';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { toE164 } from './phone-number.js';
 import { SimSwapLookupError, type SimSwapProvider } from './sim-swap.port.js';
 

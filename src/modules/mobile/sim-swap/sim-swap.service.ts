@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { ServiceUnavailableError, ValidationFailedError } from '../../../common/errors/domain-errors.js';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import { ServiceUnavailableError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { SIM_SWAP_PROVIDER, SimSwapLookupError, type SimSwapProvider } from './sim-swap.port.js';
 
 /** The `message` of POST /mobile/simSwap (README, "SMS and SIM swap"). */

@@ -1,6 +1,6 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
-import { PinoLogger } from '../../../common/logging/pino-logger.js';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { SmppLink } from '../smpp/smpp-link.js';
 import type { OutgoingSms, SmsProvider, SubmitResult } from './sms-provider.port.js';
 import { SmsReceiptsService } from './sms-receipts.service.js';

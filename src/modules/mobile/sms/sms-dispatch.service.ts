@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { PinoLogger } from '../../../common/logging/pino-logger.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
 import { DataSource } from 'typeorm';
 import { SMS_PROVIDER, type SmsProvider } from './sms-provider.port.js';
 import { SMS_STATUS } from './sms-status.js';

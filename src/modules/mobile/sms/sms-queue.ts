@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { BackoffStrategy } from 'bullmq';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
-import { JOBS, QUEUES } from '../../../common/queue/queue-names.js';
-import { QueueFactory } from '../../../common/queue/queue.factory.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import { JOBS, QUEUES } from '#common/queue/queue-names.js';
+import { QueueFactory } from '#common/queue/queue.factory.js';
 
 export interface SubmitSmsJob {
   messageId: string;

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { PinoLogger } from '../../../common/logging/pino-logger.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
 import { DataSource } from 'typeorm';
 import { FINAL_STATES, providerIdCandidates, type DeliveryReceipt } from '../smpp/delivery-receipt.js';
 

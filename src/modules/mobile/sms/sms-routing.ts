@@ -1,5 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 
 /** Documented test numbers of the SMS simulator (README, "SMS and SIM swap"). */
 export const SMS_SIMULATOR_NUMBERS = {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { SmsQueue, type SimulatedReceiptJob } from './sms-queue.js';
 import type { OutgoingSms, SmsProvider, SubmitResult } from './sms-provider.port.js';
 import { SmsReceiptsService } from './sms-receipts.service.js';

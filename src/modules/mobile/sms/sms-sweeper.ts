@@ -1,9 +1,9 @@
 import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { PinoLogger } from '../../../common/logging/pino-logger.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
 import { DataSource } from 'typeorm';
-import { QUEUES } from '../../../common/queue/queue-names.js';
-import { QueueFactory } from '../../../common/queue/queue.factory.js';
+import { QUEUES } from '#common/queue/queue-names.js';
+import { QueueFactory } from '#common/queue/queue.factory.js';
 import { SmsQueue, submitJobId } from './sms-queue.js';
 import { SMS_STATUS } from './sms-status.js';
 

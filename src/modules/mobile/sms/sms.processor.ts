@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { Job, WorkerOptions } from 'bullmq';
-import { JobProcessor, type JobHandler } from '../../../common/queue/job-processor.js';
-import { JOBS, QUEUES } from '../../../common/queue/queue-names.js';
+import { JobProcessor, type JobHandler } from '#common/queue/job-processor.js';
+import { JOBS, QUEUES } from '#common/queue/queue-names.js';
 import { SmsDispatchService, type DispatchOutcome } from './sms-dispatch.service.js';
 import { SmsQueue, type SimulatedReceiptJob, type SubmitSmsJob } from './sms-queue.js';
 import { SmsSimulatorProvider } from './sms-simulator.provider.js';

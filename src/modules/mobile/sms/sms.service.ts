@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { PinoLogger } from '../../../common/logging/pino-logger.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
 import { DataSource, type EntityManager, type FindOptionsWhere } from 'typeorm';
-import type { Principal } from '../../../common/auth/principal.js';
-import { tenantWhere } from '../../../common/auth/tenancy.js';
-import { TooManyRequestsError, ValidationFailedError } from '../../../common/errors/domain-errors.js';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import type { Principal } from '#common/auth/principal.js';
+import { tenantWhere } from '#common/auth/tenancy.js';
+import { TooManyRequestsError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { SmsMessageEntity } from '../entities/sms-message.entity.js';
 import { SmsQueue } from './sms-queue.js';
 import { SmsRouting } from './sms-routing.js';

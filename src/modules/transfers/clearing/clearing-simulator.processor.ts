@@ -1,11 +1,11 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Job } from 'bullmq';
-import { PinoLogger } from '../../../common/logging/pino-logger.js';
-import { JobProcessor, type JobHandler } from '../../../common/queue/job-processor.js';
-import { JOBS, QUEUES } from '../../../common/queue/queue-names.js';
-import { QueueFactory } from '../../../common/queue/queue.factory.js';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
-import { isCvu, isValidCbu } from '../../wallet/cvu.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
+import { JobProcessor, type JobHandler } from '#common/queue/job-processor.js';
+import { JOBS, QUEUES } from '#common/queue/queue-names.js';
+import { QueueFactory } from '#common/queue/queue.factory.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import { isCvu, isValidCbu } from '#modules/wallet/cvu.js';
 import {
   COUNTERPARTY_DIRECTORY,
   type CounterpartyDirectory,

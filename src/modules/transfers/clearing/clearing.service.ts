@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import { WEBHOOK_EVENTS } from '../../webhooks/webhook-events.js';
-import { WebhooksService } from '../../webhooks/webhooks.service.js';
-import { AccountLimitsService } from '../../wallet/accounts/account-limits.service.js';
-import { LedgerService } from '../../wallet/ledger/ledger.service.js';
-import { fromDb } from '../../wallet/money.js';
+import { WEBHOOK_EVENTS } from '#modules/webhooks/webhook-events.js';
+import { WebhooksService } from '#modules/webhooks/webhooks.service.js';
+import { AccountLimitsService } from '#modules/wallet/accounts/account-limits.service.js';
+import { LedgerService } from '#modules/wallet/ledger/ledger.service.js';
+import { fromDb } from '#modules/wallet/money.js';
 import { canMove, webhookStatus, type TransferStatus } from '../transfer-status.js';
 import { TransferWriter } from '../transfer-writer.js';
 

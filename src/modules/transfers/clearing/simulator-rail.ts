@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
-import { JOBS, QUEUES } from '../../../common/queue/queue-names.js';
-import { QueueFactory } from '../../../common/queue/queue.factory.js';
+import { JOBS, QUEUES } from '#common/queue/queue-names.js';
+import { QueueFactory } from '#common/queue/queue.factory.js';
 import type { ClearingRail } from './clearing-rail.port.js';
 
 /** Options of the simulator's present and settle jobs. */

@@ -1,5 +1,5 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { CliUsageError, printJson, requireOption, unknownSubcommand } from '../../../common/cli/output.js';
+import { CliUsageError, printJson, requireOption, unknownSubcommand } from '#common/cli/output.js';
 import { CONCEPTS } from '../dto/transfer.dto.js';
 import { TransfersService } from '../transfers.service.js';
 

@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
 import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
-import { AuthClient } from '../../../common/auth/auth.decorator.js';
-import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
+import { AuthClient } from '#common/auth/auth.decorator.js';
+import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
 import { CounterpartyService } from './counterparty.service.js';
 import { CounterpartyRequestDto, CounterpartyResponseDto } from './dto/counterparty.dto.js';
 

@@ -1,10 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { NotFoundError, ValidationFailedError } from '../../../common/errors/domain-errors.js';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
-import { ALIAS_PATTERN } from '../../wallet/alias.js';
-import { isCvu, isValidCbu } from '../../wallet/cvu.js';
+import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import { ALIAS_PATTERN } from '#modules/wallet/alias.js';
+import { isCvu, isValidCbu } from '#modules/wallet/cvu.js';
 import { COUNTERPARTY_DIRECTORY, type CounterpartyDirectory } from './counterparty-directory.port.js';
 import type { CounterpartyResponseDto } from './dto/counterparty.dto.js';
 

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { isValidCbu } from '../../wallet/cvu.js';
+import { isValidCbu } from '#modules/wallet/cvu.js';
 import type { CounterpartyDirectory, DirectoryAccount } from './counterparty-directory.port.js';
 
 /** The simulated directory: a JSON file of accounts at other institutions, validated when loaded. */

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { PageQueryDto } from '../../../common/http/pagination.js';
+import { PageQueryDto } from '#common/http/pagination.js';
 import { Type } from 'class-transformer';
 import {
   IsDefined,

@@ -1,5 +1,5 @@
 import { Column, CreateDateColumn, Index, PrimaryColumn } from 'typeorm';
-import { SchemaDeclaration } from '../../../common/database/schema-declaration.js';
+import { SchemaDeclaration } from '#common/database/schema-declaration.js';
 
 /** An Idempotency-Key of POST /wallet/transactions with the answer it got. */
 @SchemaDeclaration({

@@ -7,7 +7,7 @@ import {
   PrimaryGeneratedColumn,
   type Relation,
 } from 'typeorm';
-import { SchemaDeclaration } from '../../../common/database/schema-declaration.js';
+import { SchemaDeclaration } from '#common/database/schema-declaration.js';
 import { TransferEntity } from './transfer.entity.js';
 
 /** Every status a transfer went through, with its time. */

@@ -9,8 +9,8 @@ import {
   UpdateDateColumn,
   type Relation,
 } from 'typeorm';
-import { SchemaDeclaration } from '../../../common/database/schema-declaration.js';
-import { WalletAccountEntity } from '../../wallet/accounts/entities/wallet-account.entity.js';
+import { SchemaDeclaration } from '#common/database/schema-declaration.js';
+import { WalletAccountEntity } from '#modules/wallet/accounts/entities/wallet-account.entity.js';
 import type { TransferStatus } from '../transfer-status.js';
 
 /** One side of a movement of money: an account's DEPOSIT or WITHDRAW. */

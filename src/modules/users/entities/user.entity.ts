@@ -1,6 +1,6 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn, type Relation } from 'typeorm';
-import { ApplicationEntity } from '../../apps/entities/application.entity.js';
-import { OwnerColumns } from '../../kyc/owners/owner.columns.js';
+import { ApplicationEntity } from '#modules/apps/entities/application.entity.js';
+import { OwnerColumns } from '#modules/kyc/owners/owner.columns.js';
 
 /** A natural person of an application. Deletion is soft: the row stays for audit. */
 @Entity({ name: 'users' })

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { Principal } from '../../../common/auth/principal.js';
-import { ValidationFailedError } from '../../../common/errors/domain-errors.js';
+import type { Principal } from '#common/auth/principal.js';
+import { ValidationFailedError } from '#common/errors/domain-errors.js';
 import { Money, parseAmount, toDb, toJson } from '../money.js';
 import type { FeesResponseDto, SetFeesDto } from './dto/account.dto.js';
 import { requireAccount } from './account-lookup.js';

@@ -1,8 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import type { Principal } from '../../../common/auth/principal.js';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
+import type { Principal } from '#common/auth/principal.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { Money, parseAmount, toDb, toJson } from '../money.js';
 import { periodsOf } from '../periods.js';
 import type { LimitsResponseDto, OperadoResponseDto, SetLimitsDto } from './dto/account.dto.js';

@@ -1,7 +1,7 @@
 import type { EntityManager } from 'typeorm';
-import type { Principal } from '../../../common/auth/principal.js';
-import { tenantWhereAnd } from '../../../common/auth/tenancy.js';
-import { NotFoundError } from '../../../common/errors/domain-errors.js';
+import type { Principal } from '#common/auth/principal.js';
+import { tenantWhereAnd } from '#common/auth/tenancy.js';
+import { NotFoundError } from '#common/errors/domain-errors.js';
 import { WalletAccountEntity } from './entities/wallet-account.entity.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { OwnerAccountView } from '../../kyc/owners/owner-accounts.port.js';
+import type { OwnerAccountView } from '#modules/kyc/owners/owner-accounts.port.js';
 import { fromDb, toJson } from '../money.js';
 import type { WalletAccountEntity } from './entities/wallet-account.entity.js';
 

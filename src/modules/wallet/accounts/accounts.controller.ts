@@ -7,11 +7,11 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { AuthClient, AuthEither } from '../../../common/auth/auth.decorator.js';
-import { CurrentPrincipal, type Principal } from '../../../common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '../../../common/http/openapi.js';
-import type { OwnerAccountView } from '../../kyc/owners/owner-accounts.port.js';
-import { AccountInfoDto } from '../../users/dto/user.dto.js';
+import { AuthClient, AuthEither } from '#common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import type { OwnerAccountView } from '#modules/kyc/owners/owner-accounts.port.js';
+import { AccountInfoDto } from '#modules/users/dto/user.dto.js';
 import { AccountFeesService } from './account-fees.service.js';
 import { AccountLimitsService } from './account-limits.service.js';
 import { AccountsService } from './accounts.service.js';

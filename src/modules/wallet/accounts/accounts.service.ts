@@ -2,17 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import { actorOf, type Principal } from '../../../common/auth/principal.js';
-import { isUniqueViolation } from '../../../common/database/sql.js';
-import {
-  ForbiddenError,
-  NotFoundError,
-  ValidationFailedError,
-} from '../../../common/errors/domain-errors.js';
-import { APP_CONFIG, type AppConfig } from '../../../config/app-config.js';
-import { CompaniesService } from '../../companies/companies.service.js';
-import type { OwnerAccountView } from '../../kyc/owners/owner-accounts.port.js';
-import { UsersService } from '../../users/users.service.js';
+import { actorOf, type Principal } from '#common/auth/principal.js';
+import { isUniqueViolation } from '#common/database/sql.js';
+import { ForbiddenError, NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import { CompaniesService } from '#modules/companies/companies.service.js';
+import type { OwnerAccountView } from '#modules/kyc/owners/owner-accounts.port.js';
+import { UsersService } from '#modules/users/users.service.js';
 import { ALIAS_PATTERN, generateAlias } from '../alias.js';
 import { buildCvu } from '../cvu.js';
 import { LedgerService } from '../ledger/ledger.service.js';

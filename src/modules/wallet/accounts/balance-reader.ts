@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import type { Principal } from '../../../common/auth/principal.js';
-import { MicroBatcher } from '../../../common/database/micro-batcher.js';
+import type { Principal } from '#common/auth/principal.js';
+import { MicroBatcher } from '#common/database/micro-batcher.js';
 
 interface Lookup {
   id: string;

@@ -1,5 +1,5 @@
 import { Command, CommandRunner, SubCommand } from 'nest-commander';
-import { printJson, unknownSubcommand } from '../../../common/cli/output.js';
+import { printJson, unknownSubcommand } from '#common/cli/output.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 
 @SubCommand({

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
-import { derivedUuid } from '../../../common/ids/derived-uuid.js';
+import { derivedUuid } from '#common/ids/derived-uuid.js';
 import { fromDb, Money, toDb } from '../money.js';
 
 /** Roles of the system accounts that hold the other side of wallet movements. */

@@ -1,5 +1,5 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { printJson, requireOption, unknownSubcommand } from '../../../common/cli/output.js';
+import { printJson, requireOption, unknownSubcommand } from '#common/cli/output.js';
 import { WebhooksService } from '../webhooks.service.js';
 
 @SubCommand({ name: 'send-test', description: 'queue a webhook_test event for an application' })

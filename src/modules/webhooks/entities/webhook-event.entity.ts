@@ -11,7 +11,7 @@ import {
   Unique,
   type Relation,
 } from 'typeorm';
-import { ApplicationEntity } from '../../apps/entities/application.entity.js';
+import { ApplicationEntity } from '#modules/apps/entities/application.entity.js';
 
 export type WebhookEventStatus = 'pending' | 'delivered' | 'failed';
 

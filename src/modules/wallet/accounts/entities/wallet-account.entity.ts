@@ -12,9 +12,9 @@ import {
   UpdateDateColumn,
   type Relation,
 } from 'typeorm';
-import { ApplicationEntity } from '../../../apps/entities/application.entity.js';
+import { ApplicationEntity } from '#modules/apps/entities/application.entity.js';
 import { LedgerAccountEntity } from '../../ledger/entities/ledger.entities.js';
-import { SchemaDeclaration } from '../../../../common/database/schema-declaration.js';
+import { SchemaDeclaration } from '#common/database/schema-declaration.js';
 
 export type AccountStatus = 'ACTIVE' | 'INACTIVE' | 'PENDING' | 'DELETED';
 export type FeeType = 'FIXED' | 'PERCENTAGE';

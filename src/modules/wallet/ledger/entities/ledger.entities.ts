@@ -9,7 +9,7 @@ import {
   PrimaryGeneratedColumn,
   type Relation,
 } from 'typeorm';
-import { SchemaDeclaration } from '../../../../common/database/schema-declaration.js';
+import { SchemaDeclaration } from '#common/database/schema-declaration.js';
 
 /** An account of the ledger: a wallet account (cached balance) or a system account (no cached balance). */
 @SchemaDeclaration({
