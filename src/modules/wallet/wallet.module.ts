@@ -5,6 +5,7 @@ import { AccountsController } from './accounts/accounts.controller.js';
 import { AccountFeesService } from './accounts/account-fees.service.js';
 import { AccountLimitsService } from './accounts/account-limits.service.js';
 import { AccountsService } from './accounts/accounts.service.js';
+import { StatementService } from './accounts/statement.service.js';
 import { BalanceReader } from './accounts/balance-reader.js';
 import { LedgerService } from './ledger/ledger.service.js';
 
@@ -15,7 +16,14 @@ import { LedgerService } from './ledger/ledger.service.js';
 @Module({
   imports: [UsersModule, CompaniesModule],
   controllers: [AccountsController],
-  providers: [AccountsService, AccountLimitsService, AccountFeesService, BalanceReader, LedgerService],
+  providers: [
+    AccountsService,
+    AccountLimitsService,
+    AccountFeesService,
+    BalanceReader,
+    LedgerService,
+    StatementService,
+  ],
   exports: [AccountsService, AccountLimitsService, LedgerService],
 })
 export class WalletModule {}

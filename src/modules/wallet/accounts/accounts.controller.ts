@@ -1,15 +1,30 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, ParseUUIDPipe, Patch, Post } from '@nestjs/common';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  HttpCode,
+  Param,
+  ParseUUIDPipe,
+  Patch,
+  Post,
+  Query,
+  UseInterceptors,
+} from '@nestjs/common';
 import {
   ApiCreatedResponse,
   ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
+  ApiProduces,
+  ApiQuery,
   ApiTags,
 } from '@nestjs/swagger';
 import { AuthClient, AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
 import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NEXT_CURSOR_HEADER } from '#common/http/pagination.js';
 import type { OwnerAccountView } from '#modules/kyc/owners/owner-accounts.port.js';
 import { AccountInfoDto } from '#modules/users/dto/user.dto.js';
 import { AccountFeesService } from './account-fees.service.js';
@@ -29,6 +44,9 @@ import {
   StatusMessageResponseDto,
   UpdateAccountAliasDto,
 } from './dto/account.dto.js';
+import { STATEMENT_AT_DESCRIPTION, StatementQueryDto, StatementResponseDto } from './dto/statement.dto.js';
+import { StatementInterceptor } from './statement-csv.js';
+import { StatementService, type StatementPage } from './statement.service.js';
 
 const Uuid = () => Param('uuid', ParseUUIDPipe);
 
@@ -44,6 +62,7 @@ export class AccountsController {
     private readonly accounts: AccountsService,
     private readonly accountLimits: AccountLimitsService,
     private readonly accountFees: AccountFeesService,
+    private readonly statements: StatementService,
   ) {}
 
   @Post()
@@ -110,10 +129,60 @@ export class AccountsController {
 
   @Get(':uuid/balance')
   @AuthEither()
-  @ApiOperation({ summary: 'The balance available' })
+  @ApiOperation({
+    summary: 'The balance available; with `at`, the balance at that instant (docs/decisions/0030)',
+  })
+  @ApiQuery({
+    name: 'at',
+    required: false,
+    description: `${STATEMENT_AT_DESCRIPTION}. Before the account existed: 0; in the future: the balance now`,
+  })
   @ApiOkResponse({ type: BalanceResponseDto })
-  balance(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<BalanceResponseDto> {
-    return this.accounts.balance(principal, uuid);
+  balance(
+    @CurrentPrincipal() principal: Principal,
+    @Uuid() uuid: string,
+    @Query('at') at?: string,
+  ): Promise<BalanceResponseDto> {
+    return at === undefined
+      ? this.accounts.balance(principal, uuid)
+      : this.statements.balanceAt(principal, uuid, at);
+  }
+
+  @Get(':uuid/statement')
+  @AuthEither()
+  @UseInterceptors(StatementInterceptor)
+  @ApiOperation({
+    summary:
+      'The statement of the period (from, to]: opening, movements with running balance, closing, totals',
+    description:
+      `JSON, or CSV with \`Accept: text/csv\` (RFC 4180, header row, exact decimals, UTC). Paginated: ` +
+      `the movements are paged (limit 1-${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}), the opening, closing ` +
+      `and totals are the whole period's on every page. docs/decisions/0030.`,
+  })
+  @ApiQuery({ name: 'from', required: true, description: STATEMENT_AT_DESCRIPTION })
+  @ApiQuery({ name: 'to', required: true, description: `${STATEMENT_AT_DESCRIPTION}; not before from` })
+  @ApiQuery({ name: 'limit', required: false, description: `movements per page, 1-${MAX_PAGE_SIZE}` })
+  @ApiQuery({
+    name: 'cursor',
+    required: false,
+    description: `the ${NEXT_CURSOR_HEADER} response header of the previous page (absent on the last page)`,
+  })
+  @ApiProduces('application/json', 'text/csv')
+  @ApiOkResponse({
+    type: StatementResponseDto,
+    headers: {
+      [NEXT_CURSOR_HEADER]: {
+        description: 'the cursor of the next page (absent on the last page)',
+        schema: { type: 'string' },
+      },
+    },
+  })
+  statement(
+    @CurrentPrincipal() principal: Principal,
+    @Uuid() uuid: string,
+    @Query() query: StatementQueryDto,
+  ): Promise<StatementPage> {
+    return this.statements.statement(principal, uuid, query);
   }
 
   @Post(':uuid/balance')

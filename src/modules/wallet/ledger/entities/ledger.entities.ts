@@ -52,6 +52,8 @@ export class JournalEntryEntity {
 })
 @Check('CHK_postings_amount', `"amount" <> 0`)
 @Index('idx_postings_account', ['accountId', 'id'])
+/** Balance as of a time and statements: an index-only range scan of one account's postings (decision 0030). */
+@Index('idx_postings_account_time', ['accountId', 'createdAt', 'id', 'amount'])
 @Index('idx_postings_entry', ['entryId'])
 export class PostingEntity {
   @PrimaryGeneratedColumn('increment', { type: 'bigint', primaryKeyConstraintName: 'PK_postings' })

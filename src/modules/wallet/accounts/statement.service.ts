@@ -1,0 +1,243 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import type { Principal } from '#common/auth/principal.js';
+import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { DEFAULT_PAGE_SIZE } from '#common/http/pagination.js';
+import { fromDb, type Money, toJson } from '../money.js';
+import type { BalanceResponseDto } from './dto/account.dto.js';
+import type { StatementMovementDto, StatementResponseDto } from './dto/statement.dto.js';
+
+/** RFC 3339 date-time: a date, a time (optional fraction) and an offset (Z or ±hh:mm). */
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d{1,6})?([Zz]|[+-](\d{2}):(\d{2}))$/;
+
+/**
+ * An RFC 3339 instant as the text PostgreSQL takes (microseconds kept), or a 400 at `path`. The date and time
+ * must exist (no 2026-02-30, no hour 24); a leap second is refused.
+ */
+export function parseInstant(value: string | undefined, path: string): string {
+  if (value === undefined || value === '') {
+    throw ValidationFailedError.single(path, 'required', `${path} is required`);
+  }
+  const match = RFC3339.exec(value);
+  const invalid = () =>
+    ValidationFailedError.single(
+      path,
+      'invalid',
+      `${path} must be an RFC 3339 date-time (e.g. 2026-01-31T23:59:59Z)`,
+    );
+  if (!match) throw invalid();
+  const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number);
+  const date = new Date(Date.UTC(year, month - 1, day));
+  const offsetOk = match[9] === undefined || (Number(match[9]) <= 23 && Number(match[10]) <= 59);
+  if (
+    date.getUTCFullYear() !== year ||
+    date.getUTCMonth() !== month - 1 ||
+    date.getUTCDate() !== day ||
+    year < 1 ||
+    hour > 23 ||
+    minute > 59 ||
+    second > 59 ||
+    !offsetOk
+  ) {
+    throw invalid();
+  }
+  return value.toUpperCase();
+}
+
+/** Keyset position in an account's postings: (created_at with microseconds, posting id). */
+interface StatementCursor {
+  at: string;
+  id: string;
+}
+
+const encodeStatementCursor = (position: StatementCursor): string =>
+  Buffer.from(`${position.at}|${position.id}`).toString('base64url');
+
+function decodeStatementCursor(cursor: string | undefined): StatementCursor | undefined {
+  if (cursor === undefined) return undefined;
+  const [at, id, extra] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (extra !== undefined || !id || !/^\d{1,19}$/.test(id) || !at || !RFC3339.test(at)) {
+    throw ValidationFailedError.single('cursor', 'invalid', 'cursor is not valid');
+  }
+  return { at, id };
+}
+
+/** The account the principal reaches (its application; a subject only its own), not deleted. */
+const SCOPE = `SELECT w.id FROM wallet_accounts w
+                WHERE w.id = $1 AND w.app_id = $2 AND w.status <> 'DELETED'
+                  AND ($3::text IS NULL OR w.owner_id::text = $3)`;
+
+/**
+ * The balance of the account at `t`, inside a query where `a` is its ledger account: the cached balance minus the
+ * postings after `t` (an index-only range scan of idx_postings_account_time, as long as the postings since `t`).
+ * Read in the same statement (one snapshot) as the cached balance, so the two agree.
+ */
+const balanceAt = (t: string) =>
+  `a.balance - COALESCE((SELECT sum(p.amount) FROM postings p
+                          WHERE p.account_id = a.id AND p.created_at > ${t}), 0)`;
+
+interface MovementRow {
+  posting_id: string;
+  posted_at: string;
+  amount: string;
+  running: string;
+  entry_id: string;
+  kind: string;
+  reference: string | null;
+  description: string | null;
+}
+
+/** A movement with its amounts exact (the CSV's source). */
+export type ExactMovement = Omit<MovementRow, 'amount' | 'running'> & { amount: Money; running: Money };
+
+/** A statement page with exact amounts: the JSON body rounds them to numbers at the edge, the CSV does not. */
+export interface ExactStatement {
+  from: string;
+  to: string;
+  opening: Money;
+  closing: Money;
+  totalIn: Money;
+  totalOut: Money;
+  movements: ExactMovement[];
+}
+
+export interface StatementPage {
+  body: StatementResponseDto;
+  exact: ExactStatement;
+  nextCursor: string | null;
+}
+
+const UTC_TEXT = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
+
+/**
+ * Balances as of an instant and account statements, read from the postings (docs/decisions/0030). Each answer is
+ * one SQL statement, so its numbers come from one snapshot. A time before the account existed gives zero; a time
+ * in the future gives the postings known so far (today's balance).
+ */
+@Injectable()
+export class StatementService {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async balanceAt(principal: Principal, id: string, at: string | undefined): Promise<BalanceResponseDto> {
+    const instant = parseInstant(at, 'at');
+    const accountId = id.toLowerCase();
+    const rows = (await this.dataSource.query(
+      `SELECT (${balanceAt('$4::timestamptz')})::text AS balance
+         FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id`,
+      [accountId, principal.appId, ownerOf(principal), instant],
+    )) as { balance: string }[];
+    if (rows.length === 0) throw new NotFoundError(id, 'Account not found');
+    return { id: accountId, accountId, balance: toJson(rows[0].balance) };
+  }
+
+  async statement(
+    principal: Principal,
+    id: string,
+    query: { from?: string; to?: string; limit?: number; cursor?: string },
+  ): Promise<StatementPage> {
+    const from = parseInstant(query.from, 'from');
+    const to = parseInstant(query.to, 'to');
+    const cursor = decodeStatementCursor(query.cursor);
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    const accountId = id.toLowerCase();
+    const params = [
+      accountId,
+      principal.appId,
+      ownerOf(principal),
+      from,
+      to,
+      limit + 1,
+      cursor?.at ?? null,
+      cursor?.id ?? null,
+    ];
+    const [head] = (await this.dataSource.query(
+      `WITH acc AS (SELECT a.* FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id),
+            page AS (
+              SELECT p.id, p.created_at, p.amount
+                FROM acc a JOIN postings p ON p.account_id = a.id
+               WHERE p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz
+                 AND ($7::timestamptz IS NULL OR (p.created_at, p.id) > ($7::timestamptz, $8::bigint))
+               ORDER BY p.created_at, p.id
+               LIMIT $6),
+            start AS (
+              SELECT CASE WHEN $7::timestamptz IS NULL THEN (${balanceAt('$4::timestamptz')})
+                          ELSE a.balance - COALESCE((SELECT sum(p.amount) FROM postings p
+                                 WHERE p.account_id = a.id AND (p.created_at, p.id) > ($7::timestamptz, $8::bigint)), 0)
+                     END AS balance
+                FROM acc a)
+       SELECT ($4::timestamptz > $5::timestamptz) AS reversed,
+              a.currency, ${UTC_TEXT('$4::timestamptz')} AS from_text, ${UTC_TEXT('$5::timestamptz')} AS to_text,
+              (${balanceAt('$4::timestamptz')})::text AS opening,
+              (${balanceAt('$5::timestamptz')})::text AS closing,
+              (SELECT COALESCE(sum(p.amount) FILTER (WHERE p.amount > 0), 0)::text FROM postings p
+                WHERE p.account_id = a.id AND p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz) AS total_in,
+              (SELECT COALESCE(-sum(p.amount) FILTER (WHERE p.amount < 0), 0)::text FROM postings p
+                WHERE p.account_id = a.id AND p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz) AS total_out,
+              COALESCE((SELECT json_agg(m ORDER BY m.n) FROM (
+                 SELECT row_number() OVER (ORDER BY pg.created_at, pg.id) AS n,
+                        pg.id::text AS posting_id, ${UTC_TEXT('pg.created_at')} AS posted_at,
+                        pg.amount::text AS amount,
+                        ((SELECT balance FROM start) + sum(pg.amount) OVER (ORDER BY pg.created_at, pg.id))::text AS running,
+                        e.id AS entry_id, e.kind, e.reference, e.description
+                   FROM page pg JOIN postings p2 ON p2.id = pg.id JOIN journal_entries e ON e.id = p2.entry_id) m), '[]') AS movements
+         FROM acc a`,
+      params,
+    )) as {
+      reversed: boolean;
+      currency: string;
+      from_text: string;
+      to_text: string;
+      opening: string;
+      closing: string;
+      total_in: string;
+      total_out: string;
+      movements: MovementRow[];
+    }[];
+    if (!head) throw new NotFoundError(id, 'Account not found');
+    if (head.reversed) throw ValidationFailedError.single('to', 'invalid', 'to must not be before from');
+    const more = head.movements.length > limit;
+    const served = more ? head.movements.slice(0, limit) : head.movements;
+    const last = served[served.length - 1];
+    const exact: ExactStatement = {
+      from: head.from_text,
+      to: head.to_text,
+      opening: fromDb(head.opening),
+      closing: fromDb(head.closing),
+      totalIn: fromDb(head.total_in),
+      totalOut: fromDb(head.total_out),
+      movements: served.map((row) => ({ ...row, amount: fromDb(row.amount), running: fromDb(row.running) })),
+    };
+    return {
+      body: {
+        accountId,
+        currency: head.currency,
+        from: exact.from,
+        to: exact.to,
+        openingBalance: toJson(exact.opening),
+        closingBalance: toJson(exact.closing),
+        totalIn: toJson(exact.totalIn),
+        totalOut: toJson(exact.totalOut),
+        movements: exact.movements.map(movementView),
+      },
+      exact,
+      nextCursor: more && last ? encodeStatementCursor({ at: last.posted_at, id: last.posting_id }) : null,
+    };
+  }
+}
+
+const ownerOf = (principal: Principal): string | null =>
+  principal.kind === 'subject' ? principal.subject : null;
+
+function movementView(row: ExactMovement): StatementMovementDto {
+  return {
+    postingId: row.posting_id,
+    postedAt: row.posted_at,
+    amount: toJson(row.amount),
+    balance: toJson(row.running),
+    entryId: row.entry_id,
+    kind: row.kind,
+    reference: row.reference,
+    description: row.description,
+  };
+}

@@ -1,0 +1,482 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import fc from 'fast-check';
+import request from 'supertest';
+import { subjectToken, type TestClient } from './support/auth.js';
+import { bearer, countRows, expectNotFound, expectValidation } from './support/identity.js';
+import type { TestApp } from './support/test-app.js';
+import { postTransfer, transferBody } from './support/transfers.js';
+import { startWithTwoApplications } from './support/two-applications.js';
+import { createOwner, openAccount, setBalance, type AccountInfo } from './support/wallet.js';
+
+interface Movement {
+  postingId: string;
+  postedAt: string;
+  amount: number;
+  balance: number;
+  entryId: string;
+  kind: string;
+  reference: string | null;
+  description: string | null;
+}
+
+interface Statement {
+  accountId: string;
+  currency: string;
+  from: string;
+  to: string;
+  openingBalance: number;
+  closingBalance: number;
+  totalIn: number;
+  totalOut: number;
+  movements: Movement[];
+}
+
+const STATEMENT_KEYS = [
+  'accountId',
+  'closingBalance',
+  'currency',
+  'from',
+  'movements',
+  'openingBalance',
+  'to',
+  'totalIn',
+  'totalOut',
+];
+const MOVEMENT_KEYS = [
+  'amount',
+  'balance',
+  'description',
+  'entryId',
+  'kind',
+  'postedAt',
+  'postingId',
+  'reference',
+];
+const MICRO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+
+/** RFC 4180 parser (quoted fields, doubled quotes, CRLF), written here so a bug in the writer cannot hide itself. */
+function parseCsv(text: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let fieldText = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        fieldText += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else fieldText += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') {
+      row.push(fieldText);
+      fieldText = '';
+    } else if (c === '\r' && text[i + 1] === '\n') {
+      row.push(fieldText);
+      rows.push(row);
+      row = [];
+      fieldText = '';
+      i++;
+    } else fieldText += c;
+  }
+  expect(fieldText).toBe('');
+  expect(row).toEqual([]);
+  return rows;
+}
+
+/** A step of the randomized history. */
+type Step =
+  | { op: 'set'; balance: number }
+  | { op: 'transfer'; amount: number }
+  | { op: 'entry'; amount: number; description: string };
+
+const cents = (min: number, max: number) =>
+  fc.integer({ min: min * 100, max: max * 100 }).map((n) => n / 100);
+const stepArbitrary: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ op: fc.constant('set' as const), balance: cents(0, 5000) }),
+  fc.record({ op: fc.constant('transfer' as const), amount: cents(1, 50) }),
+  fc.record({
+    op: fc.constant('entry' as const),
+    amount: cents(-30, 30).filter((n) => n !== 0),
+    description: fc.constantFrom(
+      'plain',
+      'with, a comma',
+      'with "quotes", and a comma',
+      'line\nbreak',
+      'ñandú €',
+    ),
+  }),
+);
+
+describe('wallet statements and balance as of a time (real database)', () => {
+  let t: TestApp;
+  let appA: TestClient;
+  let tokenA: string;
+  let tokenB: string;
+  let ownerX: string;
+  let x: AccountInfo;
+  let y: AccountInfo;
+  /** Instants (database clock text) before, between and after the history, with the balance read live then. */
+  const checkpoints: { at: string; balance: number }[] = [];
+  let created: string;
+
+  const api = () => request(t.http);
+  const balanceAt = (uuid: string, at: string, token = tokenA) =>
+    api().get(`/v1/wallet/accounts/${uuid}/balance`).query({ at }).set('Authorization', bearer(token));
+  const liveBalance = async (uuid: string): Promise<number> => {
+    const response = await api()
+      .get(`/v1/wallet/accounts/${uuid}/balance`)
+      .set('Authorization', bearer(tokenA));
+    expect(response.status).toBe(200);
+    return (response.body as { balance: number }).balance;
+  };
+  const statement = (uuid: string, query: Record<string, string | number>, token = tokenA) =>
+    api().get(`/v1/wallet/accounts/${uuid}/statement`).query(query).set('Authorization', bearer(token));
+  const dbNow = async (): Promise<string> =>
+    (
+      (await t.dataSource.query(
+        `SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS now`,
+      )) as { now: string }[]
+    )[0].now;
+  /** The live balance and the database instant it held at (read twice around the clock, so nothing slipped between). */
+  const checkpoint = async (uuid: string): Promise<{ at: string; balance: number }> => {
+    for (;;) {
+      const before = await liveBalance(uuid);
+      const at = await dbNow();
+      if ((await liveBalance(uuid)) === before) return { at, balance: before };
+    }
+  };
+  const pages = async (uuid: string, from: string, to: string, limit: number): Promise<Statement[]> => {
+    const served: Statement[] = [];
+    let cursor: string | undefined;
+    for (let guard = 0; guard < 1000; guard++) {
+      const response = await statement(uuid, { from, to, limit, ...(cursor ? { cursor } : {}) });
+      expect(response.status).toBe(200);
+      served.push(response.body as Statement);
+      cursor = response.headers['x-next-cursor'] as string | undefined;
+      if (!cursor) return served;
+    }
+    throw new Error('pagination did not end');
+  };
+
+  beforeAll(async () => {
+    ({ t, appA, tokenA, tokenB } = await startWithTwoApplications('statement'));
+    created = await dbNow();
+    ownerX = await createOwner(t.http, tokenA);
+    x = await openAccount(t.http, tokenA, appA.appId, ownerX);
+    y = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+    checkpoints.push(await checkpoint(x.uuid));
+
+    const seed = Date.now();
+    const [steps] = fc.sample(fc.array(stepArbitrary, { minLength: 10, maxLength: 14 }), {
+      seed,
+      numRuns: 1,
+    });
+    for (const step of steps) {
+      if (step.op === 'set') await setBalance(t.http, tokenA, x.uuid, step.balance);
+      else if (step.op === 'transfer') {
+        if ((await liveBalance(x.uuid)) < step.amount * 1.01) await setBalance(t.http, tokenA, x.uuid, 1000);
+        const response = await postTransfer(t.http, tokenA, transferBody(x.uuid, y.cvu, step.amount));
+        expect(response.status).toBe(201);
+      } else {
+        await t.dataSource.query(
+          `SELECT ledger_post($1, 'TEST', $2, $3, 'test:statement', ARRAY[$4::uuid, $5::uuid], ARRAY[$6::numeric, -$6::numeric], 'ARS')`,
+          [appA.appId, `ref-${randomUUID()}`, step.description, x.uuid, y.uuid, String(step.amount)],
+        );
+      }
+      await sleep(15);
+      checkpoints.push(await checkpoint(x.uuid));
+      await sleep(15);
+    }
+    // Transfers may settle asynchronously: wait until the balance stops moving, then take the last checkpoint.
+    for (let stable = 0; stable < 3;) {
+      const before = await liveBalance(x.uuid);
+      await sleep(100);
+      stable = (await liveBalance(x.uuid)) === before ? stable + 1 : 0;
+    }
+    checkpoints.push(await checkpoint(x.uuid));
+  });
+  afterAll(() => t.close());
+
+  describe('GET …/balance?at=', () => {
+    it('equals the balance read live at every checkpoint', async () => {
+      for (const { at, balance } of checkpoints) {
+        const response = await balanceAt(x.uuid, at);
+        expect(response.status).toBe(200);
+        expect(response.body).toStrictEqual({ id: x.uuid, accountId: x.uuid, balance });
+      }
+    });
+
+    it('is 0 before the account existed and the current balance in the future; without at, the same body as always', async () => {
+      const now = await liveBalance(x.uuid);
+      expect((await balanceAt(x.uuid, '2000-01-01T00:00:00Z')).body).toStrictEqual({
+        id: x.uuid,
+        accountId: x.uuid,
+        balance: 0,
+      });
+      expect((await balanceAt(x.uuid, created)).body.balance).toBe(0);
+      expect((await balanceAt(x.uuid, '2999-12-31T23:59:59.999999+00:00')).body.balance).toBe(now);
+      const plain = await api()
+        .get(`/v1/wallet/accounts/${x.uuid}/balance`)
+        .set('Authorization', bearer(tokenA));
+      expect(plain.text).toBe(JSON.stringify({ id: x.uuid, accountId: x.uuid, balance: now }));
+    });
+
+    it('accepts an offset and reads the same instant', async () => {
+      const last = checkpoints[checkpoints.length - 1];
+      const shifted = new Date(Date.parse(last.at) + 1000).toISOString(); // ms; one second later, still after all
+      const local = `${new Date(Date.parse(shifted) - 3 * 3600_000).toISOString().slice(0, 23)}-03:00`;
+      expect((await balanceAt(x.uuid, local)).body.balance).toBe(last.balance);
+    });
+  });
+
+  describe('GET …/statement', () => {
+    it('chains periods: each closing is the next opening and the balance at its end; movements run to it', async () => {
+      const cuts = ['2000-01-01T00:00:00Z', ...checkpoints.filter((_c, i) => i % 3 === 0).map((c) => c.at)];
+      cuts.push(checkpoints[checkpoints.length - 1].at, '2999-01-01T00:00:00Z');
+      let previousClosing: number | undefined;
+      for (let i = 0; i + 1 < cuts.length; i++) {
+        const [from, to] = [cuts[i], cuts[i + 1]];
+        const response = await statement(x.uuid, { from, to, limit: 500 });
+        expect(response.status).toBe(200);
+        const body = response.body as Statement;
+        expect(Object.keys(body).sort()).toStrictEqual(STATEMENT_KEYS);
+        expect(body.accountId).toBe(x.uuid);
+        expect(body.currency).toBe('ARS');
+        if (previousClosing !== undefined) expect(body.openingBalance).toBe(previousClosing);
+        expect(body.openingBalance).toBe((await balanceAt(x.uuid, from)).body.balance);
+        expect(body.closingBalance).toBe((await balanceAt(x.uuid, to)).body.balance);
+        let running = body.openingBalance * 100;
+        let totalIn = 0;
+        let totalOut = 0;
+        for (const m of body.movements) {
+          expect(Object.keys(m).sort()).toStrictEqual(MOVEMENT_KEYS);
+          expect(m.postedAt).toMatch(MICRO_UTC);
+          expect(Date.parse(m.postedAt)).toBeGreaterThanOrEqual(Date.parse(from));
+          expect(Date.parse(m.postedAt)).toBeLessThanOrEqual(Date.parse(to));
+          running += Math.round(m.amount * 100);
+          expect(m.balance * 100).toBeCloseTo(running, 6);
+          if (m.amount > 0) totalIn += Math.round(m.amount * 100);
+          else totalOut -= Math.round(m.amount * 100);
+        }
+        const last = body.movements[body.movements.length - 1];
+        if (last) expect(last.balance).toBe(body.closingBalance);
+        else expect(body.closingBalance).toBe(body.openingBalance);
+        expect(Math.round(body.totalIn * 100)).toBe(totalIn);
+        expect(Math.round(body.totalOut * 100)).toBe(totalOut);
+        previousClosing = body.closingBalance;
+      }
+    });
+
+    it('pages lose and repeat nothing; each page carries the period opening, closing and totals', async () => {
+      const from = '2000-01-01T00:00:00Z';
+      const to = '2999-01-01T00:00:00Z';
+      const whole = await pages(x.uuid, from, to, 500);
+      expect(whole).toHaveLength(1);
+      expect(whole[0].movements.length).toBeGreaterThan(3);
+      const paged = await pages(x.uuid, from, to, 2);
+      expect(paged.length).toBe(Math.ceil(whole[0].movements.length / 2));
+      for (const page of paged) {
+        expect(page.movements.length).toBeLessThanOrEqual(2);
+        expect({ ...page, movements: [] }).toStrictEqual({ ...whole[0], movements: [] });
+      }
+      expect(paged.flatMap((page) => page.movements)).toStrictEqual(whole[0].movements);
+    });
+
+    it('answers the same as CSV with Accept: text/csv, row for row (RFC 4180 quoting)', async () => {
+      const query = { from: '2000-01-01T00:00:00Z', to: '2999-01-01T00:00:00Z', limit: 500 };
+      const json = (await statement(x.uuid, query)).body as Statement;
+      const response = await statement(x.uuid, query).set('Accept', 'text/csv');
+      expect(response.status).toBe(200);
+      expect(response.headers['content-type']).toBe('text/csv; charset=utf-8');
+      const rows = parseCsv(response.text);
+      expect(rows[0]).toStrictEqual([
+        'row',
+        'posted_at',
+        'amount',
+        'balance',
+        'posting_id',
+        'entry_id',
+        'kind',
+        'reference',
+        'description',
+      ]);
+      expect(rows[1]).toStrictEqual([
+        'OPENING',
+        json.from,
+        '',
+        String(json.openingBalance),
+        '',
+        '',
+        '',
+        '',
+        '',
+      ]);
+      const movements = rows.slice(2, -3);
+      expect(movements).toHaveLength(json.movements.length);
+      movements.forEach((row, i) => {
+        const m = json.movements[i];
+        expect(row).toStrictEqual([
+          'MOVEMENT',
+          m.postedAt,
+          String(m.amount),
+          String(m.balance),
+          m.postingId,
+          m.entryId,
+          m.kind,
+          m.reference ?? '',
+          m.description ?? '',
+        ]);
+      });
+      expect(rows.slice(-3)).toStrictEqual([
+        ['CLOSING', json.to, '', String(json.closingBalance), '', '', '', '', ''],
+        ['TOTAL_IN', json.to, String(json.totalIn), '', '', '', '', '', ''],
+        ['TOTAL_OUT', json.to, String(json.totalOut), '', '', '', '', '', ''],
+      ]);
+      // The ledger's descriptions survive the quoting; one with a comma and quotes is written quoted, quotes doubled.
+      const quoted = json.movements.find((m) => m.description === 'with "quotes", and a comma');
+      if (quoted) expect(response.text).toContain('"with ""quotes"", and a comma"');
+    });
+
+    it('writes RFC 4180 quoting for a description with a comma, quotes and a line break', async () => {
+      const z = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+      const description = 'pago "urgente", cuota 1\nde 3';
+      await t.dataSource.query(
+        `SELECT ledger_post($1, 'TEST', 'ref,1', $2, 'test:statement', ARRAY[$3::uuid, $4::uuid], ARRAY[12.5, -12.5], 'ARS')`,
+        [appA.appId, description, z.uuid, y.uuid],
+      );
+      const query = { from: '2000-01-01T00:00:00Z', to: '2999-01-01T00:00:00Z' };
+      const csv = await statement(z.uuid, query).set('Accept', 'text/csv');
+      expect(csv.text).toContain(`,TEST,"ref,1","pago ""urgente"", cuota 1\nde 3"\r\n`);
+      const rows = parseCsv(csv.text);
+      expect(rows[2].slice(2, 4)).toStrictEqual(['12.5', '12.5']);
+      expect(rows[2][8]).toBe(description);
+      const json = (await statement(z.uuid, query)).body as Statement;
+      expect(json.movements.map((m) => [m.amount, m.balance, m.reference, m.description])).toStrictEqual([
+        [12.5, 12.5, 'ref,1', description],
+      ]);
+      expect([json.openingBalance, json.closingBalance, json.totalIn, json.totalOut]).toStrictEqual([
+        0, 12.5, 12.5, 0,
+      ]);
+    });
+
+    it("reaches the owner's token, and 404s for another application or another owner", async () => {
+      const query = { from: '2000-01-01T00:00:00Z', to: '2999-01-01T00:00:00Z' };
+      const own = await subjectToken(appA, ownerX);
+      expect((await statement(x.uuid, query, own)).status).toBe(200);
+      expect((await balanceAt(x.uuid, checkpoints[1].at, own)).body.balance).toBe(checkpoints[1].balance);
+      const stranger = await subjectToken(appA, await createOwner(t.http, tokenA));
+      for (const token of [tokenB, stranger]) {
+        expectNotFound(await statement(x.uuid, query, token), x.uuid);
+        expectNotFound(await balanceAt(x.uuid, checkpoints[1].at, token), x.uuid);
+      }
+      const unknown = randomUUID();
+      expectNotFound(await statement(unknown, query), unknown);
+    });
+  });
+
+  describe('bad input', () => {
+    it('400s with the validation body, naming the parameter, and writes nothing', async () => {
+      const before = await Promise.all(
+        ['journal_entries', 'postings'].map((table) => countRows(t.dataSource, table)),
+      );
+      const ok = '2026-01-01T00:00:00Z';
+      const cases: [request.Test, string, string][] = [
+        [balanceAt(x.uuid, 'yesterday'), 'at', 'invalid'],
+        [balanceAt(x.uuid, '2026-02-30T00:00:00Z'), 'at', 'invalid'],
+        [balanceAt(x.uuid, '2026-01-01T24:00:00Z'), 'at', 'invalid'],
+        [balanceAt(x.uuid, '2026-01-01 00:00:00'), 'at', 'invalid'],
+        [balanceAt(x.uuid, ''), 'at', 'required'],
+        [statement(x.uuid, { to: ok }), 'from', 'required'],
+        [statement(x.uuid, { from: ok }), 'to', 'required'],
+        [statement(x.uuid, { from: 'x', to: ok }), 'from', 'invalid'],
+        [statement(x.uuid, { from: ok, to: '2026-13-01T00:00:00Z' }), 'to', 'invalid'],
+        [statement(x.uuid, { from: '2026-02-01T00:00:00Z', to: ok }), 'to', 'invalid'],
+        [statement(x.uuid, { from: ok, to: ok, cursor: 'bm9wZQ' }), 'cursor', 'invalid'],
+        [statement(x.uuid, { from: ok, to: ok, limit: 0 }), 'limit', 'invalid'],
+      ];
+      for (const [test, path] of cases) {
+        const items = expectValidation(await test);
+        expect(items.map((item) => item.path)).toContain(path);
+      }
+      const after = await Promise.all(
+        ['journal_entries', 'postings'].map((table) => countRows(t.dataSource, table)),
+      );
+      expect(after).toStrictEqual(before);
+    });
+  });
+
+  describe('on a long history', () => {
+    it('a balance as of a recent time is one index-only range scan bounded by the postings after it (100,000 postings)', async () => {
+      const z = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+      const system = randomUUID();
+      await t.dataSource.query(
+        `INSERT INTO ledger_accounts (id, kind, code, currency) VALUES ($1, 'SYSTEM', 'TEST', 'ARS')`,
+        [system],
+      );
+      // 100,000 balanced entries of +1 / -1, one second apart, the last one 100,000 s ago.
+      await t.dataSource.transaction(async (manager) => {
+        await manager.query(
+          `INSERT INTO journal_entries (id, app_id, kind, description, actor, created_at)
+           SELECT md5('bulk' || $1 || i)::uuid, $2, 'TEST', 'bulk', 'test:bulk', now() - make_interval(secs => 200001 - i)
+             FROM generate_series(1, 100000) AS i`,
+          [z.uuid, appA.appId],
+        );
+        await manager.query(
+          `INSERT INTO postings (entry_id, account_id, amount, currency, created_at)
+           SELECT md5('bulk' || $1 || i)::uuid, a.id, a.amount, 'ARS', now() - make_interval(secs => 200001 - i)
+             FROM generate_series(1, 100000) AS i,
+                  (VALUES ($1::uuid, 1::numeric), ($2::uuid, -1::numeric)) AS a(id, amount)`,
+          [z.uuid, system],
+        );
+        await manager.query(`UPDATE ledger_accounts SET balance = balance + 100000 WHERE id = $1`, [z.uuid]);
+      });
+      await t.dataSource.query('VACUUM ANALYZE postings');
+      // The 11th latest posting's time: exactly 10 postings are after it.
+      const startOfLast10 = (
+        (await t.dataSource.query(
+          `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at
+             FROM postings WHERE account_id = $1 ORDER BY created_at DESC OFFSET 10 LIMIT 1`,
+          [z.uuid],
+        )) as { at: string }[]
+      )[0].at;
+      const response = await balanceAt(z.uuid, startOfLast10);
+      expect(response.body.balance).toBe(99990);
+
+      const [{ 'QUERY PLAN': plan }] = (await t.dataSource.query(
+        `EXPLAIN (ANALYZE, FORMAT JSON)
+         SELECT a.balance - COALESCE((SELECT sum(p.amount) FROM postings p
+                                       WHERE p.account_id = a.id AND p.created_at > $2::timestamptz), 0)
+           FROM ledger_accounts a WHERE a.id = $1`,
+        [z.uuid, startOfLast10],
+      )) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
+      const nodes = flatten(plan[0].Plan);
+      expect(nodes.some((node) => node['Node Type'] === 'Seq Scan')).toBe(false);
+      const scan = nodes.find((node) => node['Index Name'] === 'idx_postings_account_time');
+      expect(scan?.['Node Type']).toBe('Index Only Scan');
+      expect(scan?.['Actual Rows']).toBe(10);
+      expect(scan?.['Heap Fetches']).toBe(0);
+
+      // And the statement of a short recent window reads that window only.
+      const window = await statement(z.uuid, { from: startOfLast10, to: '2999-01-01T00:00:00Z' });
+      expect(window.status).toBe(200);
+      const body = window.body as Statement;
+      expect([body.openingBalance, body.closingBalance, body.totalIn, body.movements.length]).toStrictEqual([
+        99990, 100000, 10, 10,
+      ]);
+      expect(body.movements[9].balance).toBe(100000);
+    }, 120_000);
+  });
+});
+
+interface PlanNode {
+  'Node Type': string;
+  'Index Name'?: string;
+  'Actual Rows'?: number;
+  'Heap Fetches'?: number;
+  Plans?: PlanNode[];
+}
+
+const flatten = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(flatten)];
