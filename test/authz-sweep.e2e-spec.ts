@@ -650,6 +650,7 @@ describe('authorization sweep generated from the OpenAPI document', () => {
       'GET /v1/wallet/accounts/{uuid}/fulloperado': ['OAuth2ClientCredentials'],
       'GET /v1/wallet/accounts/{uuid}/limits': ['OAuth2ClientCredentials'],
       'GET /v1/wallet/accounts/{uuid}/operado': ['OAuth2ClientCredentials'],
+      'GET /v1/wallet/accounts/{uuid}/statement': ['BearerAuth', 'OAuth2ClientCredentials'],
       'GET /v1/wallet/accounts/{uuid}/transactions': ['BearerAuth', 'OAuth2ClientCredentials'],
       'GET /v1/wallet/transactions/all': ['OAuth2ClientCredentials'],
       'GET /v1/wallet/transactions/{uuid}': ['BearerAuth', 'OAuth2ClientCredentials'],

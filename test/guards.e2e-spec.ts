@@ -437,6 +437,7 @@ describe('route catalog of the real application', () => {
       'PATCH /v1/wallet/accounts/:uuid/limits -> cc',
       'POST /v1/wallet/accounts/:uuid/limits -> cc',
       'GET /v1/wallet/accounts/:uuid/operado -> cc',
+      'GET /v1/wallet/accounts/:uuid/statement -> either',
       'GET /v1/wallet/accounts/:uuid/transactions -> either',
       // Transfers as the interface's table says.
       'POST /v1/wallet/transactions -> either',

@@ -283,6 +283,11 @@ describe('wallet statements and balance as of a time (real database)', () => {
         expect({ ...page, movements: [] }).toStrictEqual({ ...whole[0], movements: [] });
       }
       expect(paged.flatMap((page) => page.movements)).toStrictEqual(whole[0].movements);
+      // Without from and to: the whole history up to now.
+      const plain = (await statement(x.uuid, { limit: 500 })).body as Statement;
+      expect(plain.from).toBe('1970-01-01T00:00:00.000000Z');
+      expect(plain.to).toMatch(MICRO_UTC);
+      expect({ ...plain, to }).toStrictEqual({ ...whole[0], from: plain.from, to });
     });
 
     it('answers the same as CSV with Accept: text/csv, row for row (RFC 4180 quoting)', async () => {
@@ -389,8 +394,8 @@ describe('wallet statements and balance as of a time (real database)', () => {
         [balanceAt(x.uuid, '2026-01-01T24:00:00Z'), 'at', 'invalid'],
         [balanceAt(x.uuid, '2026-01-01 00:00:00'), 'at', 'invalid'],
         [balanceAt(x.uuid, ''), 'at', 'required'],
-        [statement(x.uuid, { to: ok }), 'from', 'required'],
-        [statement(x.uuid, { from: ok }), 'to', 'required'],
+        [statement(x.uuid, { from: '', to: ok }), 'from', 'required'],
+        [statement(x.uuid, { from: '2999-01-01T00:00:00Z' }), 'to', 'invalid'],
         [statement(x.uuid, { from: 'x', to: ok }), 'from', 'invalid'],
         [statement(x.uuid, { from: ok, to: '2026-13-01T00:00:00Z' }), 'to', 'invalid'],
         [statement(x.uuid, { from: '2026-02-01T00:00:00Z', to: ok }), 'to', 'invalid'],

@@ -159,8 +159,16 @@ export class AccountsController {
       `the movements are paged (limit 1-${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}), the opening, closing ` +
       `and totals are the whole period's on every page. docs/decisions/0030.`,
   })
-  @ApiQuery({ name: 'from', required: true, description: STATEMENT_AT_DESCRIPTION })
-  @ApiQuery({ name: 'to', required: true, description: `${STATEMENT_AT_DESCRIPTION}; not before from` })
+  @ApiQuery({
+    name: 'from',
+    required: false,
+    description: `${STATEMENT_AT_DESCRIPTION}; default 1970-01-01T00:00:00Z (the whole history)`,
+  })
+  @ApiQuery({
+    name: 'to',
+    required: false,
+    description: `${STATEMENT_AT_DESCRIPTION}; not before from; default now`,
+  })
   @ApiQuery({ name: 'limit', required: false, description: `movements per page, 1-${MAX_PAGE_SIZE}` })
   @ApiQuery({
     name: 'cursor',

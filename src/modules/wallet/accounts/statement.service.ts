@@ -28,7 +28,8 @@ export function parseInstant(value: string | undefined, path: string): string {
     );
   if (!match) throw invalid();
   const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number);
-  const date = new Date(Date.UTC(year, month - 1, day));
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day); // not Date.UTC: it reads years 0-99 as 1900-1999
   const offsetOk = match[9] === undefined || (Number(match[9]) <= 23 && Number(match[10]) <= 59);
   if (
     date.getUTCFullYear() !== year ||
@@ -44,6 +45,9 @@ export function parseInstant(value: string | undefined, path: string): string {
   }
   return value.toUpperCase();
 }
+
+/** `from` when absent: before any posting, so the statement is the whole history. */
+export const HISTORY_START = '1970-01-01T00:00:00Z';
 
 /** Keyset position in an account's postings: (created_at with microseconds, posting id). */
 interface StatementCursor {
@@ -136,8 +140,8 @@ export class StatementService {
     id: string,
     query: { from?: string; to?: string; limit?: number; cursor?: string },
   ): Promise<StatementPage> {
-    const from = parseInstant(query.from, 'from');
-    const to = parseInstant(query.to, 'to');
+    const from = query.from === undefined ? HISTORY_START : parseInstant(query.from, 'from');
+    const to = query.to === undefined ? 'now' : parseInstant(query.to, 'to'); // 'now': the statement's own time
     const cursor = decodeStatementCursor(query.cursor);
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     const accountId = id.toLowerCase();
