@@ -9,6 +9,7 @@ import { TransferFunction1763900700000 } from './1763900700000-TransferFunction.
 import { LeanerTransferFunction1763900800000 } from './1763900800000-LeanerTransferFunction.js';
 import { GroupWrites1763900900000 } from './1763900900000-GroupWrites.js';
 import { TransferPlans1763901000000 } from './1763901000000-TransferPlans.js';
+import { EventsFeed1763901100000 } from './1763901100000-EventsFeed.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   LeanerTransferFunction1763900800000,
   GroupWrites1763900900000,
   TransferPlans1763901000000,
+  EventsFeed1763901100000,
 ];
