@@ -137,6 +137,19 @@ describe('events feed (worker in process)', () => {
     }
   });
 
+  it('documents the query of the list once each: type, after, limit, cursor', () => {
+    const parameters = (t.openApi.paths['/v1/events']?.get?.parameters ?? []) as {
+      name: string;
+      in: string;
+    }[];
+    expect(
+      parameters
+        .filter((parameter) => parameter.in === 'query')
+        .map((parameter) => parameter.name)
+        .sort(),
+    ).toEqual(['after', 'cursor', 'limit', 'type']);
+  });
+
   it('filters by type', async () => {
     const c = await registerCaller(t, 'feed types');
     const transfers = await emit([transferUpdate(c.client.appId), transferUpdate(c.client.appId)]);

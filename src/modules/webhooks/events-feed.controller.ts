@@ -19,8 +19,12 @@ export class EventsFeedController {
   @ApiOperation({
     summary: "The application's events, oldest first: what its webhooks carry, with id and delivery state",
   })
-  @ApiQuery({ name: 'type', required: false, enum: EVENT_TYPES })
-  @ApiQuery({ name: 'after', required: false, description: 'the same as `cursor`' })
+  @ApiQuery({ name: 'type', required: false, enum: EVENT_TYPES, description: 'only events of this name' })
+  @ApiQuery({
+    name: 'after',
+    required: false,
+    description: 'the X-Next-Cursor of the previous page (the same as `cursor`)',
+  })
   @ApiOkResponse({ type: [EventResponseDto] })
   list(
     @CurrentPrincipal() principal: Principal,

@@ -1,19 +1,17 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
 import { PageQueryDto } from '#common/http/pagination.js';
 import { WEBHOOK_EVENTS } from '../webhook-events.js';
 
 export const EVENT_TYPES = Object.values(WEBHOOK_EVENTS);
 
-/** `GET /v1/events?type=&after=&limit=` (`cursor` is accepted too, as on every list route). */
+/** `GET /v1/events?type=&after=&limit=` (`cursor` is accepted too, as on every list route; documented on the route). */
 export class EventsQueryDto extends PageQueryDto {
-  @ApiPropertyOptional({ enum: EVENT_TYPES, description: 'only events of this name' })
   @IsOptional()
   @IsIn(EVENT_TYPES)
   @IsString()
   type?: string;
 
-  @ApiPropertyOptional({ description: 'the X-Next-Cursor of the previous page (the same as `cursor`)' })
   @IsOptional()
   @MaxLength(200)
   @IsString()
