@@ -10,6 +10,7 @@ import { LeanerTransferFunction1763900800000 } from './1763900800000-LeanerTrans
 import { GroupWrites1763900900000 } from './1763900900000-GroupWrites.js';
 import { TransferPlans1763901000000 } from './1763901000000-TransferPlans.js';
 import { PostingsByTime1763901100000 } from './1763901100000-PostingsByTime.js';
+import { EventsFeed1763901200000 } from './1763901200000-EventsFeed.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   GroupWrites1763900900000,
   TransferPlans1763901000000,
   PostingsByTime1763901100000,
+  EventsFeed1763901200000,
 ];

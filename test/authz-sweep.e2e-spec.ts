@@ -3,6 +3,7 @@ import type { OpenAPIObject } from '@nestjs/swagger';
 import { SignJWT, type JWTPayload } from 'jose';
 import request from 'supertest';
 import { SigningKeysService } from '../src/modules/auth/signing-keys.service.js';
+import { WebhooksService } from '../src/modules/webhooks/webhooks.service.js';
 import {
   accessToken,
   clientAssertion,
@@ -400,8 +401,12 @@ describe('authorization sweep generated from the OpenAPI document', () => {
       .send(transferBody(account.uuid, DIRECTORY.nacion.number, 10));
     if (transfer.status !== 201) throw new Error(`transfer failed: ${transfer.status} ${transfer.text}`);
 
+    // An event of app A (a webhook_test; no worker runs, it stays pending) for /v1/events/{uuid}.
+    const { eventId } = await t.app.get(WebhooksService).sendTest(appA.appId);
+
     resources = [
       { prefix: '/v1/users/{uuid}', uuid: userA1, owner: userA1 },
+      { prefix: '/v1/events/{uuid}', uuid: eventId, owner: userA1 },
       { prefix: '/v1/companies/{uuid}', uuid: companyA, owner: companyA },
       { prefix: '/v1/wallet/accounts/{uuid}', uuid: account.uuid, owner: userA1 },
       {
@@ -635,6 +640,8 @@ describe('authorization sweep generated from the OpenAPI document', () => {
       'GET /v1/companies/{uuid}/kyc-data/history': ['OAuth2ClientCredentials'],
       'GET /v1/documents/{uuid}': ['BearerAuth', 'OAuth2ClientCredentials'],
       'GET /v1/documents/{uuid}/content': ['BearerAuth', 'OAuth2ClientCredentials'],
+      'GET /v1/events': ['OAuth2ClientCredentials'],
+      'GET /v1/events/{uuid}': ['OAuth2ClientCredentials'],
       'GET /v1/health/live': [],
       'GET /v1/health/ready': [],
       'GET /v1/kyc/sessions/{uuid}': ['BearerAuth', 'OAuth2ClientCredentials'],

@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import request from 'supertest';
 import { accessToken, clientAssertion, registerClient, type TestClient } from './support/auth.js';
 import { bearer, companyBody, countRows, userBody } from './support/identity.js';
+import { WebhooksService } from '../src/modules/webhooks/webhooks.service.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { counterParty, DIRECTORY, postTransfer, transferBody } from './support/transfers.js';
 import { accountBody, createOwner, openAccount, setBalance } from './support/wallet.js';
@@ -199,6 +200,7 @@ describe('input fuzzing generated from the OpenAPI document', () => {
       .attach('file', PNG, 'front.png');
     expect(document.status).toBe(201);
     ids.documents = document.body.uuid as string;
+    ids.events = (await t.app.get(WebhooksService).sendTest(client.appId)).eventId;
     const session = await request(t.http)
       .post('/v1/kyc/sessions')
       .set('Authorization', bearer(token))

@@ -399,6 +399,8 @@ describe('route catalog of the real application', () => {
       'POST /v1/counterparty -> cc',
       'GET /v1/documents/:uuid -> either',
       'GET /v1/documents/:uuid/content -> either',
+      'GET /v1/events -> cc',
+      'GET /v1/events/:uuid -> cc',
       'GET /v1/health/live -> public',
       'GET /v1/health/ready -> public',
       'POST /v1/kyc/sessions -> either',

@@ -56,6 +56,7 @@ describe('loadConfig', () => {
       expect(config.httpHeadersTimeoutMs).toBe(10_000);
       expect(config.httpRequestTimeoutMs).toBe(30_000);
       expect(config.apiHeapGrowthPercent).toBe(50);
+      expect(config.eventsRetentionDays).toBe(30);
     });
 
     it('is silent by default under NODE_ENV=test', () => {
@@ -89,6 +90,7 @@ describe('loadConfig', () => {
         LOG_LEVEL: 'debug',
         NODE_ENV: 'production',
         API_HEAP_GROWTH_PERCENT: '0',
+        EVENTS_RETENTION_DAYS: '90',
       });
       expect(config.databaseUrl).toBe('postgresql://u:p@db:5432/wallet');
       expect(config.redisUrl).toBe('rediss://cache:6380');
@@ -102,6 +104,7 @@ describe('loadConfig', () => {
       expect(config.logLevel).toBe('debug');
       expect(config.nodeEnv).toBe('production');
       expect(config.apiHeapGrowthPercent).toBe(0);
+      expect(config.eventsRetentionDays).toBe(90);
     });
 
     it('treats blank values as unset', () => {
@@ -133,6 +136,8 @@ describe('loadConfig', () => {
       ['DB_STATEMENT_TIMEOUT_MS', '-1'],
       ['HTTP_HEADERS_TIMEOUT_MS', '50'],
       ['HTTP_HEADERS_TIMEOUT_MS', '40000'], // longer than the whole request (30 s)
+      ['EVENTS_RETENTION_DAYS', '0'],
+      ['EVENTS_RETENTION_DAYS', 'a month'],
     ])('%s=%s throws a ConfigError naming the variable', (name, value) => {
       const error = configError({ [name]: value });
       expect(error.name).toBe('ConfigError');

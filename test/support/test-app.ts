@@ -29,6 +29,8 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   extraModules?: DynamicModule['imports'];
   runWorker?: boolean;
+  /** Another test app's database (a second process of the same deployment, e.g. a worker started later); left in place on close. */
+  databaseUrl?: string;
 }
 
 /**
@@ -36,7 +38,9 @@ export interface TestAppOptions {
  * fresh database of its own (and Redis when the suite runs with it).
  */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const database = await createTestDatabase();
+  const database = options.databaseUrl
+    ? { url: options.databaseUrl, drop: () => Promise.resolve() }
+    : await createTestDatabase();
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-test-data-'));
   const config = loadConfig({
     NODE_ENV: 'test',

@@ -2,6 +2,8 @@
 export const QUEUES = {
   maintenance: 'maintenance',
   webhooks: 'webhooks',
+  /** The events feed's retention (its own queue: one processor per queue takes every job of it). */
+  events: 'events',
   kyc: 'kyc',
   clearing: 'clearing',
   sms: 'sms',
@@ -12,6 +14,7 @@ export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 export const JOBS = {
   pruneUsedAssertions: 'prune-used-assertions',
   sweepWebhooks: 'sweep-webhooks',
+  pruneEvents: 'prune-events',
   deliverWebhook: 'deliver',
   verifyKycStep: 'verify-kyc-step',
   presentTransfer: 'present-transfer',

@@ -8,6 +8,8 @@ export interface WebhooksConfig {
   readonly webhookTimeoutMs: number;
   /** How often the worker looks for events the queue lost (Redis flushed, relay down). */
   readonly webhookSweepIntervalMs: number;
+  /** Events (the feed, GET /v1/events) are kept at least this many days once no longer pending. */
+  readonly eventsRetentionDays: number;
 }
 
 export function loadWebhooksConfig({ str, int, bool, problems }: EnvReaders): WebhooksConfig {
@@ -23,5 +25,6 @@ export function loadWebhooksConfig({ str, int, bool, problems }: EnvReaders): We
     webhookRetryDelaysMs: delays.filter((d): d is number => d !== undefined),
     webhookTimeoutMs: int('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     webhookSweepIntervalMs: int('WEBHOOK_SWEEP_INTERVAL_MS', 5_000, 50, 600_000),
+    eventsRetentionDays: int('EVENTS_RETENTION_DAYS', 30, 1, 36_500),
   };
 }

@@ -1,0 +1,46 @@
+import { Controller, Get, Param, ParseUUIDPipe, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { AuthClient } from '#common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
+import { ErrorResponses } from '#common/http/openapi.js';
+import { Paginated, type Page } from '#common/http/pagination.js';
+import { EventResponseDto, EventsQueryDto, EVENT_TYPES } from './dto/event.dto.js';
+import { EventsFeedService } from './events-feed.service.js';
+
+@ApiTags('Events')
+@Controller('events')
+@ErrorResponses()
+export class EventsFeedController {
+  constructor(private readonly feed: EventsFeedService) {}
+
+  @Get()
+  @AuthClient()
+  @Paginated()
+  @ApiOperation({
+    summary: "The application's events, oldest first: what its webhooks carry, with id and delivery state",
+  })
+  @ApiQuery({ name: 'type', required: false, enum: EVENT_TYPES, description: 'only events of this name' })
+  @ApiQuery({
+    name: 'after',
+    required: false,
+    description: 'the X-Next-Cursor of the previous page (the same as `cursor`)',
+  })
+  @ApiOkResponse({ type: [EventResponseDto] })
+  list(
+    @CurrentPrincipal() principal: Principal,
+    @Query() query: EventsQueryDto,
+  ): Promise<Page<EventResponseDto>> {
+    return this.feed.list(principal.appId, query);
+  }
+
+  @Get(':uuid')
+  @AuthClient()
+  @ApiOperation({ summary: 'One event of the application (its id is the Webhook-Id)' })
+  @ApiOkResponse({ type: EventResponseDto })
+  get(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+  ): Promise<EventResponseDto> {
+    return this.feed.get(principal.appId, uuid);
+  }
+}

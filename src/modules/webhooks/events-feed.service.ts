@@ -1,0 +1,99 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { DEFAULT_PAGE_SIZE, type Page } from '#common/http/pagination.js';
+import type { EventResponseDto } from './dto/event.dto.js';
+import type { WebhookEventStatus, WebhookPayload } from './entities/webhook-event.entity.js';
+
+interface EventRow {
+  id: string;
+  payload: WebhookPayload;
+  status: WebhookEventStatus;
+  attempts: number;
+  last_attempt_at: Date | null;
+  delivered_at: Date | null;
+  /** created_at in microseconds since the epoch (text: a bigint), the cursor's position. */
+  created_us: string;
+}
+
+const COLUMNS = `id, payload, status, attempts, last_attempt_at, delivered_at,
+  (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_us`;
+
+/** The cursor: (created_at in microseconds, id) of the last event served; the outbox keeps microseconds. */
+const encode = (row: EventRow) => Buffer.from(`${row.created_us}|${row.id}`).toString('base64url');
+
+function decode(cursor: string, param: string): { createdUs: string; id: string } {
+  const [createdUs, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (!/^\d{1,17}$/.test(createdUs ?? '') || !/^[0-9a-f-]{36}$/i.test(id ?? '')) {
+    throw ValidationFailedError.single(param, 'invalid', `${param} is not valid`);
+  }
+  return { createdUs, id };
+}
+
+/**
+ * The events feed (docs/decisions/0029-events-feed.md): an application's outbox events, oldest first,
+ * each as the payload its webhook signs plus its id and delivery state. Only the calling application's.
+ */
+@Injectable()
+export class EventsFeedService {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  async list(
+    appId: string,
+    query: { type?: string; cursor?: string; after?: string; limit?: number },
+  ): Promise<Page<EventResponseDto>> {
+    if (query.after !== undefined && query.cursor !== undefined && query.after !== query.cursor) {
+      throw ValidationFailedError.single(
+        'after',
+        'invalid',
+        'after and cursor name the same position; give one',
+      );
+    }
+    const cursor = query.after ?? query.cursor;
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    const params: unknown[] = [appId, limit + 1];
+    let where = 'app_id = $1';
+    if (query.type !== undefined) {
+      params.push(query.type);
+      where += ` AND event = $${params.length}`;
+    }
+    if (cursor !== undefined) {
+      const after = decode(cursor, query.after !== undefined ? 'after' : 'cursor');
+      params.push(after.createdUs, after.id);
+      where += ` AND (created_at, id) > ('epoch'::timestamptz + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length}::uuid)`;
+    }
+    const rows = (await this.dataSource.query(
+      `SELECT ${COLUMNS} FROM webhook_events WHERE ${where} ORDER BY created_at, id LIMIT $2`,
+      params,
+    )) as EventRow[];
+    const more = rows.length > limit;
+    const served = more ? rows.slice(0, limit) : rows;
+    const last = served[served.length - 1];
+    return { items: served.map((row) => view(row)), nextCursor: more && last ? encode(last) : null };
+  }
+
+  async get(appId: string, id: string): Promise<EventResponseDto> {
+    const [row] = (await this.dataSource.query(
+      `SELECT ${COLUMNS} FROM webhook_events WHERE id = $1 AND app_id = $2`,
+      [id, appId],
+    )) as EventRow[];
+    if (!row) throw new NotFoundError(id);
+    return view(row);
+  }
+}
+
+function view(row: EventRow): EventResponseDto {
+  return {
+    id: row.id,
+    event: row.payload.event,
+    timestamp: row.payload.timestamp,
+    data: row.payload.data,
+    delivery: {
+      state: row.status,
+      attempts: row.attempts,
+      lastAttemptAt: row.last_attempt_at?.toISOString() ?? null,
+      deliveredAt: row.delivered_at?.toISOString() ?? null,
+    },
+  };
+}
