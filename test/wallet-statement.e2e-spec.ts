@@ -169,7 +169,9 @@ describe('wallet statements and balance as of a time (real database)', () => {
     y = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
     checkpoints.push(await checkpoint(x.uuid));
 
-    const seed = Date.now();
+    // A new history each run; the seed is printed so a failure can be replayed with STATEMENT_SEED=<seed>.
+    const seed = Number(process.env.STATEMENT_SEED ?? Date.now());
+    console.log(`statement history seed ${seed} (replay: STATEMENT_SEED=${seed})`);
     const [steps] = fc.sample(fc.array(stepArbitrary, { minLength: 10, maxLength: 14 }), {
       seed,
       numRuns: 1,
