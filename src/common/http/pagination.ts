@@ -61,16 +61,29 @@ export function decodeCursor(cursor: string | undefined): CursorPosition | undef
   return { createdAt, id };
 }
 
-/** Builds a page from rows fetched with `limit + 1` (the extra row only says that more exist). */
+/**
+ * Builds a page from rows fetched with `limit + 1` (the extra row only says that more exist); the next cursor is
+ * `cursorOf` the last row served.
+ */
+export function toKeysetPage<R, T>(
+  rows: R[],
+  limit: number,
+  view: (row: R) => T,
+  cursorOf: (row: R) => string,
+): Page<T> {
+  const more = rows.length > limit;
+  const served = more ? rows.slice(0, limit) : rows;
+  const last = served[served.length - 1];
+  return { items: served.map(view), nextCursor: more && last !== undefined ? cursorOf(last) : null };
+}
+
+/** `toKeysetPage` for rows ordered by (createdAt, id) with the common cursor. */
 export function toPage<R extends { createdAt: Date; id: string }, T>(
   rows: R[],
   limit: number,
   view: (row: R) => T,
 ): Page<T> {
-  const more = rows.length > limit;
-  const served = more ? rows.slice(0, limit) : rows;
-  const last = served[served.length - 1];
-  return { items: served.map(view), nextCursor: more && last ? encodeCursor(last) : null };
+  return toKeysetPage(rows, limit, view, encodeCursor);
 }
 
 /** Answers the plain array the interface shows, with the next page's cursor in a header. */

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
-import { DEFAULT_PAGE_SIZE, type Page } from '#common/http/pagination.js';
+import { DEFAULT_PAGE_SIZE, toKeysetPage, type Page } from '#common/http/pagination.js';
 import type { EventResponseDto } from './dto/event.dto.js';
 import type { WebhookEventStatus, WebhookPayload } from './entities/webhook-event.entity.js';
 
@@ -67,10 +67,7 @@ export class EventsFeedService {
       `SELECT ${COLUMNS} FROM webhook_events WHERE ${where} ORDER BY created_at, id LIMIT $2`,
       params,
     )) as EventRow[];
-    const more = rows.length > limit;
-    const served = more ? rows.slice(0, limit) : rows;
-    const last = served[served.length - 1];
-    return { items: served.map((row) => view(row)), nextCursor: more && last ? encode(last) : null };
+    return toKeysetPage(rows, limit, view, encode);
   }
 
   async get(appId: string, id: string): Promise<EventResponseDto> {

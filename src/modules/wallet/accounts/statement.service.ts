@@ -158,7 +158,7 @@ export class StatementService {
     const [head] = (await this.dataSource.query(
       `WITH acc AS (SELECT a.* FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id),
             page AS (
-              SELECT p.id, p.created_at, p.amount
+              SELECT p.id, p.created_at, p.amount, p.entry_id
                 FROM acc a JOIN postings p ON p.account_id = a.id
                WHERE p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz
                  AND ($7::timestamptz IS NULL OR (p.created_at, p.id) > ($7::timestamptz, $8::bigint))
@@ -174,18 +174,20 @@ export class StatementService {
               a.currency, ${UTC_TEXT('$4::timestamptz')} AS from_text, ${UTC_TEXT('$5::timestamptz')} AS to_text,
               (${balanceAt('$4::timestamptz')})::text AS opening,
               (${balanceAt('$5::timestamptz')})::text AS closing,
-              (SELECT COALESCE(sum(p.amount) FILTER (WHERE p.amount > 0), 0)::text FROM postings p
-                WHERE p.account_id = a.id AND p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz) AS total_in,
-              (SELECT COALESCE(-sum(p.amount) FILTER (WHERE p.amount < 0), 0)::text FROM postings p
-                WHERE p.account_id = a.id AND p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz) AS total_out,
+              totals.total_in, totals.total_out,
               COALESCE((SELECT json_agg(m ORDER BY m.n) FROM (
                  SELECT row_number() OVER (ORDER BY pg.created_at, pg.id) AS n,
                         pg.id::text AS posting_id, ${UTC_TEXT('pg.created_at')} AS posted_at,
                         pg.amount::text AS amount,
                         ((SELECT balance FROM start) + sum(pg.amount) OVER (ORDER BY pg.created_at, pg.id))::text AS running,
                         e.id AS entry_id, e.kind, e.reference, e.description
-                   FROM page pg JOIN postings p2 ON p2.id = pg.id JOIN journal_entries e ON e.id = p2.entry_id) m), '[]') AS movements
-         FROM acc a`,
+                   FROM page pg JOIN journal_entries e ON e.id = pg.entry_id) m), '[]') AS movements
+         FROM acc a,
+              LATERAL (SELECT COALESCE(sum(p.amount) FILTER (WHERE p.amount > 0), 0)::text AS total_in,
+                              COALESCE(-sum(p.amount) FILTER (WHERE p.amount < 0), 0)::text AS total_out
+                         FROM postings p
+                        WHERE p.account_id = a.id
+                          AND p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz) totals`,
       params,
     )) as {
       reversed: boolean;
