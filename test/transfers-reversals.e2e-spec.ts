@@ -1,0 +1,251 @@
+import request from 'supertest';
+import { ClearingService } from '../src/modules/transfers/clearing/clearing.service.js';
+import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
+import { subjectToken, type TestClient } from './support/auth.js';
+import { bearer, countRows, expectNotFound, expectValidation } from './support/identity.js';
+import { childEnv, CLI_JS, runNode } from './support/processes.js';
+import type { TestApp } from './support/test-app.js';
+import {
+  balanceOf,
+  moneyRowCounts,
+  postTransfer,
+  setFees,
+  setStatus,
+  TRANSACTION_INFO_KEYS,
+  transferBody,
+  transferEvents,
+  UNLISTED_CBU,
+} from './support/transfers.js';
+import { startWithTwoApplications } from './support/two-applications.js';
+import { createOwner, expectForbidden, openAccount, setBalance, type AccountInfo } from './support/wallet.js';
+
+interface Reversal {
+  uuid: string;
+  type: string;
+  status: string;
+  amount: number;
+  fees: number;
+  taxes: number;
+  description: string | null;
+  reversalOf: string;
+  account: { uuid: string; cvu: string };
+  counterParty: { uuid: string; type: string; identifier: string };
+}
+
+interface Summary {
+  uuid: string;
+  amount: number;
+  currency: string;
+  reversed: number;
+  left: number;
+  reversals: Reversal[];
+}
+
+const REVERSAL_KEYS = [...TRANSACTION_INFO_KEYS, 'reversalOf'].sort();
+
+describe('reversals of settled transfers and returns from the rail (real database)', () => {
+  let t: TestApp;
+  let appA: TestClient;
+  let appB: TestClient;
+  let tokenA: string;
+  let tokenB: string;
+  let ownerS: string;
+  let ownerR: string;
+  /** Sender (application A) and receiver (application B). */
+  let s: AccountInfo;
+  let r: AccountInfo;
+
+  const api = () => request(t.http);
+  const reverse = (token: string, uuid: string, body: object, key?: string) => {
+    const test = api()
+      .post(`/v1/wallet/transactions/${uuid}/reversals`)
+      .set('Authorization', bearer(token));
+    if (key !== undefined) test.set('Idempotency-Key', key);
+    return test.send(body);
+  };
+  const summary = async (token: string, uuid: string): Promise<Summary> => {
+    const response = await api()
+      .get(`/v1/wallet/transactions/${uuid}/reversals`)
+      .set('Authorization', bearer(token));
+    expect(response.status).toBe(200);
+    return response.body as Summary;
+  };
+  /** An internal transfer from `from` to `to` (A's token for s); returns the WITHDRAW and its DEPOSIT. */
+  const transfer = async (
+    token: string,
+    from: AccountInfo,
+    to: AccountInfo,
+    amount: number,
+  ): Promise<{ w: string; d: string; taxes: number; fees: number }> => {
+    const response = await postTransfer(t.http, token, transferBody(from.uuid, to.cvu, amount));
+    expect(response.status).toBe(201);
+    const body = response.body as { uuid: string; taxes: number; fees: number };
+    const [row] = (await t.dataSource.query(`SELECT linked_transfer_id AS d FROM transfers WHERE id = $1`, [
+      body.uuid,
+    ])) as { d: string }[];
+    return { w: body.uuid, d: row.d, taxes: body.taxes, fees: body.fees };
+  };
+  /** Every table a reversal writes, counted. */
+  const counts = async () => ({
+    ...(await moneyRowCounts(t.dataSource)),
+    keys: await countRows(t.dataSource, 'idempotency_keys'),
+    balances: (
+      (await t.dataSource.query(`SELECT coalesce(sum(balance), 0)::text AS b FROM ledger_accounts`)) as {
+        b: string;
+      }[]
+    )[0].b,
+  });
+  /** `send` is refused and nothing at all is written. */
+  const refusedWritingNothing = async (send: () => Promise<request.Response>) => {
+    const before = await counts();
+    const response = await send();
+    expect(response.status).toBeGreaterThanOrEqual(400);
+    expect(await counts()).toStrictEqual(before);
+    return response;
+  };
+  const verify = async () => expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
+
+  beforeAll(async () => {
+    ({ t, appA, appB, tokenA, tokenB } = await startWithTwoApplications('reversals', {
+      env: { TRANSFER_TAX_RATE: '0.01' },
+    }));
+    ownerS = await createOwner(t.http, tokenA);
+    ownerR = await createOwner(t.http, tokenB);
+    s = await openAccount(t.http, tokenA, appA.appId, ownerS);
+    r = await openAccount(t.http, tokenB, appB.appId, ownerR);
+    await setBalance(t.http, tokenA, s.uuid, 1000);
+    await setFees(t.http, tokenA, s.uuid, 'FIXED', 1.5);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('gives a transfer back in parts, up to its amount, with both applications told and the ledger balanced', async () => {
+    const original = await transfer(tokenA, s, r, 100);
+    expect(original).toMatchObject({ fees: 1.5, taxes: 1 });
+    expect(await balanceOf(t.http, tokenA, s.uuid)).toBe(1000 - 100 - 1.5 - 1);
+    expect(await balanceOf(t.http, tokenB, r.uuid)).toBe(99);
+    // The receiver paid the tax on what it received: to give all 100 back it needs more than it got.
+    await setBalance(t.http, tokenB, r.uuid, 150);
+
+    // B (the receiver's application) gives 30 back, addressing its own DEPOSIT.
+    const first = await reverse(tokenB, original.d, { amount: 30, reason: 'devolución parcial' });
+    expect(first.status).toBe(201);
+    const part = first.body as Reversal;
+    expect(Object.keys(part).sort()).toEqual(REVERSAL_KEYS);
+    expect(part).toMatchObject({
+      type: 'WITHDRAW',
+      status: 'ACREDITADO',
+      amount: 30,
+      fees: 0,
+      taxes: 0,
+      description: 'devolución parcial',
+      reversalOf: original.d,
+      account: { uuid: ownerR, cvu: r.cvu },
+      counterParty: { uuid: ownerS, type: 'INTERNAL', identifier: s.cvu },
+    });
+    // The rest, by default what is left.
+    const rest = await reverse(tokenB, original.d, { reason: 'resto' });
+    expect(rest.status).toBe(201);
+    expect(rest.body).toMatchObject({ amount: 70, reversalOf: original.d });
+
+    // Fees and taxes of the original are not given back; the reversals carry none.
+    expect(await balanceOf(t.http, tokenA, s.uuid)).toBe(1000 - 1.5 - 1);
+    expect(await balanceOf(t.http, tokenB, r.uuid)).toBe(50);
+    await verify();
+
+    // The new pair: the receiver's WITHDRAW and the sender's DEPOSIT, linked, each pointing at its own side.
+    const rows = (await t.dataSource.query(
+      `SELECT id, app_id, account_id, movement_type, status, route, linked_transfer_id, reversal_of,
+              amount::text AS amount, fees::text AS fees, taxes::text AS taxes
+         FROM transfers WHERE reversal_of IN ($1, $2) ORDER BY created_at, movement_type DESC`,
+      [original.w, original.d],
+    )) as Record<string, string>[];
+    expect(rows).toHaveLength(4);
+    const withdraw = rows.find((row) => row.id === part.uuid)!;
+    const deposit = rows.find((row) => row.id === withdraw.linked_transfer_id)!;
+    expect(withdraw).toMatchObject({ app_id: appB.appId, account_id: r.uuid, reversal_of: original.d });
+    expect(deposit).toMatchObject({
+      app_id: appA.appId,
+      account_id: s.uuid,
+      movement_type: 'DEPOSIT',
+      status: 'ACREDITADO',
+      route: 'INTERNAL',
+      linked_transfer_id: part.uuid,
+      reversal_of: original.w,
+      amount: '30.000000',
+      fees: '0.000000',
+      taxes: '0.000000',
+    });
+    const history = (await t.dataSource.query(
+      `SELECT from_status, to_status FROM transfer_status_history WHERE transfer_id = $1 ORDER BY id`,
+      [deposit.id],
+    )) as unknown[];
+    expect(history).toStrictEqual([
+      { from_status: null, to_status: 'COMMITING' },
+      { from_status: 'COMMITING', to_status: 'ACREDITADO' },
+    ]);
+    const [entry] = (await t.dataSource.query(
+      `SELECT e.kind, e.actor, e.description, json_agg(json_build_object('account', p.account_id, 'amount', p.amount::text) ORDER BY p.id) AS postings
+         FROM journal_entries e JOIN postings p ON p.entry_id = e.id WHERE e.reference = $1 GROUP BY e.id`,
+      [part.uuid],
+    )) as unknown[];
+    expect(entry).toStrictEqual({
+      kind: 'TRANSFER_REVERSAL',
+      actor: `client:${appB.appId}`,
+      description: 'devolución parcial',
+      postings: [
+        { account: r.uuid, amount: '-30.000000' },
+        { account: s.uuid, amount: '30.000000' },
+      ],
+    });
+
+    // Each application hears of its own new transfer.
+    expect(await transferEvents(t.dataSource, part.uuid)).toStrictEqual([
+      { uuid: part.uuid, movementType: 'WITHDRAW', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
+    ]);
+    expect(await transferEvents(t.dataSource, deposit.id)).toStrictEqual([
+      { uuid: deposit.id, movementType: 'DEPOSIT', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
+    ]);
+    const eventApps = (await t.dataSource.query(
+      `SELECT subject, app_id FROM webhook_events WHERE subject IN ($1, $2)`,
+      [part.uuid, deposit.id],
+    )) as { subject: string; app_id: string }[];
+    expect(Object.fromEntries(eventApps.map((row) => [row.subject, row.app_id]))).toStrictEqual({
+      [part.uuid]: appB.appId,
+      [deposit.id]: appA.appId,
+    });
+
+    // What was reversed, from both sides; the original's TransactionInfo is unchanged.
+    const fromB = await summary(tokenB, original.d);
+    expect(fromB).toMatchObject({ uuid: original.d, amount: 100, currency: 'ARS', reversed: 100, left: 0 });
+    expect(fromB.reversals.map((row) => [row.uuid, row.amount, row.reversalOf])).toStrictEqual([
+      [part.uuid, 30, original.d],
+      [(rest.body as Reversal).uuid, 70, original.d],
+    ]);
+    const fromA = await summary(tokenA, original.w);
+    expect(fromA).toMatchObject({ uuid: original.w, amount: 100, reversed: 100, left: 0 });
+    expect(fromA.reversals.map((row) => [row.type, row.amount, row.reversalOf])).toStrictEqual([
+      ['DEPOSIT', 30, original.w],
+      ['DEPOSIT', 70, original.w],
+    ]);
+    const info = await api().get(`/v1/wallet/transactions/${original.w}`).set('Authorization', bearer(tokenA));
+    expect(Object.keys(info.body as object).sort()).toEqual([...TRANSACTION_INFO_KEYS].sort());
+    // A user token reads its own transfer's reversals too; another application's transfer is unknown.
+    const userToken = await subjectToken(appA, ownerS);
+    expect((await summary(userToken, original.w)).reversed).toBe(100);
+    expectNotFound(
+      await api().get(`/v1/wallet/transactions/${original.d}/reversals`).set('Authorization', bearer(tokenA)),
+      original.d,
+    );
+
+    // Nothing is left: a further reversal is refused, writing nothing.
+    const again = await refusedWritingNothing(() => reverse(tokenB, original.d, { reason: 'otra vez' }));
+    expectForbidden(again, 'INVALID_STATE');
+    expect(again.body.message).toBe('the transfer is already fully reversed');
+    const more = await refusedWritingNothing(() => reverse(tokenB, original.d, { amount: 0.01, reason: 'x' }));
+    expect(expectValidation(more)).toStrictEqual([
+      { path: 'amount', type: 'invalid', message: 'amount is more than what is left to reverse (0 ARS)' },
+    ]);
+  });
+});
