@@ -2,7 +2,13 @@ import request from 'supertest';
 import { ClearingService } from '../src/modules/transfers/clearing/clearing.service.js';
 import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
 import { subjectToken, type TestClient } from './support/auth.js';
-import { bearer, countRows, expectNotFound, expectValidation } from './support/identity.js';
+import {
+  bearer,
+  countRows,
+  expectNotFound,
+  expectUnauthorized,
+  expectValidation,
+} from './support/identity.js';
 import { childEnv, CLI_JS, runNode } from './support/processes.js';
 import type { TestApp } from './support/test-app.js';
 import {
@@ -54,6 +60,8 @@ describe('reversals of settled transfers and returns from the rail (real databas
   /** Sender (application A) and receiver (application B). */
   let s: AccountInfo;
   let r: AccountInfo;
+  /** Another account of application B, where the receiver's other transfers go. */
+  let x: AccountInfo;
 
   const api = () => request(t.http);
   const reverse = (token: string, uuid: string, body: object, key?: string) => {
@@ -113,6 +121,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
     ownerR = await createOwner(t.http, tokenB);
     s = await openAccount(t.http, tokenA, appA.appId, ownerS);
     r = await openAccount(t.http, tokenB, appB.appId, ownerR);
+    x = await openAccount(t.http, tokenB, appB.appId, await createOwner(t.http, tokenB));
     await setBalance(t.http, tokenA, s.uuid, 1000);
     await setFees(t.http, tokenA, s.uuid, 'FIXED', 1.5);
   });
@@ -247,5 +256,121 @@ describe('reversals of settled transfers and returns from the rail (real databas
     expect(expectValidation(more)).toStrictEqual([
       { path: 'amount', type: 'invalid', message: 'amount is more than what is left to reverse (0 ARS)' },
     ]);
+  });
+
+  it('refuses what cannot be reversed with the interface body, writing nothing', async () => {
+    const original = await transfer(tokenA, s, r, 50);
+
+    // Who: the sender's application sees its WITHDRAW but cannot give the receiver's money back.
+    const bySender = await refusedWritingNothing(() => reverse(tokenA, original.w, { reason: 'x' }));
+    expectForbidden(bySender, 'FORBIDDEN');
+    // Another application's row, or no transfer at all: unknown.
+    expectNotFound(await refusedWritingNothing(() => reverse(tokenA, original.d, { reason: 'x' })), original.d);
+    const unknown = '6b1f0a52-3c1e-4d6f-9a8b-0c2d4e6f8a0b';
+    expectNotFound(await refusedWritingNothing(() => reverse(tokenB, unknown, { reason: 'x' })), unknown);
+
+    // The amount: zero, negative, too many decimals, more than what is left.
+    const amountRefusal = async (amount: number, message: string) => {
+      const response = await refusedWritingNothing(() => reverse(tokenB, original.d, { amount, reason: 'x' }));
+      expect(expectValidation(response)).toStrictEqual([{ path: 'amount', type: 'invalid', message }]);
+    };
+    await amountRefusal(0, 'amount must be greater than 0');
+    await amountRefusal(-5, 'amount must be greater than 0');
+    await amountRefusal(1.001, 'amount has more than 2 decimals for ARS');
+    await amountRefusal(50.01, 'amount is more than what is left to reverse (50 ARS)');
+
+    // The body: a reason is required, nothing else is accepted.
+    expect(
+      expectValidation(await refusedWritingNothing(() => reverse(tokenB, original.d, { amount: 1 }))).map(
+        (item) => item.path,
+      ),
+    ).toStrictEqual(['reason']);
+    expectValidation(
+      await refusedWritingNothing(() => reverse(tokenB, original.d, { reason: 'x', extra: true })),
+    );
+
+    // A reversal of a reversal.
+    const part = await reverse(tokenB, original.d, { amount: 10, reason: 'parcial' });
+    expect(part.status).toBe(201);
+    const ofReversal = await refusedWritingNothing(() =>
+      reverse(tokenB, (part.body as Reversal).uuid, { reason: 'x' }),
+    );
+    expectForbidden(ofReversal, 'INVALID_STATE');
+    expect(ofReversal.body.message).toBe('this transfer is itself a reversal and cannot be reversed');
+
+    // Funds of the account that gives back, and the state of both accounts.
+    await setBalance(t.http, tokenB, r.uuid, 5);
+    await amountRefusal(6, 'insufficient funds: the available balance does not cover the amount');
+    await setBalance(t.http, tokenB, r.uuid, 100);
+    await setStatus(t.http, tokenB, r.uuid, 'INACTIVE');
+    const giverInactive = await refusedWritingNothing(() => reverse(tokenB, original.d, { reason: 'x' }));
+    expectForbidden(giverInactive, 'INVALID_STATE');
+    expect(giverInactive.body.message).toBe('the account is INACTIVE');
+    await setStatus(t.http, tokenB, r.uuid, 'ACTIVE');
+    await setStatus(t.http, tokenA, s.uuid, 'INACTIVE');
+    const takerInactive = await refusedWritingNothing(() => reverse(tokenB, original.d, { reason: 'x' }));
+    expectForbidden(takerInactive, 'INVALID_STATE');
+    expect(takerInactive.body.message).toBe('the receiving account cannot receive money');
+    await setStatus(t.http, tokenA, s.uuid, 'ACTIVE');
+
+    // An external transfer: in flight, then settled (money that left comes back only from the rail).
+    const external = await postTransfer(t.http, tokenA, transferBody(s.uuid, UNLISTED_CBU, 20));
+    expect(external.status).toBe(201);
+    const externalId = (external.body as { uuid: string }).uuid;
+    const inFlight = await refusedWritingNothing(() => reverse(tokenA, externalId, { reason: 'x' }));
+    expectForbidden(inFlight, 'INVALID_STATE');
+    expect(inFlight.body.message).toBe('the transfer is INICIADO: only an ACREDITADO transfer can be reversed');
+    const clearing = t.app.get(ClearingService);
+    expect(await clearing.present(externalId)).toBe(true);
+    expect(await clearing.settle(externalId, 'ACREDITADO')).toBe(true);
+    const settled = await refusedWritingNothing(() => reverse(tokenA, externalId, { reason: 'x' }));
+    expectForbidden(settled, 'INVALID_STATE');
+    expect(settled.body.message).toBe('money sent to another institution comes back only as a return from the rail');
+
+    // A client-credentials route: a user token is not accepted.
+    const userToken = await subjectToken(appB, ownerR);
+    const asUser = await refusedWritingNothing(() => reverse(userToken, original.d, { reason: 'x' }));
+    expectUnauthorized(asUser);
+    await verify();
+  });
+
+  it('replays a retried reversal under its Idempotency-Key, refuses the key with another body, and keeps transfer keys apart', async () => {
+    await setBalance(t.http, tokenB, r.uuid, 500);
+    const original = await transfer(tokenA, s, r, 40);
+    const key = `rev-${Date.now()}`;
+    const first = await reverse(tokenB, original.d, { amount: 15, reason: 'duplicado' }, key);
+    expect(first.status).toBe(201);
+    const before = await counts();
+    const replay = await reverse(tokenB, original.d, { amount: 15, reason: 'duplicado' }, key);
+    expect(replay.status).toBe(201);
+    expect(replay.body).toStrictEqual(first.body);
+    expect(await counts()).toStrictEqual(before);
+    // Concurrent twins: one reversal.
+    const twinKey = `${key}-twin`;
+    const twins = await Promise.all(
+      [1, 2, 3].map(() => reverse(tokenB, original.d, { amount: 5, reason: 'gemelos' }, twinKey)),
+    );
+    expect(twins.map((response) => response.status)).toStrictEqual([201, 201, 201]);
+    expect(new Set(twins.map((response) => (response.body as Reversal).uuid)).size).toBe(1);
+    expect((await summary(tokenB, original.d)).reversed).toBe(20);
+
+    const other = await refusedWritingNothing(() =>
+      reverse(tokenB, original.d, { amount: 16, reason: 'duplicado' }, key),
+    );
+    expect(expectValidation(other)).toStrictEqual([
+      {
+        path: 'Idempotency-Key',
+        type: 'invalid',
+        message: 'this Idempotency-Key was used with a different request',
+      },
+    ]);
+    // The same key on POST /wallet/transactions is another namespace: a new transfer, not a conflict.
+    const plain = await postTransfer(t.http, tokenB, transferBody(r.uuid, x.cvu, 1), key);
+    expect(plain.status).toBe(201);
+    // A bad key is refused before anything.
+    expectValidation(
+      await refusedWritingNothing(() => reverse(tokenB, original.d, { reason: 'x' }, 'with space')),
+    );
+    await verify();
   });
 });
