@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import request from 'supertest';
 import { ClearingService } from '../src/modules/transfers/clearing/clearing.service.js';
 import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
@@ -47,6 +50,9 @@ interface Summary {
   reversals: Reversal[];
 }
 
+/** A JSON amount as integer cents (the tests' own arithmetic, no float sums). */
+const cents = (amount: number): number => Math.round(amount * 100);
+
 const REVERSAL_KEYS = [...TRANSACTION_INFO_KEYS, 'reversalOf'].sort();
 
 describe('reversals of settled transfers and returns from the rail (real database)', () => {
@@ -65,9 +71,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
 
   const api = () => request(t.http);
   const reverse = (token: string, uuid: string, body: object, key?: string) => {
-    const test = api()
-      .post(`/v1/wallet/transactions/${uuid}/reversals`)
-      .set('Authorization', bearer(token));
+    const test = api().post(`/v1/wallet/transactions/${uuid}/reversals`).set('Authorization', bearer(token));
     if (key !== undefined) test.set('Idempotency-Key', key);
     return test.send(body);
   };
@@ -111,6 +115,12 @@ describe('reversals of settled transfers and returns from the rail (real databas
     expect(await counts()).toStrictEqual(before);
     return response;
   };
+  const dbNow = async (): Promise<string> =>
+    (
+      (await t.dataSource.query(
+        `SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS now`,
+      )) as { now: string }[]
+    )[0].now;
   const verify = async () => expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
 
   beforeAll(async () => {
@@ -238,7 +248,9 @@ describe('reversals of settled transfers and returns from the rail (real databas
       ['DEPOSIT', 30, original.w],
       ['DEPOSIT', 70, original.w],
     ]);
-    const info = await api().get(`/v1/wallet/transactions/${original.w}`).set('Authorization', bearer(tokenA));
+    const info = await api()
+      .get(`/v1/wallet/transactions/${original.w}`)
+      .set('Authorization', bearer(tokenA));
     expect(Object.keys(info.body as object).sort()).toEqual([...TRANSACTION_INFO_KEYS].sort());
     // A user token reads its own transfer's reversals too; another application's transfer is unknown.
     const userToken = await subjectToken(appA, ownerS);
@@ -252,7 +264,9 @@ describe('reversals of settled transfers and returns from the rail (real databas
     const again = await refusedWritingNothing(() => reverse(tokenB, original.d, { reason: 'otra vez' }));
     expectForbidden(again, 'INVALID_STATE');
     expect(again.body.message).toBe('the transfer is already fully reversed');
-    const more = await refusedWritingNothing(() => reverse(tokenB, original.d, { amount: 0.01, reason: 'x' }));
+    const more = await refusedWritingNothing(() =>
+      reverse(tokenB, original.d, { amount: 0.01, reason: 'x' }),
+    );
     expect(expectValidation(more)).toStrictEqual([
       { path: 'amount', type: 'invalid', message: 'amount is more than what is left to reverse (0 ARS)' },
     ]);
@@ -265,13 +279,18 @@ describe('reversals of settled transfers and returns from the rail (real databas
     const bySender = await refusedWritingNothing(() => reverse(tokenA, original.w, { reason: 'x' }));
     expectForbidden(bySender, 'FORBIDDEN');
     // Another application's row, or no transfer at all: unknown.
-    expectNotFound(await refusedWritingNothing(() => reverse(tokenA, original.d, { reason: 'x' })), original.d);
+    expectNotFound(
+      await refusedWritingNothing(() => reverse(tokenA, original.d, { reason: 'x' })),
+      original.d,
+    );
     const unknown = '6b1f0a52-3c1e-4d6f-9a8b-0c2d4e6f8a0b';
     expectNotFound(await refusedWritingNothing(() => reverse(tokenB, unknown, { reason: 'x' })), unknown);
 
     // The amount: zero, negative, too many decimals, more than what is left.
     const amountRefusal = async (amount: number, message: string) => {
-      const response = await refusedWritingNothing(() => reverse(tokenB, original.d, { amount, reason: 'x' }));
+      const response = await refusedWritingNothing(() =>
+        reverse(tokenB, original.d, { amount, reason: 'x' }),
+      );
       expect(expectValidation(response)).toStrictEqual([{ path: 'amount', type: 'invalid', message }]);
     };
     await amountRefusal(0, 'amount must be greater than 0');
@@ -319,13 +338,17 @@ describe('reversals of settled transfers and returns from the rail (real databas
     const externalId = (external.body as { uuid: string }).uuid;
     const inFlight = await refusedWritingNothing(() => reverse(tokenA, externalId, { reason: 'x' }));
     expectForbidden(inFlight, 'INVALID_STATE');
-    expect(inFlight.body.message).toBe('the transfer is INICIADO: only an ACREDITADO transfer can be reversed');
+    expect(inFlight.body.message).toBe(
+      'the transfer is INICIADO: only an ACREDITADO transfer can be reversed',
+    );
     const clearing = t.app.get(ClearingService);
     expect(await clearing.present(externalId)).toBe(true);
     expect(await clearing.settle(externalId, 'ACREDITADO')).toBe(true);
     const settled = await refusedWritingNothing(() => reverse(tokenA, externalId, { reason: 'x' }));
     expectForbidden(settled, 'INVALID_STATE');
-    expect(settled.body.message).toBe('money sent to another institution comes back only as a return from the rail');
+    expect(settled.body.message).toBe(
+      'money sent to another institution comes back only as a return from the rail',
+    );
 
     // A client-credentials route: a user token is not accepted.
     const userToken = await subjectToken(appB, ownerR);
@@ -372,5 +395,174 @@ describe('reversals of settled transfers and returns from the rail (real databas
       await refusedWritingNothing(() => reverse(tokenB, original.d, { reason: 'x' }, 'with space')),
     );
     await verify();
+  });
+
+  it('a reversal racing transfers out of the same account never overdraws it, and the statements of both accounts balance', async () => {
+    const from = await dbNow();
+    const sender = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+    const giver = await openAccount(t.http, tokenB, appB.appId, await createOwner(t.http, tokenB));
+    await setBalance(t.http, tokenA, sender.uuid, 300);
+    const original = await transfer(tokenA, sender, giver, 100);
+    await setBalance(t.http, tokenB, giver.uuid, 100);
+    const xBefore = cents(await balanceOf(t.http, tokenB, x.uuid));
+    const senderBefore = cents(await balanceOf(t.http, tokenA, sender.uuid));
+
+    // 12 transfers of 15 (15.15 with the tax) out of the giver and 12 reversals of 10 from it, all at once:
+    // 100 cannot cover them all.
+    const work = [
+      ...Array.from({ length: 12 }, () => async () => ({
+        kind: 'transfer' as const,
+        response: await postTransfer(t.http, tokenB, transferBody(giver.uuid, x.cvu, 15)),
+      })),
+      ...Array.from({ length: 12 }, () => async () => ({
+        kind: 'reversal' as const,
+        response: await reverse(tokenB, original.d, { amount: 10, reason: 'carrera' }),
+      })),
+    ];
+    const results = await Promise.all(work.map((run) => run()));
+    const accepted = { transfer: 0, reversal: 0 };
+    for (const { kind, response } of results) {
+      if (response.status === 201) accepted[kind]++;
+      else {
+        expect(expectValidation(response)).toStrictEqual([
+          { path: 'amount', type: 'invalid', message: expect.stringMatching(/^insufficient funds: /) },
+        ]);
+      }
+    }
+    expect(accepted.transfer + accepted.reversal).toBeGreaterThan(0);
+    const giverAfter = cents(await balanceOf(t.http, tokenB, giver.uuid));
+    expect(giverAfter).toBe(10000 - 1515 * accepted.transfer - 1000 * accepted.reversal);
+    expect(giverAfter).toBeGreaterThanOrEqual(0);
+    // Money conserved: what left the giver arrived (the transfers' tax aside).
+    expect(cents(await balanceOf(t.http, tokenB, x.uuid)) - xBefore).toBe(1485 * accepted.transfer);
+    expect(cents(await balanceOf(t.http, tokenA, sender.uuid)) - senderBefore).toBe(1000 * accepted.reversal);
+    const reversed = await summary(tokenB, original.d);
+    expect(reversed.reversed).toBe(10 * accepted.reversal);
+    expect(reversed.reversed).toBeLessThanOrEqual(100);
+    await verify();
+
+    // The statement of each account over the period: opening + movements = closing, the running balance
+    // consistent, the reversals among the movements; the giver's never below zero.
+    const to = await dbNow();
+    for (const [account, token] of [
+      [giver, tokenB],
+      [sender, tokenA],
+    ] as const) {
+      const response = await api()
+        .get(`/v1/wallet/accounts/${account.uuid}/statement`)
+        .query({ from, to, limit: 500 })
+        .set('Authorization', bearer(token));
+      expect(response.status).toBe(200);
+      const statement = response.body as {
+        openingBalance: number;
+        closingBalance: number;
+        totalIn: number;
+        totalOut: number;
+        movements: { amount: number; balance: number; kind: string }[];
+      };
+      expect(statement.openingBalance).toBe(0);
+      let running = cents(statement.openingBalance);
+      for (const movement of statement.movements) {
+        running += cents(movement.amount);
+        expect(cents(movement.balance)).toBe(running);
+        if (account === giver) expect(movement.balance).toBeGreaterThanOrEqual(0);
+      }
+      expect(running).toBe(cents(statement.closingBalance));
+      expect(cents(statement.openingBalance) + cents(statement.totalIn) - cents(statement.totalOut)).toBe(
+        running,
+      );
+      expect(statement.closingBalance).toBe(await balanceOf(t.http, token, account.uuid));
+      expect(statement.movements.filter((movement) => movement.kind === 'TRANSFER_REVERSAL')).toHaveLength(
+        accepted.reversal,
+      );
+    }
+  });
+
+  it('the rail returns an external WITHDRAW (CLI transfers return): the sender is credited from settlement, in parts, up to the amount', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-return-'));
+    const cli = (args: string[]) =>
+      runNode(
+        CLI_JS,
+        ['transfers', 'return', ...args],
+        childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'silent' }),
+      );
+    try {
+      const sender = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+      await setBalance(t.http, tokenA, sender.uuid, 500);
+      const external = await postTransfer(t.http, tokenA, transferBody(sender.uuid, UNLISTED_CBU, 200));
+      expect(external.status).toBe(201);
+      const w = (external.body as { uuid: string }).uuid;
+      expect(await balanceOf(t.http, tokenA, sender.uuid)).toBe(298);
+
+      // Still in flight: no return yet, nothing written.
+      let before = await counts();
+      const early = await cli([w, '--amount', '50']);
+      expect(early.code).not.toBe(0);
+      expect(early.stderr).toContain('the transfer is INICIADO: only an ACREDITADO transfer can be reversed');
+      expect(await counts()).toStrictEqual(before);
+
+      const clearing = t.app.get(ClearingService);
+      expect(await clearing.present(w)).toBe(true);
+      expect(await clearing.settle(w, 'ACREDITADO')).toBe(true);
+
+      const first = await cli([w, '--amount', '50', '--reason', 'cuenta destino cerrada']);
+      expect(first.code).toBe(0);
+      const answer = JSON.parse(first.stdout) as { transferId: string };
+      expect(answer).toStrictEqual({
+        transferId: expect.any(String),
+        accountId: sender.uuid,
+        returnOf: w,
+        amount: 50,
+        status: 'ACREDITADO',
+      });
+      expect(await balanceOf(t.http, tokenA, sender.uuid)).toBe(348);
+      expect(await transferEvents(t.dataSource, answer.transferId)).toStrictEqual([
+        { uuid: answer.transferId, movementType: 'DEPOSIT', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
+      ]);
+      const [entry] = (await t.dataSource.query(
+        `SELECT e.kind, e.actor, count(p.id)::int AS postings FROM journal_entries e
+           JOIN postings p ON p.entry_id = e.id WHERE e.reference = $1 GROUP BY e.id`,
+        [answer.transferId],
+      )) as unknown[];
+      expect(entry).toStrictEqual({ kind: 'TRANSFER_RETURN', actor: 'system:clearing-return', postings: 2 });
+      let seen = await summary(tokenA, w);
+      expect(seen).toMatchObject({ uuid: w, amount: 200, reversed: 50, left: 150 });
+      expect(seen.reversals).toHaveLength(1);
+      expect(seen.reversals[0]).toMatchObject({
+        uuid: answer.transferId,
+        type: 'DEPOSIT',
+        status: 'ACREDITADO',
+        amount: 50,
+        description: 'cuenta destino cerrada',
+        reversalOf: w,
+        counterParty: { type: 'EXTERNAL', identifier: UNLISTED_CBU },
+      });
+
+      // The application cannot reverse it itself; the rail returns the rest, then nothing more.
+      const byApp = await refusedWritingNothing(() => reverse(tokenA, w, { reason: 'x' }));
+      expectForbidden(byApp, 'INVALID_STATE');
+      const rest = await cli([w]);
+      expect(rest.code).toBe(0);
+      expect(JSON.parse(rest.stdout)).toMatchObject({ amount: 150, returnOf: w });
+      seen = await summary(tokenA, w);
+      expect(seen).toMatchObject({ reversed: 200, left: 0 });
+      expect(await balanceOf(t.http, tokenA, sender.uuid)).toBe(498);
+      before = await counts();
+      const again = await cli([w, '--amount', '1']);
+      expect(again.code).not.toBe(0);
+      expect(again.stderr).toContain('amount is more than what is left to reverse (0 ARS)');
+      // Only an external WITHDRAW comes back from the rail.
+      const internal = await transfer(tokenA, sender, r, 10);
+      before = await counts();
+      const notExternal = await cli([internal.w]);
+      expect(notExternal.code).not.toBe(0);
+      expect(notExternal.stderr).toContain('only an EXTERNAL WITHDRAW can be returned by the rail');
+      const unknown = await cli(['not-a-uuid']);
+      expect(unknown.code).not.toBe(0);
+      expect(await counts()).toStrictEqual(before);
+      await verify();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
