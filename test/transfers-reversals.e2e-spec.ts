@@ -398,17 +398,19 @@ describe('reversals of settled transfers and returns from the rail (real databas
   });
 
   it('a reversal racing transfers out of the same account never overdraws it, and the statements of both accounts balance', async () => {
-    const from = await dbNow();
     const sender = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
     const giver = await openAccount(t.http, tokenB, appB.appId, await createOwner(t.http, tokenB));
     await setBalance(t.http, tokenA, sender.uuid, 300);
     const original = await transfer(tokenA, sender, giver, 100);
     await setBalance(t.http, tokenB, giver.uuid, 100);
+    // The period starts here: both accounts have a history before it (opening balances 100 and 199).
+    const from = await dbNow();
     const xBefore = cents(await balanceOf(t.http, tokenB, x.uuid));
     const senderBefore = cents(await balanceOf(t.http, tokenA, sender.uuid));
+    expect(senderBefore).toBe(19900);
 
-    // 12 transfers of 15 (15.15 with the tax) out of the giver and 12 reversals of 10 from it, all at once:
-    // 100 cannot cover them all.
+    // All at once: 12 transfers of 15 (15.15 with the tax) out of the giver, 12 reversals of 10 from it, and 6
+    // transfers of 5 the other way (the giver gets 4.95 of each): 100 cannot cover them all.
     const work = [
       ...Array.from({ length: 12 }, () => async () => ({
         kind: 'transfer' as const,
@@ -418,31 +420,48 @@ describe('reversals of settled transfers and returns from the rail (real databas
         kind: 'reversal' as const,
         response: await reverse(tokenB, original.d, { amount: 10, reason: 'carrera' }),
       })),
+      ...Array.from({ length: 6 }, () => async () => ({
+        kind: 'incoming' as const,
+        response: await postTransfer(t.http, tokenA, transferBody(sender.uuid, giver.cvu, 5)),
+      })),
     ];
-    const results = await Promise.all(work.map((run) => run()));
-    const accepted = { transfer: 0, reversal: 0 };
+    // For the race only, the database itself refuses any write that would leave the giver below zero (even
+    // inside a transaction that commits later): an overdraft would surface as a 500, not pass unseen.
+    await t.dataSource.query(
+      `ALTER TABLE ledger_accounts ADD CONSTRAINT test_giver_never_negative CHECK (id <> '${giver.uuid}' OR balance >= 0)`,
+    );
+    const results = await Promise.all(work.map((run) => run())).finally(() =>
+      t.dataSource.query(`ALTER TABLE ledger_accounts DROP CONSTRAINT test_giver_never_negative`),
+    );
+    const accepted = { transfer: 0, reversal: 0, incoming: 0 };
     for (const { kind, response } of results) {
       if (response.status === 201) accepted[kind]++;
       else {
+        expect(kind).not.toBe('incoming');
         expect(expectValidation(response)).toStrictEqual([
           { path: 'amount', type: 'invalid', message: expect.stringMatching(/^insufficient funds: /) },
         ]);
       }
     }
+    expect(accepted.incoming).toBe(6);
     expect(accepted.transfer + accepted.reversal).toBeGreaterThan(0);
     const giverAfter = cents(await balanceOf(t.http, tokenB, giver.uuid));
-    expect(giverAfter).toBe(10000 - 1515 * accepted.transfer - 1000 * accepted.reversal);
+    expect(giverAfter).toBe(10000 - 1515 * accepted.transfer - 1000 * accepted.reversal + 495 * 6);
     expect(giverAfter).toBeGreaterThanOrEqual(0);
-    // Money conserved: what left the giver arrived (the transfers' tax aside).
+    // Money conserved: what left each account arrived at the other (the transfers' tax aside).
     expect(cents(await balanceOf(t.http, tokenB, x.uuid)) - xBefore).toBe(1485 * accepted.transfer);
-    expect(cents(await balanceOf(t.http, tokenA, sender.uuid)) - senderBefore).toBe(1000 * accepted.reversal);
+    expect(cents(await balanceOf(t.http, tokenA, sender.uuid)) - senderBefore).toBe(
+      1000 * accepted.reversal - 505 * 6,
+    );
     const reversed = await summary(tokenB, original.d);
     expect(reversed.reversed).toBe(10 * accepted.reversal);
     expect(reversed.reversed).toBeLessThanOrEqual(100);
     await verify();
 
     // The statement of each account over the period: opening + movements = closing, the running balance
-    // consistent, the reversals among the movements; the giver's never below zero.
+    // consistent, the reversals among the movements. (Its running balance follows the postings' created_at, the
+    // start of their transactions, not the commit order the funds checks ran in: under this race it may dip
+    // below zero where the ledger never did, which the constraint above proves.)
     const to = await dbNow();
     for (const [account, token] of [
       [giver, tokenB],
@@ -460,12 +479,11 @@ describe('reversals of settled transfers and returns from the rail (real databas
         totalOut: number;
         movements: { amount: number; balance: number; kind: string }[];
       };
-      expect(statement.openingBalance).toBe(0);
+      expect(cents(statement.openingBalance)).toBe(account === giver ? 10000 : 19900);
       let running = cents(statement.openingBalance);
       for (const movement of statement.movements) {
         running += cents(movement.amount);
         expect(cents(movement.balance)).toBe(running);
-        if (account === giver) expect(movement.balance).toBeGreaterThanOrEqual(0);
       }
       expect(running).toBe(cents(statement.closingBalance));
       expect(cents(statement.openingBalance) + cents(statement.totalIn) - cents(statement.totalOut)).toBe(
@@ -476,6 +494,32 @@ describe('reversals of settled transfers and returns from the rail (real databas
         accepted.reversal,
       );
     }
+  });
+
+  it('concurrent reversals of one transfer add up to at most its amount', async () => {
+    await setBalance(t.http, tokenB, r.uuid, 1000);
+    const original = await transfer(tokenA, s, r, 100);
+    const before = await moneyRowCounts(t.dataSource);
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => reverse(tokenB, original.d, { amount: 20, reason: 'a la vez' })),
+    );
+    expect(results.filter((response) => response.status === 201)).toHaveLength(5);
+    for (const response of results.filter((response) => response.status !== 201)) {
+      expect(expectValidation(response)).toStrictEqual([
+        { path: 'amount', type: 'invalid', message: 'amount is more than what is left to reverse (0 ARS)' },
+      ]);
+    }
+    expect(await summary(tokenB, original.d)).toMatchObject({ reversed: 100, left: 0 });
+    // Five reversals: two transfer rows, one entry of two postings, four history rows and two events each.
+    const after = await moneyRowCounts(t.dataSource);
+    expect({
+      transfers: after.transfers - before.transfers,
+      journal_entries: after.journal_entries - before.journal_entries,
+      postings: after.postings - before.postings,
+      history: after.history - before.history,
+      events: after.events - before.events,
+    }).toStrictEqual({ transfers: 10, journal_entries: 5, postings: 10, history: 20, events: 10 });
+    await verify();
   });
 
   it('the rail returns an external WITHDRAW (CLI transfers return): the sender is credited from settlement, in parts, up to the amount', async () => {
