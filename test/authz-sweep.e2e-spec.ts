@@ -661,6 +661,7 @@ describe('authorization sweep generated from the OpenAPI document', () => {
       'GET /v1/wallet/accounts/{uuid}/transactions': ['BearerAuth', 'OAuth2ClientCredentials'],
       'GET /v1/wallet/transactions/all': ['OAuth2ClientCredentials'],
       'GET /v1/wallet/transactions/{uuid}': ['BearerAuth', 'OAuth2ClientCredentials'],
+      'GET /v1/wallet/transactions/{uuid}/reversals': ['BearerAuth', 'OAuth2ClientCredentials'],
       'PATCH /v1/companies/{uuid}': ['BearerAuth', 'OAuth2ClientCredentials'],
       'PATCH /v1/users/{uuid}': ['BearerAuth', 'OAuth2ClientCredentials'],
       'PATCH /v1/users/{uuid}/kyc-data': ['BearerAuth', 'OAuth2ClientCredentials'],
@@ -686,6 +687,7 @@ describe('authorization sweep generated from the OpenAPI document', () => {
       'POST /v1/wallet/accounts/{uuid}/balance': ['OAuth2ClientCredentials'],
       'POST /v1/wallet/accounts/{uuid}/limits': ['OAuth2ClientCredentials'],
       'POST /v1/wallet/transactions': ['BearerAuth', 'OAuth2ClientCredentials'],
+      'POST /v1/wallet/transactions/{uuid}/reversals': ['OAuth2ClientCredentials'],
     });
   });
 });

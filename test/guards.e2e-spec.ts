@@ -444,6 +444,9 @@ describe('route catalog of the real application', () => {
       // Transfers as the interface's table says.
       'POST /v1/wallet/transactions -> either',
       'GET /v1/wallet/transactions/:uuid -> either',
+      // Reversals (docs/decisions/0031): given back by the receiving application, read by either.
+      'GET /v1/wallet/transactions/:uuid/reversals -> either',
+      'POST /v1/wallet/transactions/:uuid/reversals -> cc',
       'GET /v1/wallet/transactions/all -> cc',
     ]);
   });

@@ -1,5 +1,6 @@
 import {
   ForbiddenError,
+  NotFoundError,
   ValidationFailedError,
   type ForbiddenReason,
   type ValidationItemType,
@@ -10,10 +11,12 @@ import type { TransferRefusal } from './transfer-function.contract.js';
 /**
  * A refusal raised by the database functions (wallet_refuse, src/modules/wallet/sql/wallet_refuse.sql) as the
  * domain error it stands for: SQLSTATE WT400 → 400 at DETAIL (the path) of type HINT; WT403 → 403 with reason
- * HINT. Undefined for any other error.
+ * HINT; WT404 (wallet_reverse_transfer: an unknown transfer) → 404 for DETAIL (the item). Undefined for any
+ * other error.
  */
 export function refusalOf(error: unknown): Error | undefined {
   const driver = pgErrorOf(error);
+  if (driver.code === 'WT404') return new NotFoundError(driver.detail ?? '', driver.message ?? 'Not found');
   if (driver.code !== 'WT400' && driver.code !== 'WT403') return undefined;
   return refusalError({
     code: driver.code,

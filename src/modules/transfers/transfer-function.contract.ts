@@ -107,3 +107,51 @@ export function encodeTransferRequest(request: TransferRequest): EncodedTransfer
 export function encodeTransferGroup(requests: readonly EncodedTransferRequest[]): string {
   return `[${requests.join(',')}]`;
 }
+
+/**
+ * One reversal to write: what wallet_reverse_transfer(jsonb) needs (sql/wallet_reverse_transfer.sql,
+ * docs/decisions/0031-reversals.md). `reversal`: POST /wallet/transactions/{uuid}/reversals; `return`: the rail
+ * gives back an external WITHDRAW (CLI `transfers return`).
+ */
+export interface ReversalRequest {
+  readonly kind: 'reversal' | 'return';
+  /** The calling application (the one of the account that gives back); null for a return from the rail. */
+  readonly appId: string | null;
+  /** Either row of the original transfer the caller sees (its own application's), lower case. */
+  readonly transferId: string;
+  /** Decimal text (toDb); null: what is left to reverse. Decimals, sign and what is left checked in the function. */
+  readonly amount: string | null;
+  readonly reason: string;
+  /** The journal entry's actor: `client:<appId>`, or `system:clearing-return` for the rail. */
+  readonly actor: string;
+  /**
+   * For the audit records to come (the request's X-Request-Id, or null outside HTTP, and the route pattern):
+   * carried, not yet written anywhere.
+   */
+  readonly requestId: string | null;
+  readonly route: string;
+  /** Decimals per currency (MINOR_UNITS). */
+  readonly minorUnits: Readonly<Record<string, number>>;
+  /**
+   * The Idempotency-Key in the reversal namespace: `reversal <key>`. A transfer's key is visible ASCII without
+   * spaces, so no transfer key can equal a reversal's in idempotency_keys.
+   */
+  readonly idempotencyKey: string | null;
+  /** SHA-256 (hex) of the canonical {uuid, body} when there is a key, else null. */
+  readonly requestHash: string | null;
+}
+
+/** The new transfer of a reversal as the caller sees it, with the original row of the same account. */
+export interface ReversalViewRow extends TransferViewRow {
+  reversal_of: string;
+}
+
+/** What wallet_reverse_transfer answers; a refusal is raised (WT400/WT403/WT404). */
+export type ReversalResult = { row: ReversalViewRow } | { replay: ReversalViewRow };
+
+/** A ReversalRequest as the JSON text sent. */
+export type EncodedReversalRequest = string & { readonly __contract: 'ReversalRequest' };
+
+export function encodeReversalRequest(request: ReversalRequest): EncodedReversalRequest {
+  return JSON.stringify(request) as EncodedReversalRequest;
+}

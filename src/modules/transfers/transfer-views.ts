@@ -5,23 +5,30 @@ import type { CursorPosition } from '#common/http/pagination.js';
 import { derivedUuid } from '#common/ids/derived-uuid.js';
 import { personTypeOf } from '#modules/kyc/tax-id.js';
 import { toJson } from '#modules/wallet/money.js';
+import type { ReversalInfoDto } from './dto/reversal.dto.js';
 import type { CreateTransactionResponseDto, TransactionInfoDto } from './dto/transfer.dto.js';
 import type { TransferViewRow } from './transfer-function.contract.js';
 
-const SELECT = `
-  SELECT t.id, t.clearing_id, t.movement_type, t.status, t.route, t.counterparty_name, t.counterparty_tax_id,
+const COLUMNS = `t.id, t.clearing_id, t.movement_type, t.status, t.route, t.counterparty_name, t.counterparty_tax_id,
          t.counterparty_identifier_type, t.counterparty_identifier, t.counterparty_account_id,
          t.amount::text AS amount, t.currency, t.fees::text AS fees, t.taxes::text AS taxes, t.concept, t.summary,
          t.description, t.created_at, w.owner_type, w.owner_id, w.cvu,
          coalesce(u.first_name || ' ' || u.last_name, c.legal_name) AS owner_name,
          coalesce(u.tax_id, c.tax_value) AS owner_tax_id,
          coalesce(u.tax_id_type, 'cuit') AS owner_tax_id_type,
-         cw.owner_id AS counterparty_owner_id
+         cw.owner_id AS counterparty_owner_id`;
+const FROM = `
     FROM transfers t
     JOIN wallet_accounts w ON w.id = t.account_id
     LEFT JOIN wallet_accounts cw ON cw.id = t.counterparty_account_id
     LEFT JOIN users u ON w.owner_type = 'USER' AND u.id = w.owner_id
     LEFT JOIN companies c ON w.owner_type = 'COMPANY' AND c.id = w.owner_id`;
+const SELECT = `SELECT ${COLUMNS} ${FROM}`;
+/** With what a reversal needs: the row's own reversal_of. */
+const SELECT_REVERSAL = `SELECT ${COLUMNS}, t.reversal_of ${FROM}`;
+
+/** A transfer row with its reversal_of (null unless it is a reversal or a return). */
+export type RowWithReversal = TransferViewRow & { reversal_of: string | null };
 
 /** A stable uuid for an external counterparty (derived from its account number). */
 function partyUuid(identifier: string): string {
@@ -44,6 +51,33 @@ export class TransferViews {
     }
     const rows = (await manager.query(`${SELECT} WHERE t.id = $1 AND ${scope}`, params)) as TransferViewRow[];
     return rows[0] ? info(rows[0]) : undefined;
+  }
+
+  /**
+   * The row `id` in the principal's scope (its application; a subject, its own accounts) and the rows that
+   * reverse it (reversal_of = id: they are on the same account), oldest first. Undefined when out of scope.
+   */
+  async withReversals(
+    manager: EntityManager,
+    principal: Principal,
+    id: string,
+  ): Promise<{ original: RowWithReversal; reversals: RowWithReversal[] } | undefined> {
+    const params: unknown[] = [id, principal.appId];
+    let scope = 't.app_id = $2';
+    if (principal.kind === 'subject') {
+      params.push(principal.subject);
+      scope += ' AND w.owner_id = $3';
+    }
+    const [original] = (await manager.query(
+      `${SELECT_REVERSAL} WHERE t.id = $1 AND ${scope}`,
+      params,
+    )) as RowWithReversal[];
+    if (!original) return undefined;
+    const reversals = (await manager.query(
+      `${SELECT_REVERSAL} WHERE t.reversal_of = $1 ORDER BY t.created_at, t.id`,
+      [id],
+    )) as RowWithReversal[];
+    return { original, reversals };
   }
 
   /** Newest first; filters on status, movementType and a creation date range; keyset on (created_at, id). */
@@ -104,6 +138,11 @@ export function createdView(row: TransferViewRow): CreateTransactionResponseDto 
     movementType: row.movement_type,
     created: new Date(row.created_at).toISOString(),
   } as CreateTransactionResponseDto;
+}
+
+/** A reversal (or a return from the rail): TransactionInfo with the original row of the same account. */
+export function reversalView(row: TransferViewRow & { reversal_of: string | null }): ReversalInfoDto {
+  return { ...info(row), reversalOf: row.reversal_of ?? '' };
 }
 
 function info(row: TransferViewRow): TransactionInfoDto {

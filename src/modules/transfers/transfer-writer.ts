@@ -5,7 +5,9 @@ import { pgErrorOf } from '#common/database/sql.js';
 import { toDb, type Money } from '#modules/wallet/money.js';
 import {
   encodeTransferGroup,
+  type EncodedReversalRequest,
   type EncodedTransferRequest,
+  type ReversalResult,
   type TransferGroupResult,
   type TransferResult,
 } from './transfer-function.contract.js';
@@ -62,6 +64,17 @@ export class TransferWriter {
       ]),
     )) as { results: TransferGroupResult[] }[];
     return row.results;
+  }
+
+  /**
+   * A reversal or a return from the rail in one statement (autocommit), never grouped: wallet_reverse_transfer
+   * locks the original pair and both ledger rows itself. A refusal is raised (SQLSTATE WT400/WT403/WT404).
+   */
+  async reverse(request: EncodedReversalRequest): Promise<ReversalResult> {
+    const [row] = (await withRetries(() =>
+      this.dataSource.query(`SELECT wallet_reverse_transfer($1::jsonb) AS result`, [request]),
+    )) as { result: ReversalResult }[];
+    return row.result;
   }
 
   /** An inbound DEPOSIT, ACREDITADO at once (EXTERNAL), with its history COMMITING → ACREDITADO. */

@@ -9,6 +9,8 @@ import { COUNTERPARTY_DIRECTORY } from './counterparty/counterparty-directory.po
 import { CounterpartyController } from './counterparty/counterparty.controller.js';
 import { CounterpartyService } from './counterparty/counterparty.service.js';
 import { FixtureDirectory } from './counterparty/fixture-directory.js';
+import { ReversalsController } from './reversals.controller.js';
+import { ReversalsService } from './reversals.service.js';
 import { TransferBatcher } from './transfer-batcher.js';
 import { TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
@@ -18,10 +20,11 @@ import { TransfersService } from './transfers.service.js';
 /** Transfers, the clearing rail and the counterparty lookup (transfers → wallet → users, companies → kyc). */
 @Module({
   imports: [WalletModule, WebhooksModule],
-  controllers: [CounterpartyController, TransfersController],
+  controllers: [CounterpartyController, TransfersController, ReversalsController],
   providers: [
     CounterpartyService,
     TransfersService,
+    ReversalsService,
     TransferBatcher,
     TransferViews,
     TransferWriter,
@@ -34,6 +37,6 @@ import { TransfersService } from './transfers.service.js';
       useFactory: (config: AppConfig) => new FixtureDirectory(config.counterpartyDirectoryFile),
     },
   ],
-  exports: [CounterpartyService, TransfersService, ClearingService, COUNTERPARTY_DIRECTORY],
+  exports: [CounterpartyService, TransfersService, ReversalsService, ClearingService, COUNTERPARTY_DIRECTORY],
 })
 export class TransfersModule {}

@@ -28,7 +28,8 @@ import { encodeTransferRequest } from './transfer-function.contract.js';
 import { createdView, TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+/** An Idempotency-Key: 1-255 visible ASCII characters (no space: the reversal namespace relies on it). */
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /**
  * POST /wallet/transactions and the reads. A transfer is created by one call
@@ -242,7 +243,7 @@ export class TransfersService {
 }
 
 /** JSON with sorted keys, so the same request always hashes the same. */
-function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
     return `{${Object.keys(value)

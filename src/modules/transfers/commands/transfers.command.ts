@@ -1,6 +1,7 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { CliUsageError, printJson, requireOption, unknownSubcommand } from '#common/cli/output.js';
 import { CONCEPTS } from '../dto/transfer.dto.js';
+import { ReversalsService } from '../reversals.service.js';
 import { TransfersService } from '../transfers.service.js';
 
 interface InboundOptions {
@@ -71,11 +72,54 @@ export class TransfersInboundCommand extends CommandRunner {
   }
 }
 
-@Command({ name: 'transfers', description: 'transfers', subCommands: [TransfersInboundCommand] })
+interface ReturnOptions {
+  amount?: string;
+  reason?: string;
+}
+
+@SubCommand({
+  name: 'return',
+  arguments: '<uuid>',
+  description:
+    'simulate the rail returning (part of) an external WITHDRAW that was ACREDITADO: the money comes back to the sender',
+})
+export class TransfersReturnCommand extends CommandRunner {
+  constructor(private readonly reversals: ReversalsService) {
+    super();
+  }
+
+  @Option({ flags: '--amount <amount>', description: 'amount returned (default: all that is left)' })
+  parseAmount(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--reason <text>', description: 'why the receiving bank returned it (default: returned)' })
+  parseReason(value: string): string {
+    return value;
+  }
+
+  async run(args: string[], options: ReturnOptions): Promise<void> {
+    const [uuid] = args;
+    if (!uuid || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(uuid))
+      throw new CliUsageError('<uuid> must be the uuid of the external WITHDRAW');
+    if (options.amount !== undefined && !/^\d+(\.\d+)?$/.test(options.amount))
+      throw new CliUsageError('--amount must be a positive decimal number');
+    const reason = options.reason ?? 'returned';
+    if (reason.length === 0 || reason.length > 200)
+      throw new CliUsageError('--reason must be 1-200 characters');
+    printJson(await this.reversals.returnFromRail({ transferId: uuid, amount: options.amount, reason }));
+  }
+}
+
+@Command({
+  name: 'transfers',
+  description: 'transfers',
+  subCommands: [TransfersInboundCommand, TransfersReturnCommand],
+})
 export class TransfersCommand extends CommandRunner {
   async run(args: string[]): Promise<void> {
     unknownSubcommand(this.command, args);
   }
 }
 
-export const TRANSFERS_COMMANDS = [TransfersCommand, TransfersInboundCommand];
+export const TRANSFERS_COMMANDS = [TransfersCommand, TransfersInboundCommand, TransfersReturnCommand];

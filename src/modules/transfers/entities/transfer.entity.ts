@@ -16,7 +16,8 @@ import type { TransferStatus } from '../transfer-status.js';
 /** One side of a movement of money: an account's DEPOSIT or WITHDRAW. */
 @SchemaDeclaration({
   name: 'transfers',
-  writtenBy: 'TransferWriter and the functions it calls (wallet_transfer_try, wallet_write_internal)',
+  writtenBy:
+    'TransferWriter and the functions it calls (wallet_transfer_try, wallet_write_internal, wallet_reverse_transfer)',
 })
 @Check('CHK_transfers_movement_type', `"movement_type" IN ('DEPOSIT', 'WITHDRAW')`)
 @Check('CHK_transfers_route', `"route" IN ('INTERNAL', 'EXTERNAL')`)
@@ -33,6 +34,8 @@ import type { TransferStatus } from '../transfer-status.js';
 @Index('idx_transfers_account_in_flight', ['accountId', 'movementType'], {
   where: `"status" IN ('COMMITING', 'INICIADO', 'EN_CURSO')`,
 })
+/** The reversals (and returns from the rail) of a transfer row: the reversed total and GET …/reversals. */
+@Index('idx_transfers_reversal_of', ['reversalOf'], { where: `"reversal_of" IS NOT NULL` })
 export class TransferEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_transfers' }) id: string;
   @Column('uuid', { name: 'app_id' }) appId: string;
@@ -55,10 +58,16 @@ export class TransferEntity {
   @Column('text', { nullable: true }) summary: string | null;
   @Column('text', { nullable: true }) description: string | null;
   @Column('text', { name: 'clearing_id', nullable: true }) clearingId: string | null;
+  /** The original row of the same account that this transfer gives money back for (docs/decisions/0031). */
+  @Column('uuid', { name: 'reversal_of', nullable: true }) reversalOf: string | null;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz', precision: 3 }) createdAt: Date;
   @UpdateDateColumn({ name: 'updated_at', type: 'timestamptz' }) updatedAt: Date;
 
   @ManyToOne(() => WalletAccountEntity)
   @JoinColumn({ name: 'account_id', foreignKeyConstraintName: 'FK_transfers_account' })
   account?: Relation<WalletAccountEntity>;
+
+  @ManyToOne(() => TransferEntity)
+  @JoinColumn({ name: 'reversal_of', foreignKeyConstraintName: 'FK_transfers_reversal_of' })
+  reversed?: Relation<TransferEntity>;
 }

@@ -1,0 +1,44 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsNotEmpty, IsNumber, IsOptional, IsString, MaxLength } from 'class-validator';
+import { TransactionInfoDto } from './transfer.dto.js';
+
+/** POST /wallet/transactions/{uuid}/reversals (closed). */
+export class CreateReversalDto {
+  @ApiPropertyOptional({
+    description:
+      'in the transfer currency, more than 0, at most what is left to reverse (the default: all of it)',
+  })
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  amount?: number;
+
+  @ApiProperty({ maxLength: 200, description: "why the money goes back; the new transfer's description" })
+  @MaxLength(200)
+  @IsNotEmpty()
+  @IsString()
+  reason: string;
+}
+
+/** A reversal or a return from the rail: TransactionInfo of the new transfer, and the row it gives back for. */
+export class ReversalInfoDto extends TransactionInfoDto {
+  @ApiProperty({
+    format: 'uuid',
+    description:
+      "the original transfer of the same account (the receiver's DEPOSIT, or the sender's WITHDRAW)",
+  })
+  reversalOf: string;
+}
+
+/** GET /wallet/transactions/{uuid}/reversals: what was given back for a transfer, and what is left. */
+export class ReversalsSummaryDto {
+  @ApiProperty({ format: 'uuid' }) uuid: string;
+  @ApiProperty({ description: 'the original amount' }) amount: number;
+  @ApiProperty() currency: string;
+  @ApiProperty({ description: 'the sum of the reversals (or returns) so far' }) reversed: number;
+  @ApiProperty({
+    description:
+      'what can still be reversed (or returned by the rail); 0 when the transfer cannot be (a reversal, not ACREDITADO, an inbound deposit)',
+  })
+  left: number;
+  @ApiProperty({ type: [ReversalInfoDto], description: 'oldest first' }) reversals: ReversalInfoDto[];
+}

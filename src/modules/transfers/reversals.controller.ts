@@ -1,0 +1,66 @@
+import { Body, Controller, Get, Headers, Param, ParseUUIDPipe, Post } from '@nestjs/common';
+import {
+  ApiCreatedResponse,
+  ApiForbiddenResponse,
+  ApiHeader,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+} from '@nestjs/swagger';
+import { AuthClient, AuthEither } from '#common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
+import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import { CurrentRequestId } from '#common/http/request-id.js';
+import { CreateReversalDto, ReversalInfoDto, ReversalsSummaryDto } from './dto/reversal.dto.js';
+import { ReversalsService } from './reversals.service.js';
+
+/** Reversals of settled transfers (docs/decisions/0031-reversals.md). */
+@ApiTags('Transfers')
+@Controller()
+@ErrorResponses()
+export class ReversalsController {
+  constructor(private readonly reversals: ReversalsService) {}
+
+  @Post('wallet/transactions/:uuid/reversals')
+  @AuthClient()
+  @ApiOperation({
+    summary:
+      'Give money back along a settled internal transfer (by the application of the account that received it): a new transfer linked to it',
+  })
+  @ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    description: 'retries with the same key and body get the first answer; kept at least 24 h',
+  })
+  @ApiCreatedResponse({
+    type: ReversalInfoDto,
+    description: 'the new WITHDRAW of the account that gives back',
+  })
+  @ApiForbiddenResponse({
+    type: ErrorResponseDto,
+    description:
+      "INVALID_STATE: not ACREDITADO, a reversal itself, external, fully reversed, or an account not ACTIVE; FORBIDDEN: the receiving account is another application's",
+  })
+  create(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Body() body: CreateReversalDto,
+    @CurrentRequestId() requestId: string | null,
+    @Headers('idempotency-key') idempotencyKey?: string,
+  ): Promise<ReversalInfoDto> {
+    return this.reversals.reverse(principal, uuid, body, idempotencyKey, requestId);
+  }
+
+  @Get('wallet/transactions/:uuid/reversals')
+  @AuthEither()
+  @ApiOperation({
+    summary: 'What was given back for a transfer (reversals, returns from the rail) and what is left',
+  })
+  @ApiOkResponse({ type: ReversalsSummaryDto })
+  summary(
+    @CurrentPrincipal() principal: Principal,
+    @Param('uuid', ParseUUIDPipe) uuid: string,
+  ): Promise<ReversalsSummaryDto> {
+    return this.reversals.summary(principal, uuid);
+  }
+}

@@ -1,0 +1,150 @@
+import { createHash } from 'node:crypto';
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { actorOf, type Principal } from '#common/auth/principal.js';
+import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { fromDb, MAX_AMOUNT, MINOR_UNITS, Money, toDb, toJson } from '#modules/wallet/money.js';
+import type { CreateReversalDto, ReversalInfoDto, ReversalsSummaryDto } from './dto/reversal.dto.js';
+import { refusalOf } from './transfer-errors.js';
+import { encodeReversalRequest, type ReversalRequest } from './transfer-function.contract.js';
+import { reversalView, TransferViews } from './transfer-views.js';
+import { TransferWriter } from './transfer-writer.js';
+import { canonicalJson, IDEMPOTENCY_KEY } from './transfers.service.js';
+
+/** The route whose requests wallet_reverse_transfer records (for the audit records to come). */
+export const REVERSAL_ROUTE = 'POST /v1/wallet/transactions/{uuid}/reversals';
+
+/** A return from the rail, as the CLI prints it. */
+export interface RailReturn {
+  transferId: string;
+  accountId: string;
+  returnOf: string;
+  amount: number;
+  status: 'ACREDITADO';
+}
+
+/**
+ * Money back along a settled transfer (docs/decisions/0031-reversals.md): a reversal of an internal transfer by
+ * the application of the account that received it, and the rail's return of an external WITHDRAW. Both are one
+ * call of wallet_reverse_transfer (sql/wallet_reverse_transfer.sql), outside the transfer batcher: the function
+ * locks the original pair and both ledger rows and checks everything before it writes.
+ */
+@Injectable()
+export class ReversalsService {
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly writer: TransferWriter,
+    private readonly views: TransferViews,
+  ) {}
+
+  async reverse(
+    principal: Principal,
+    transferId: string,
+    input: CreateReversalDto,
+    idempotencyKey: string | undefined,
+    requestId: string | null,
+  ): Promise<ReversalInfoDto> {
+    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
+      throw ValidationFailedError.single(
+        'Idempotency-Key',
+        'invalid',
+        'Idempotency-Key must be 1-255 visible ASCII characters',
+      );
+    }
+    const id = transferId.toLowerCase();
+    const request: ReversalRequest = {
+      kind: 'reversal',
+      appId: principal.appId,
+      transferId: id,
+      amount: input.amount === undefined ? null : toDb(this.amountOf(input.amount)),
+      reason: input.reason,
+      actor: actorOf(principal),
+      requestId,
+      route: REVERSAL_ROUTE,
+      minorUnits: MINOR_UNITS,
+      idempotencyKey: idempotencyKey === undefined ? null : `reversal ${idempotencyKey}`,
+      requestHash:
+        idempotencyKey === undefined
+          ? null
+          : createHash('sha256')
+              .update(canonicalJson({ uuid: id, body: input }))
+              .digest('hex'),
+    };
+    const result = await this.call(request);
+    return reversalView('replay' in result ? result.replay : result.row);
+  }
+
+  /**
+   * The rail gives back (part of) an external WITHDRAW that was ACREDITADO: a DEPOSIT on the sender's account
+   * from SETTLEMENT, linked as its reversal (the same cumulative rule), announced with transfer_update.
+   */
+  async returnFromRail(input: { transferId: string; amount?: string; reason: string }): Promise<RailReturn> {
+    const result = await this.call({
+      kind: 'return',
+      appId: null,
+      transferId: input.transferId.toLowerCase(),
+      amount: input.amount === undefined ? null : toDb(this.amountOf(Number(input.amount), input.amount)),
+      reason: input.reason,
+      actor: 'system:clearing-return',
+      requestId: null,
+      route: 'cli transfers return',
+      minorUnits: MINOR_UNITS,
+      idempotencyKey: null,
+      requestHash: null,
+    });
+    const row = 'replay' in result ? result.replay : result.row;
+    const [account] = (await this.dataSource.query(`SELECT account_id FROM transfers WHERE id = $1`, [
+      row.id,
+    ])) as { account_id: string }[];
+    return {
+      transferId: row.id,
+      accountId: account.account_id,
+      returnOf: row.reversal_of,
+      amount: toJson(row.amount),
+      status: 'ACREDITADO',
+    };
+  }
+
+  /** What was given back for the transfer `id` (either row the caller sees), and what is left. */
+  async summary(principal: Principal, id: string): Promise<ReversalsSummaryDto> {
+    const found = await this.views.withReversals(this.dataSource.manager, principal, id.toLowerCase());
+    if (!found) throw new NotFoundError(id, 'Transfer not found');
+    const { original, reversals } = found;
+    const reversed = reversals.reduce((sum, row) => sum.plus(fromDb(row.amount)), new Money(0));
+    const reversible =
+      original.status === 'ACREDITADO' &&
+      original.reversal_of === null &&
+      (original.route === 'INTERNAL' || original.movement_type === 'WITHDRAW');
+    const amount = fromDb(original.amount);
+    return {
+      uuid: original.id,
+      amount: toJson(original.amount),
+      currency: original.currency,
+      reversed: toJson(reversed),
+      left: reversible ? toJson(amount.minus(reversed)) : 0,
+      reversals: reversals.map(reversalView),
+    };
+  }
+
+  /** The amount as the client wrote it (never a float compare), within MAX_AMOUNT. */
+  private amountOf(value: number, text = String(value)): Money {
+    if (!Number.isFinite(value))
+      throw ValidationFailedError.single('amount', 'invalid', 'amount is not a number');
+    const amount = new Money(text);
+    if (amount.abs().gt(MAX_AMOUNT)) {
+      throw ValidationFailedError.single(
+        'amount',
+        'invalid',
+        `amount is larger than ${MAX_AMOUNT.toString()}`,
+      );
+    }
+    return amount;
+  }
+
+  private async call(request: ReversalRequest) {
+    return this.writer.reverse(encodeReversalRequest(request)).catch((error: unknown) => {
+      throw refusalOf(error) ?? error;
+    });
+  }
+}

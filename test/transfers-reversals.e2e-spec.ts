@@ -1,0 +1,612 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import request from 'supertest';
+import { ClearingService } from '../src/modules/transfers/clearing/clearing.service.js';
+import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
+import { subjectToken, type TestClient } from './support/auth.js';
+import {
+  bearer,
+  countRows,
+  expectNotFound,
+  expectUnauthorized,
+  expectValidation,
+} from './support/identity.js';
+import { childEnv, CLI_JS, runNode } from './support/processes.js';
+import type { TestApp } from './support/test-app.js';
+import {
+  balanceOf,
+  moneyRowCounts,
+  postTransfer,
+  setFees,
+  setStatus,
+  TRANSACTION_INFO_KEYS,
+  transferBody,
+  transferEvents,
+  UNLISTED_CBU,
+} from './support/transfers.js';
+import { startWithTwoApplications } from './support/two-applications.js';
+import { createOwner, expectForbidden, openAccount, setBalance, type AccountInfo } from './support/wallet.js';
+
+interface Reversal {
+  uuid: string;
+  type: string;
+  status: string;
+  amount: number;
+  fees: number;
+  taxes: number;
+  description: string | null;
+  reversalOf: string;
+  account: { uuid: string; cvu: string };
+  counterParty: { uuid: string; type: string; identifier: string };
+}
+
+interface Summary {
+  uuid: string;
+  amount: number;
+  currency: string;
+  reversed: number;
+  left: number;
+  reversals: Reversal[];
+}
+
+/** A JSON amount as integer cents (the tests' own arithmetic, no float sums). */
+const cents = (amount: number): number => Math.round(amount * 100);
+
+const REVERSAL_KEYS = [...TRANSACTION_INFO_KEYS, 'reversalOf'].sort();
+
+describe('reversals of settled transfers and returns from the rail (real database)', () => {
+  let t: TestApp;
+  let appA: TestClient;
+  let appB: TestClient;
+  let tokenA: string;
+  let tokenB: string;
+  let ownerS: string;
+  let ownerR: string;
+  /** Sender (application A) and receiver (application B). */
+  let s: AccountInfo;
+  let r: AccountInfo;
+  /** Another account of application B, where the receiver's other transfers go. */
+  let x: AccountInfo;
+
+  const api = () => request(t.http);
+  const reverse = (token: string, uuid: string, body: object, key?: string) => {
+    const test = api().post(`/v1/wallet/transactions/${uuid}/reversals`).set('Authorization', bearer(token));
+    if (key !== undefined) test.set('Idempotency-Key', key);
+    return test.send(body);
+  };
+  const summary = async (token: string, uuid: string): Promise<Summary> => {
+    const response = await api()
+      .get(`/v1/wallet/transactions/${uuid}/reversals`)
+      .set('Authorization', bearer(token));
+    expect(response.status).toBe(200);
+    return response.body as Summary;
+  };
+  /** An internal transfer from `from` to `to` (A's token for s); returns the WITHDRAW and its DEPOSIT. */
+  const transfer = async (
+    token: string,
+    from: AccountInfo,
+    to: AccountInfo,
+    amount: number,
+  ): Promise<{ w: string; d: string; taxes: number; fees: number }> => {
+    const response = await postTransfer(t.http, token, transferBody(from.uuid, to.cvu, amount));
+    expect(response.status).toBe(201);
+    const body = response.body as { uuid: string; taxes: number; fees: number };
+    const [row] = (await t.dataSource.query(`SELECT linked_transfer_id AS d FROM transfers WHERE id = $1`, [
+      body.uuid,
+    ])) as { d: string }[];
+    return { w: body.uuid, d: row.d, taxes: body.taxes, fees: body.fees };
+  };
+  /** Every table a reversal writes, counted. */
+  const counts = async () => ({
+    ...(await moneyRowCounts(t.dataSource)),
+    keys: await countRows(t.dataSource, 'idempotency_keys'),
+    balances: (
+      (await t.dataSource.query(`SELECT coalesce(sum(balance), 0)::text AS b FROM ledger_accounts`)) as {
+        b: string;
+      }[]
+    )[0].b,
+  });
+  /** `send` is refused and nothing at all is written. */
+  const refusedWritingNothing = async (send: () => Promise<request.Response>) => {
+    const before = await counts();
+    const response = await send();
+    expect(response.status).toBeGreaterThanOrEqual(400);
+    expect(await counts()).toStrictEqual(before);
+    return response;
+  };
+  const dbNow = async (): Promise<string> =>
+    (
+      (await t.dataSource.query(
+        `SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS now`,
+      )) as { now: string }[]
+    )[0].now;
+  const verify = async () => expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
+
+  beforeAll(async () => {
+    ({ t, appA, appB, tokenA, tokenB } = await startWithTwoApplications('reversals', {
+      env: { TRANSFER_TAX_RATE: '0.01' },
+    }));
+    ownerS = await createOwner(t.http, tokenA);
+    ownerR = await createOwner(t.http, tokenB);
+    s = await openAccount(t.http, tokenA, appA.appId, ownerS);
+    r = await openAccount(t.http, tokenB, appB.appId, ownerR);
+    x = await openAccount(t.http, tokenB, appB.appId, await createOwner(t.http, tokenB));
+    await setBalance(t.http, tokenA, s.uuid, 1000);
+    await setFees(t.http, tokenA, s.uuid, 'FIXED', 1.5);
+  });
+  afterAll(async () => {
+    await t.close();
+  });
+
+  it('gives a transfer back in parts, up to its amount, with both applications told and the ledger balanced', async () => {
+    const original = await transfer(tokenA, s, r, 100);
+    expect(original).toMatchObject({ fees: 1.5, taxes: 1 });
+    expect(await balanceOf(t.http, tokenA, s.uuid)).toBe(1000 - 100 - 1.5 - 1);
+    expect(await balanceOf(t.http, tokenB, r.uuid)).toBe(99);
+    // The receiver paid the tax on what it received: to give all 100 back it needs more than it got.
+    await setBalance(t.http, tokenB, r.uuid, 150);
+
+    // B (the receiver's application) gives 30 back, addressing its own DEPOSIT.
+    const first = await reverse(tokenB, original.d, { amount: 30, reason: 'devolución parcial' });
+    expect(first.status).toBe(201);
+    const part = first.body as Reversal;
+    expect(Object.keys(part).sort()).toEqual(REVERSAL_KEYS);
+    expect(part).toMatchObject({
+      type: 'WITHDRAW',
+      status: 'ACREDITADO',
+      amount: 30,
+      fees: 0,
+      taxes: 0,
+      description: 'devolución parcial',
+      reversalOf: original.d,
+      account: { uuid: ownerR, cvu: r.cvu },
+      counterParty: { uuid: ownerS, type: 'INTERNAL', identifier: s.cvu },
+    });
+    // The rest, by default what is left.
+    const rest = await reverse(tokenB, original.d, { reason: 'resto' });
+    expect(rest.status).toBe(201);
+    expect(rest.body).toMatchObject({ amount: 70, reversalOf: original.d });
+
+    // Fees and taxes of the original are not given back; the reversals carry none.
+    expect(await balanceOf(t.http, tokenA, s.uuid)).toBe(1000 - 1.5 - 1);
+    expect(await balanceOf(t.http, tokenB, r.uuid)).toBe(50);
+    await verify();
+
+    // The new pair: the receiver's WITHDRAW and the sender's DEPOSIT, linked, each pointing at its own side.
+    const rows = (await t.dataSource.query(
+      `SELECT id, app_id, account_id, movement_type, status, route, linked_transfer_id, reversal_of,
+              amount::text AS amount, fees::text AS fees, taxes::text AS taxes
+         FROM transfers WHERE reversal_of IN ($1, $2) ORDER BY created_at, movement_type DESC`,
+      [original.w, original.d],
+    )) as Record<string, string>[];
+    expect(rows).toHaveLength(4);
+    const withdraw = rows.find((row) => row.id === part.uuid)!;
+    const deposit = rows.find((row) => row.id === withdraw.linked_transfer_id)!;
+    expect(withdraw).toMatchObject({ app_id: appB.appId, account_id: r.uuid, reversal_of: original.d });
+    expect(deposit).toMatchObject({
+      app_id: appA.appId,
+      account_id: s.uuid,
+      movement_type: 'DEPOSIT',
+      status: 'ACREDITADO',
+      route: 'INTERNAL',
+      linked_transfer_id: part.uuid,
+      reversal_of: original.w,
+      amount: '30.000000',
+      fees: '0.000000',
+      taxes: '0.000000',
+    });
+    const history = (await t.dataSource.query(
+      `SELECT from_status, to_status FROM transfer_status_history WHERE transfer_id = $1 ORDER BY id`,
+      [deposit.id],
+    )) as unknown[];
+    expect(history).toStrictEqual([
+      { from_status: null, to_status: 'COMMITING' },
+      { from_status: 'COMMITING', to_status: 'ACREDITADO' },
+    ]);
+    const [entry] = (await t.dataSource.query(
+      `SELECT e.kind, e.actor, e.description, json_agg(json_build_object('account', p.account_id, 'amount', p.amount::text) ORDER BY p.id) AS postings
+         FROM journal_entries e JOIN postings p ON p.entry_id = e.id WHERE e.reference = $1 GROUP BY e.id`,
+      [part.uuid],
+    )) as unknown[];
+    expect(entry).toStrictEqual({
+      kind: 'TRANSFER_REVERSAL',
+      actor: `client:${appB.appId}`,
+      description: 'devolución parcial',
+      postings: [
+        { account: r.uuid, amount: '-30.000000' },
+        { account: s.uuid, amount: '30.000000' },
+      ],
+    });
+
+    // Each application hears of its own new transfer.
+    expect(await transferEvents(t.dataSource, part.uuid)).toStrictEqual([
+      { uuid: part.uuid, movementType: 'WITHDRAW', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
+    ]);
+    expect(await transferEvents(t.dataSource, deposit.id)).toStrictEqual([
+      { uuid: deposit.id, movementType: 'DEPOSIT', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
+    ]);
+    const eventApps = (await t.dataSource.query(
+      `SELECT subject, app_id FROM webhook_events WHERE subject IN ($1, $2)`,
+      [part.uuid, deposit.id],
+    )) as { subject: string; app_id: string }[];
+    expect(Object.fromEntries(eventApps.map((row) => [row.subject, row.app_id]))).toStrictEqual({
+      [part.uuid]: appB.appId,
+      [deposit.id]: appA.appId,
+    });
+
+    // What was reversed, from both sides; the original's TransactionInfo is unchanged.
+    const fromB = await summary(tokenB, original.d);
+    expect(fromB).toMatchObject({ uuid: original.d, amount: 100, currency: 'ARS', reversed: 100, left: 0 });
+    expect(fromB.reversals.map((row) => [row.uuid, row.amount, row.reversalOf])).toStrictEqual([
+      [part.uuid, 30, original.d],
+      [(rest.body as Reversal).uuid, 70, original.d],
+    ]);
+    const fromA = await summary(tokenA, original.w);
+    expect(fromA).toMatchObject({ uuid: original.w, amount: 100, reversed: 100, left: 0 });
+    expect(fromA.reversals.map((row) => [row.type, row.amount, row.reversalOf])).toStrictEqual([
+      ['DEPOSIT', 30, original.w],
+      ['DEPOSIT', 70, original.w],
+    ]);
+    const info = await api()
+      .get(`/v1/wallet/transactions/${original.w}`)
+      .set('Authorization', bearer(tokenA));
+    expect(Object.keys(info.body as object).sort()).toEqual([...TRANSACTION_INFO_KEYS].sort());
+    // A user token reads its own transfer's reversals too; another application's transfer is unknown.
+    const userToken = await subjectToken(appA, ownerS);
+    expect((await summary(userToken, original.w)).reversed).toBe(100);
+    expectNotFound(
+      await api().get(`/v1/wallet/transactions/${original.d}/reversals`).set('Authorization', bearer(tokenA)),
+      original.d,
+    );
+
+    // Nothing is left: a further reversal is refused, writing nothing.
+    const again = await refusedWritingNothing(() => reverse(tokenB, original.d, { reason: 'otra vez' }));
+    expectForbidden(again, 'INVALID_STATE');
+    expect(again.body.message).toBe('the transfer is already fully reversed');
+    const more = await refusedWritingNothing(() =>
+      reverse(tokenB, original.d, { amount: 0.01, reason: 'x' }),
+    );
+    expect(expectValidation(more)).toStrictEqual([
+      { path: 'amount', type: 'invalid', message: 'amount is more than what is left to reverse (0 ARS)' },
+    ]);
+  });
+
+  it('refuses what cannot be reversed with the interface body, writing nothing', async () => {
+    const original = await transfer(tokenA, s, r, 50);
+
+    // Who: the sender's application sees its WITHDRAW but cannot give the receiver's money back.
+    const bySender = await refusedWritingNothing(() => reverse(tokenA, original.w, { reason: 'x' }));
+    expectForbidden(bySender, 'FORBIDDEN');
+    // Another application's row, or no transfer at all: unknown.
+    expectNotFound(
+      await refusedWritingNothing(() => reverse(tokenA, original.d, { reason: 'x' })),
+      original.d,
+    );
+    const unknown = '6b1f0a52-3c1e-4d6f-9a8b-0c2d4e6f8a0b';
+    expectNotFound(await refusedWritingNothing(() => reverse(tokenB, unknown, { reason: 'x' })), unknown);
+
+    // The amount: zero, negative, too many decimals, more than what is left.
+    const amountRefusal = async (amount: number, message: string) => {
+      const response = await refusedWritingNothing(() =>
+        reverse(tokenB, original.d, { amount, reason: 'x' }),
+      );
+      expect(expectValidation(response)).toStrictEqual([{ path: 'amount', type: 'invalid', message }]);
+    };
+    await amountRefusal(0, 'amount must be greater than 0');
+    await amountRefusal(-5, 'amount must be greater than 0');
+    await amountRefusal(1.001, 'amount has more than 2 decimals for ARS');
+    await amountRefusal(50.01, 'amount is more than what is left to reverse (50 ARS)');
+
+    // The body: a reason is required, nothing else is accepted.
+    expect(
+      expectValidation(await refusedWritingNothing(() => reverse(tokenB, original.d, { amount: 1 }))).map(
+        (item) => item.path,
+      ),
+    ).toStrictEqual(['reason']);
+    expectValidation(
+      await refusedWritingNothing(() => reverse(tokenB, original.d, { reason: 'x', extra: true })),
+    );
+
+    // A reversal of a reversal.
+    const part = await reverse(tokenB, original.d, { amount: 10, reason: 'parcial' });
+    expect(part.status).toBe(201);
+    const ofReversal = await refusedWritingNothing(() =>
+      reverse(tokenB, (part.body as Reversal).uuid, { reason: 'x' }),
+    );
+    expectForbidden(ofReversal, 'INVALID_STATE');
+    expect(ofReversal.body.message).toBe('this transfer is itself a reversal and cannot be reversed');
+
+    // Funds of the account that gives back, and the state of both accounts.
+    await setBalance(t.http, tokenB, r.uuid, 5);
+    await amountRefusal(6, 'insufficient funds: the available balance does not cover the amount');
+    await setBalance(t.http, tokenB, r.uuid, 100);
+    await setStatus(t.http, tokenB, r.uuid, 'INACTIVE');
+    const giverInactive = await refusedWritingNothing(() => reverse(tokenB, original.d, { reason: 'x' }));
+    expectForbidden(giverInactive, 'INVALID_STATE');
+    expect(giverInactive.body.message).toBe('the account is INACTIVE');
+    await setStatus(t.http, tokenB, r.uuid, 'ACTIVE');
+    await setStatus(t.http, tokenA, s.uuid, 'INACTIVE');
+    const takerInactive = await refusedWritingNothing(() => reverse(tokenB, original.d, { reason: 'x' }));
+    expectForbidden(takerInactive, 'INVALID_STATE');
+    expect(takerInactive.body.message).toBe('the receiving account cannot receive money');
+    await setStatus(t.http, tokenA, s.uuid, 'ACTIVE');
+
+    // An external transfer: in flight, then settled (money that left comes back only from the rail).
+    const external = await postTransfer(t.http, tokenA, transferBody(s.uuid, UNLISTED_CBU, 20));
+    expect(external.status).toBe(201);
+    const externalId = (external.body as { uuid: string }).uuid;
+    const inFlight = await refusedWritingNothing(() => reverse(tokenA, externalId, { reason: 'x' }));
+    expectForbidden(inFlight, 'INVALID_STATE');
+    expect(inFlight.body.message).toBe(
+      'the transfer is INICIADO: only an ACREDITADO transfer can be reversed',
+    );
+    const clearing = t.app.get(ClearingService);
+    expect(await clearing.present(externalId)).toBe(true);
+    expect(await clearing.settle(externalId, 'ACREDITADO')).toBe(true);
+    const settled = await refusedWritingNothing(() => reverse(tokenA, externalId, { reason: 'x' }));
+    expectForbidden(settled, 'INVALID_STATE');
+    expect(settled.body.message).toBe(
+      'money sent to another institution comes back only as a return from the rail',
+    );
+
+    // A client-credentials route: a user token is not accepted.
+    const userToken = await subjectToken(appB, ownerR);
+    const asUser = await refusedWritingNothing(() => reverse(userToken, original.d, { reason: 'x' }));
+    expectUnauthorized(asUser);
+    await verify();
+  });
+
+  it('replays a retried reversal under its Idempotency-Key, refuses the key with another body, and keeps transfer keys apart', async () => {
+    await setBalance(t.http, tokenB, r.uuid, 500);
+    const original = await transfer(tokenA, s, r, 40);
+    const key = `rev-${Date.now()}`;
+    const first = await reverse(tokenB, original.d, { amount: 15, reason: 'duplicado' }, key);
+    expect(first.status).toBe(201);
+    const before = await counts();
+    const replay = await reverse(tokenB, original.d, { amount: 15, reason: 'duplicado' }, key);
+    expect(replay.status).toBe(201);
+    expect(replay.body).toStrictEqual(first.body);
+    expect(await counts()).toStrictEqual(before);
+    // Concurrent twins: one reversal.
+    const twinKey = `${key}-twin`;
+    const twins = await Promise.all(
+      [1, 2, 3].map(() => reverse(tokenB, original.d, { amount: 5, reason: 'gemelos' }, twinKey)),
+    );
+    expect(twins.map((response) => response.status)).toStrictEqual([201, 201, 201]);
+    expect(new Set(twins.map((response) => (response.body as Reversal).uuid)).size).toBe(1);
+    expect((await summary(tokenB, original.d)).reversed).toBe(20);
+
+    const other = await refusedWritingNothing(() =>
+      reverse(tokenB, original.d, { amount: 16, reason: 'duplicado' }, key),
+    );
+    expect(expectValidation(other)).toStrictEqual([
+      {
+        path: 'Idempotency-Key',
+        type: 'invalid',
+        message: 'this Idempotency-Key was used with a different request',
+      },
+    ]);
+    // The same key on POST /wallet/transactions is another namespace: a new transfer, not a conflict.
+    const plain = await postTransfer(t.http, tokenB, transferBody(r.uuid, x.cvu, 1), key);
+    expect(plain.status).toBe(201);
+    // A bad key is refused before anything.
+    expectValidation(
+      await refusedWritingNothing(() => reverse(tokenB, original.d, { reason: 'x' }, 'with space')),
+    );
+    await verify();
+  });
+
+  it('a reversal racing transfers out of the same account never overdraws it, and the statements of both accounts balance', async () => {
+    const sender = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+    const giver = await openAccount(t.http, tokenB, appB.appId, await createOwner(t.http, tokenB));
+    await setBalance(t.http, tokenA, sender.uuid, 300);
+    const original = await transfer(tokenA, sender, giver, 100);
+    await setBalance(t.http, tokenB, giver.uuid, 100);
+    // The period starts here: both accounts have a history before it (opening balances 100 and 199).
+    const from = await dbNow();
+    const xBefore = cents(await balanceOf(t.http, tokenB, x.uuid));
+    const senderBefore = cents(await balanceOf(t.http, tokenA, sender.uuid));
+    expect(senderBefore).toBe(19900);
+
+    // All at once: 12 transfers of 15 (15.15 with the tax) out of the giver, 12 reversals of 10 from it, and 6
+    // transfers of 5 the other way (the giver gets 4.95 of each): 100 cannot cover them all.
+    const work = [
+      ...Array.from({ length: 12 }, () => async () => ({
+        kind: 'transfer' as const,
+        response: await postTransfer(t.http, tokenB, transferBody(giver.uuid, x.cvu, 15)),
+      })),
+      ...Array.from({ length: 12 }, () => async () => ({
+        kind: 'reversal' as const,
+        response: await reverse(tokenB, original.d, { amount: 10, reason: 'carrera' }),
+      })),
+      ...Array.from({ length: 6 }, () => async () => ({
+        kind: 'incoming' as const,
+        response: await postTransfer(t.http, tokenA, transferBody(sender.uuid, giver.cvu, 5)),
+      })),
+    ];
+    // For the race only, the database itself refuses any write that would leave the giver below zero (even
+    // inside a transaction that commits later): an overdraft would surface as a 500, not pass unseen.
+    await t.dataSource.query(
+      `ALTER TABLE ledger_accounts ADD CONSTRAINT test_giver_never_negative CHECK (id <> '${giver.uuid}' OR balance >= 0)`,
+    );
+    const results = await Promise.all(work.map((run) => run())).finally(() =>
+      t.dataSource.query(`ALTER TABLE ledger_accounts DROP CONSTRAINT test_giver_never_negative`),
+    );
+    const accepted = { transfer: 0, reversal: 0, incoming: 0 };
+    for (const { kind, response } of results) {
+      if (response.status === 201) accepted[kind]++;
+      else {
+        expect(kind).not.toBe('incoming');
+        expect(expectValidation(response)).toStrictEqual([
+          { path: 'amount', type: 'invalid', message: expect.stringMatching(/^insufficient funds: /) },
+        ]);
+      }
+    }
+    expect(accepted.incoming).toBe(6);
+    expect(accepted.transfer + accepted.reversal).toBeGreaterThan(0);
+    const giverAfter = cents(await balanceOf(t.http, tokenB, giver.uuid));
+    expect(giverAfter).toBe(10000 - 1515 * accepted.transfer - 1000 * accepted.reversal + 495 * 6);
+    expect(giverAfter).toBeGreaterThanOrEqual(0);
+    // Money conserved: what left each account arrived at the other (the transfers' tax aside).
+    expect(cents(await balanceOf(t.http, tokenB, x.uuid)) - xBefore).toBe(1485 * accepted.transfer);
+    expect(cents(await balanceOf(t.http, tokenA, sender.uuid)) - senderBefore).toBe(
+      1000 * accepted.reversal - 505 * 6,
+    );
+    const reversed = await summary(tokenB, original.d);
+    expect(reversed.reversed).toBe(10 * accepted.reversal);
+    expect(reversed.reversed).toBeLessThanOrEqual(100);
+    await verify();
+
+    // The statement of each account over the period: opening + movements = closing, the running balance
+    // consistent, the reversals among the movements. (Its running balance follows the postings' created_at, the
+    // start of their transactions, not the commit order the funds checks ran in: under this race it may dip
+    // below zero where the ledger never did, which the constraint above proves.)
+    const to = await dbNow();
+    for (const [account, token] of [
+      [giver, tokenB],
+      [sender, tokenA],
+    ] as const) {
+      const response = await api()
+        .get(`/v1/wallet/accounts/${account.uuid}/statement`)
+        .query({ from, to, limit: 500 })
+        .set('Authorization', bearer(token));
+      expect(response.status).toBe(200);
+      const statement = response.body as {
+        openingBalance: number;
+        closingBalance: number;
+        totalIn: number;
+        totalOut: number;
+        movements: { amount: number; balance: number; kind: string }[];
+      };
+      expect(cents(statement.openingBalance)).toBe(account === giver ? 10000 : 19900);
+      let running = cents(statement.openingBalance);
+      for (const movement of statement.movements) {
+        running += cents(movement.amount);
+        expect(cents(movement.balance)).toBe(running);
+      }
+      expect(running).toBe(cents(statement.closingBalance));
+      expect(cents(statement.openingBalance) + cents(statement.totalIn) - cents(statement.totalOut)).toBe(
+        running,
+      );
+      expect(statement.closingBalance).toBe(await balanceOf(t.http, token, account.uuid));
+      expect(statement.movements.filter((movement) => movement.kind === 'TRANSFER_REVERSAL')).toHaveLength(
+        accepted.reversal,
+      );
+    }
+  });
+
+  it('concurrent reversals of one transfer add up to at most its amount', async () => {
+    await setBalance(t.http, tokenB, r.uuid, 1000);
+    const original = await transfer(tokenA, s, r, 100);
+    const before = await moneyRowCounts(t.dataSource);
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => reverse(tokenB, original.d, { amount: 20, reason: 'a la vez' })),
+    );
+    expect(results.filter((response) => response.status === 201)).toHaveLength(5);
+    for (const response of results.filter((response) => response.status !== 201)) {
+      expect(expectValidation(response)).toStrictEqual([
+        { path: 'amount', type: 'invalid', message: 'amount is more than what is left to reverse (0 ARS)' },
+      ]);
+    }
+    expect(await summary(tokenB, original.d)).toMatchObject({ reversed: 100, left: 0 });
+    // Five reversals: two transfer rows, one entry of two postings, four history rows and two events each.
+    const after = await moneyRowCounts(t.dataSource);
+    expect({
+      transfers: after.transfers - before.transfers,
+      journal_entries: after.journal_entries - before.journal_entries,
+      postings: after.postings - before.postings,
+      history: after.history - before.history,
+      events: after.events - before.events,
+    }).toStrictEqual({ transfers: 10, journal_entries: 5, postings: 10, history: 20, events: 10 });
+    await verify();
+  });
+
+  it('the rail returns an external WITHDRAW (CLI transfers return): the sender is credited from settlement, in parts, up to the amount', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-return-'));
+    const cli = (args: string[]) =>
+      runNode(
+        CLI_JS,
+        ['transfers', 'return', ...args],
+        childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'silent' }),
+      );
+    try {
+      const sender = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+      await setBalance(t.http, tokenA, sender.uuid, 500);
+      const external = await postTransfer(t.http, tokenA, transferBody(sender.uuid, UNLISTED_CBU, 200));
+      expect(external.status).toBe(201);
+      const w = (external.body as { uuid: string }).uuid;
+      expect(await balanceOf(t.http, tokenA, sender.uuid)).toBe(298);
+
+      // Still in flight: no return yet, nothing written.
+      let before = await counts();
+      const early = await cli([w, '--amount', '50']);
+      expect(early.code).not.toBe(0);
+      expect(early.stderr).toContain('the transfer is INICIADO: only an ACREDITADO transfer can be reversed');
+      expect(await counts()).toStrictEqual(before);
+
+      const clearing = t.app.get(ClearingService);
+      expect(await clearing.present(w)).toBe(true);
+      expect(await clearing.settle(w, 'ACREDITADO')).toBe(true);
+
+      const first = await cli([w, '--amount', '50', '--reason', 'cuenta destino cerrada']);
+      expect(first.code).toBe(0);
+      const answer = JSON.parse(first.stdout) as { transferId: string };
+      expect(answer).toStrictEqual({
+        transferId: expect.any(String),
+        accountId: sender.uuid,
+        returnOf: w,
+        amount: 50,
+        status: 'ACREDITADO',
+      });
+      expect(await balanceOf(t.http, tokenA, sender.uuid)).toBe(348);
+      expect(await transferEvents(t.dataSource, answer.transferId)).toStrictEqual([
+        { uuid: answer.transferId, movementType: 'DEPOSIT', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
+      ]);
+      const [entry] = (await t.dataSource.query(
+        `SELECT e.kind, e.actor, count(p.id)::int AS postings FROM journal_entries e
+           JOIN postings p ON p.entry_id = e.id WHERE e.reference = $1 GROUP BY e.id`,
+        [answer.transferId],
+      )) as unknown[];
+      expect(entry).toStrictEqual({ kind: 'TRANSFER_RETURN', actor: 'system:clearing-return', postings: 2 });
+      let seen = await summary(tokenA, w);
+      expect(seen).toMatchObject({ uuid: w, amount: 200, reversed: 50, left: 150 });
+      expect(seen.reversals).toHaveLength(1);
+      expect(seen.reversals[0]).toMatchObject({
+        uuid: answer.transferId,
+        type: 'DEPOSIT',
+        status: 'ACREDITADO',
+        amount: 50,
+        description: 'cuenta destino cerrada',
+        reversalOf: w,
+        counterParty: { type: 'EXTERNAL', identifier: UNLISTED_CBU },
+      });
+
+      // The application cannot reverse it itself; the rail returns the rest, then nothing more.
+      const byApp = await refusedWritingNothing(() => reverse(tokenA, w, { reason: 'x' }));
+      expectForbidden(byApp, 'INVALID_STATE');
+      const rest = await cli([w]);
+      expect(rest.code).toBe(0);
+      expect(JSON.parse(rest.stdout)).toMatchObject({ amount: 150, returnOf: w });
+      seen = await summary(tokenA, w);
+      expect(seen).toMatchObject({ reversed: 200, left: 0 });
+      expect(await balanceOf(t.http, tokenA, sender.uuid)).toBe(498);
+      before = await counts();
+      const again = await cli([w, '--amount', '1']);
+      expect(again.code).not.toBe(0);
+      expect(again.stderr).toContain('amount is more than what is left to reverse (0 ARS)');
+      // Only an external WITHDRAW comes back from the rail.
+      const internal = await transfer(tokenA, sender, r, 10);
+      before = await counts();
+      const notExternal = await cli([internal.w]);
+      expect(notExternal.code).not.toBe(0);
+      expect(notExternal.stderr).toContain('only an EXTERNAL WITHDRAW can be returned by the rail');
+      const unknown = await cli(['not-a-uuid']);
+      expect(unknown.code).not.toBe(0);
+      expect(await counts()).toStrictEqual(before);
+      await verify();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
