@@ -12,6 +12,7 @@ import { TransferPlans1763901000000 } from './1763901000000-TransferPlans.js';
 import { PostingsByTime1763901100000 } from './1763901100000-PostingsByTime.js';
 import { EventsFeed1763901200000 } from './1763901200000-EventsFeed.js';
 import { Reversals1763901300000 } from './1763901300000-Reversals.js';
+import { PostingsAtInsert1763901350000 } from './1763901350000-PostingsAtInsert.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -29,4 +30,5 @@ export const MIGRATIONS = [
   PostingsByTime1763901100000,
   EventsFeed1763901200000,
   Reversals1763901300000,
+  PostingsAtInsert1763901350000,
 ];

@@ -459,9 +459,8 @@ describe('reversals of settled transfers and returns from the rail (real databas
     await verify();
 
     // The statement of each account over the period: opening + movements = closing, the running balance
-    // consistent, the reversals among the movements. (Its running balance follows the postings' created_at, the
-    // start of their transactions, not the commit order the funds checks ran in: under this race it may dip
-    // below zero where the ledger never did, which the constraint above proves.)
+    // consistent and never below zero (postings are timed when inserted, under the account's lock, so the
+    // statement lists them in the order the funds checks ran), the reversals among the movements.
     const to = await dbNow();
     for (const [account, token] of [
       [giver, tokenB],
@@ -484,6 +483,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
       for (const movement of statement.movements) {
         running += cents(movement.amount);
         expect(cents(movement.balance)).toBe(running);
+        expect(running).toBeGreaterThanOrEqual(0);
       }
       expect(running).toBe(cents(statement.closingBalance));
       expect(cents(statement.openingBalance) + cents(statement.totalIn) - cents(statement.totalOut)).toBe(

@@ -62,7 +62,9 @@ export class PostingEntity {
   @Column('uuid', { name: 'account_id' }) accountId: string;
   @Column('numeric', { precision: 24, scale: 6 }) amount: string;
   @Column('text') currency: string;
-  @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
+  /** When the posting was inserted, under its account's lock: the account's order of movements (decision 0030). */
+  @CreateDateColumn({ name: 'created_at', type: 'timestamptz', default: () => 'clock_timestamp()' })
+  createdAt: Date;
 
   @ManyToOne(() => JournalEntryEntity)
   @JoinColumn({ name: 'entry_id', foreignKeyConstraintName: 'FK_postings_entry' })
