@@ -2,6 +2,7 @@ import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { CliUsageError, printJson, requireOption, unknownSubcommand } from '#common/cli/output.js';
 import { CONCEPTS } from '../dto/transfer.dto.js';
 import { TransfersService } from '../transfers.service.js';
+import { cliActor } from '#modules/audit/audit-trail.js';
 
 interface InboundOptions {
   cvu?: string;
@@ -59,14 +60,17 @@ export class TransfersInboundCommand extends CommandRunner {
     if (!(CONCEPTS as readonly string[]).includes(concept))
       throw new CliUsageError(`--concept must be one of ${CONCEPTS.join(', ')}`);
     printJson(
-      await this.transfers.inbound({
-        cvu: requireOption(options.cvu, '--cvu'),
-        amount: Number(amountText),
-        fromIdentifier: requireOption(options.from, '--from'),
-        fromName: requireOption(options.name, '--name'),
-        fromTaxId: requireOption(options.cuit, '--cuit'),
-        concept,
-      }),
+      await this.transfers.inbound(
+        {
+          cvu: requireOption(options.cvu, '--cvu'),
+          amount: Number(amountText),
+          fromIdentifier: requireOption(options.from, '--from'),
+          fromName: requireOption(options.name, '--name'),
+          fromTaxId: requireOption(options.cuit, '--cuit'),
+          concept,
+        },
+        cliActor('transfers inbound'),
+      ),
     );
   }
 }
