@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import request from 'supertest';
+import { KycVerificationService } from '../src/modules/kyc/sessions/kyc-verification.service.js';
+import { WebhooksService } from '../src/modules/webhooks/webhooks.service.js';
+import { ClearingService } from '../src/modules/transfers/clearing/clearing.service.js';
 import { encodeTransferRequest } from '../src/modules/transfers/transfer-function.contract.js';
 import { MINOR_UNITS } from '../src/modules/wallet/money.js';
 import { periodsOf } from '../src/modules/wallet/periods.js';
@@ -738,6 +741,108 @@ describe('audit trail', () => {
       }
     }
     expect(failures).toEqual([]);
+  });
+
+  it('records external transfers (wallet_transfer_try), each transfer of a group, and the clearing outcome', async () => {
+    // External: INICIADO, recorded by wallet_transfer_try with the request's id and route.
+    const sender = await funded(500);
+    const external = `audit-${randomUUID()}`;
+    const sent = await request(t.http)
+      .post('/v1/wallet/transactions')
+      .set('Authorization', client())
+      .set('X-Request-Id', external)
+      .send(transferBody(sender.account, DIRECTORY.nacion.number, 10));
+    expect(sent.status).toBe(201);
+    const transferId = (sent.body as { uuid: string }).uuid;
+    expect(await recordsOf(external)).toEqual([
+      {
+        app_id: app.appId,
+        principal_type: 'client',
+        principal: app.appId,
+        action: 'POST /v1/wallet/transactions',
+        resource_type: 'transfer',
+        resource_id: transferId,
+        outcome: 'INICIADO',
+        request_id: external,
+      },
+    ]);
+
+    // The clearing rail's verdict (the worker's side): system:clearing.
+    const clearing = t.app.get(ClearingService);
+    expect(await clearing.present(transferId)).toBe(true);
+    expect(await clearing.settle(transferId, 'ACREDITADO')).toBe(true);
+    const settled = (await t.dataSource.query(
+      `SELECT app_id, principal_type, principal, action, outcome, request_id FROM audit_records
+        WHERE resource_id = $1 AND principal_type = 'system'`,
+      [transferId],
+    )) as AuditRow[];
+    expect(settled).toEqual([
+      {
+        app_id: app.appId,
+        principal_type: 'system',
+        principal: 'clearing',
+        action: 'clearing settle',
+        outcome: 'ACREDITADO',
+        request_id: null,
+      },
+    ]);
+
+    // Concurrent internal transfers (grouped by the batcher): one record each, with its own request id.
+    const receivers = await Promise.all(Array.from({ length: 6 }, () => funded()));
+    const ids = receivers.map(() => `audit-${randomUUID()}`);
+    const answers = await Promise.all(
+      receivers.map((receiver, index) =>
+        request(t.http)
+          .post('/v1/wallet/transactions')
+          .set('Authorization', client())
+          .set('X-Request-Id', ids[index])
+          .send(transferBody(sender.account, receiver.cvu, 1)),
+      ),
+    );
+    for (const [index, answer] of answers.entries()) {
+      expect(answer.status).toBe(201);
+      const rows = await recordsOf(ids[index]);
+      expect(rows).toEqual([
+        expect.objectContaining({
+          resource_id: (answer.body as { uuid: string }).uuid,
+          outcome: 'ACREDITADO',
+          action: 'POST /v1/wallet/transactions',
+        }),
+      ]);
+    }
+  });
+
+  // KycVerificationService runs in the worker (not loaded here): built by hand on the app's own pieces.
+  it("records the KYC provider's verdict on a step as system:kyc-provider", async () => {
+    const user = await newUser();
+    const documentId = await upload(user);
+    const sessionId = await session(user);
+    const submitted = await request(t.http)
+      .post(`/v1/kyc/sessions/${sessionId}/steps/DOCUMENT_FRONT`)
+      .set('Authorization', client())
+      .send({ documentUuid: documentId });
+    expect(submitted.status).toBe(202);
+    expect(
+      await new KycVerificationService(t.dataSource, t.app.get(WebhooksService)).complete(
+        sessionId,
+        'DOCUMENT_FRONT',
+        'SUCCESS',
+      ),
+    ).toBe(true);
+    const rows = (await t.dataSource.query(
+      `SELECT app_id, principal_type, principal, action, outcome FROM audit_records
+        WHERE resource_id = $1 AND principal_type = 'system'`,
+      [sessionId],
+    )) as AuditRow[];
+    expect(rows).toEqual([
+      {
+        app_id: app.appId,
+        principal_type: 'system',
+        principal: 'kyc-provider',
+        action: 'kyc verify DOCUMENT_FRONT',
+        outcome: 'DOCUMENT_FRONT SUCCESS',
+      },
+    ]);
   });
 
   it('leaves no record when the change rolls back (the money function inside a transaction rolled back)', async () => {
