@@ -11,7 +11,7 @@ import { periodsOf } from '../src/modules/wallet/periods.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
 import { bearer, companyBody, userBody } from './support/identity.js';
 import { childEnv, CLI_JS, runNode } from './support/processes.js';
-import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
 import { DIRECTORY, transferBody } from './support/transfers.js';
 import { accountBody, createOwner, limitsOf, openAccount, setBalance } from './support/wallet.js';
 
@@ -641,8 +641,8 @@ describe('audit trail', () => {
   }
 
   async function send(prepared: Prepared, requestId: string): Promise<request.Response> {
-    let test = request(t.http)
-      [prepared.method](prepared.path)
+    const agent = request(t.http);
+    let test = agent[prepared.method](prepared.path)
       .set('Authorization', prepared.authorization)
       .set('X-Request-Id', requestId);
     if (prepared.multipart) {
