@@ -325,10 +325,12 @@ describe('events feed across a worker restart', () => {
     }
     expect(receiver.requests).toHaveLength(0);
 
+    // The worker's passport strategies replace the API's in this one process (passport keeps one registry):
+    // with the API's DATA_DIR they verify with the same signing keys, as two processes of one deployment do.
     worker = await startTestApp({
       runWorker: true,
       databaseUrl: api.databaseUrl,
-      env: { ...FAST, ...isolatedRedisEnv(14) },
+      env: { ...FAST, ...isolatedRedisEnv(14), DATA_DIR: api.dataDir },
     });
     await pollUntil('every event delivered', async () =>
       (await allPages(api, c)).flat().every((event) => event.delivery.state === 'delivered'),
