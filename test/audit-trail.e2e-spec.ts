@@ -686,6 +686,14 @@ describe('audit trail', () => {
     expect(mutating.length).toBeGreaterThan(20);
   });
 
+  it('documents GET /v1/audit under its own tag, with its query', () => {
+    const operation = document.paths['/v1/audit']?.get;
+    expect(operation?.tags).toEqual(['Audit']);
+    expect(
+      (operation?.parameters ?? []).map((parameter) => (parameter as { name: string }).name).sort(),
+    ).toEqual(['after', 'cursor', 'from', 'limit', 'resource', 'to']);
+  });
+
   it('leaves exactly the expected records for each valid request, and none for a refused one', async () => {
     const failures: string[] = [];
     for (const op of operations()) {
