@@ -249,6 +249,8 @@ async function main() {
       concept: 'VAR',
       summary: null,
       actor: `client:${appId}`,
+      requestId: randomUUID(),
+      route: 'POST /v1/wallet/transactions',
       taxRate: '0',
       minorUnits: MINOR_UNITS,
       month,

@@ -13,6 +13,7 @@ import { PostingsByTime1763901100000 } from './1763901100000-PostingsByTime.js';
 import { EventsFeed1763901200000 } from './1763901200000-EventsFeed.js';
 import { Reversals1763901300000 } from './1763901300000-Reversals.js';
 import { PostingsAtInsert1763901350000 } from './1763901350000-PostingsAtInsert.js';
+import { AuditTrail1763901400000 } from './1763901400000-AuditTrail.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   EventsFeed1763901200000,
   Reversals1763901300000,
   PostingsAtInsert1763901350000,
+  AuditTrail1763901400000,
 ];

@@ -8,6 +8,7 @@ import { RouteCatalog } from '#common/http/route-catalog.js';
 import { MetricsController } from '#common/metrics/metrics.controller.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
 import { AppsModule } from '#modules/apps/apps.module.js';
+import { AuditModule } from '#modules/audit/audit.module.js';
 import { AuthModule } from '#modules/auth/auth.module.js';
 import { CompaniesAsKycOwnersModule, CompaniesModule } from '#modules/companies/companies.module.js';
 import { KycModule } from '#modules/kyc/kyc.module.js';
@@ -34,6 +35,7 @@ export class AppModule implements NestModule {
       imports: [
         InfrastructureModule.forRoot(options),
         AppsModule,
+        AuditModule,
         AuthModule,
         WebhooksModule,
         MobileModule,

@@ -6,6 +6,8 @@ import { describeError } from '#common/cli/output.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
 import { AppsModule } from '#modules/apps/apps.module.js';
 import { APPS_COMMANDS } from '#modules/apps/commands/apps.command.js';
+import { AuditModule } from '#modules/audit/audit.module.js';
+import { AUDIT_COMMANDS } from '#modules/audit/commands/audit.command.js';
 import { SigningKeysModule } from '#modules/auth/signing-keys.module.js';
 import { KEYS_COMMANDS } from '#modules/auth/commands/keys.command.js';
 import { WEBHOOKS_COMMANDS } from '#modules/webhooks/commands/webhooks.command.js';
@@ -25,6 +27,7 @@ class CliModule {
       imports: [
         InfrastructureModule.forRoot(options),
         AppsModule,
+        AuditModule,
         SigningKeysModule,
         WebhooksModule,
         // Users and companies come with the wallet (accounts' owners): they need OWNER_ACCOUNTS.
@@ -34,6 +37,7 @@ class CliModule {
       ],
       providers: [
         ...APPS_COMMANDS,
+        ...AUDIT_COMMANDS,
         ...KEYS_COMMANDS,
         ...WEBHOOKS_COMMANDS,
         ...LEDGER_COMMANDS,

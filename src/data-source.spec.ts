@@ -19,6 +19,7 @@ describe('the entities marked @SchemaDeclaration', () => {
 
   it('marks the entities that only declare their table', () => {
     expect(declared.map((entity) => schemaDeclarationOf(entity)?.name).sort()).toEqual([
+      'audit_records',
       'idempotency_keys',
       'journal_entries',
       'ledger_accounts',

@@ -4,6 +4,7 @@ import { GuardedPgClient } from '#common/database/guarded-pg-client.js';
 import { DEFAULT_DB_STATEMENT_TIMEOUT_MS } from '#config/app-config.js';
 import { ApplicationKeyEntity } from '#modules/apps/entities/application-key.entity.js';
 import { ApplicationEntity } from '#modules/apps/entities/application.entity.js';
+import { AuditRecordEntity } from '#modules/audit/entities/audit-record.entity.js';
 import { UsedAssertionEntity } from '#modules/auth/entities/used-assertion.entity.js';
 import { CompanyKycDataEntity } from '#modules/companies/entities/company-kyc-data.entity.js';
 import { CompanyEntity } from '#modules/companies/entities/company.entity.js';
@@ -56,6 +57,7 @@ export const ENTITIES = [
   TransferEntity,
   TransferStatusHistoryEntity,
   IdempotencyKeyEntity,
+  AuditRecordEntity,
 ];
 
 export function dataSourceOptions(

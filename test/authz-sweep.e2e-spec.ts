@@ -633,6 +633,7 @@ describe('authorization sweep generated from the OpenAPI document', () => {
       'DELETE /v1/wallet/accounts/{uuid}': ['BearerAuth', 'OAuth2ClientCredentials'],
       'GET /v1/.well-known/jwks.json': [],
       'GET /v1/.well-known/oauth-authorization-server': [],
+      'GET /v1/audit': ['OAuth2ClientCredentials'],
       'GET /v1/companies/all': ['OAuth2ClientCredentials'],
       'GET /v1/companies/{uuid}': ['BearerAuth', 'OAuth2ClientCredentials'],
       'GET /v1/companies/{uuid}/documents': ['BearerAuth', 'OAuth2ClientCredentials'],

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { JSONWebKeySet } from 'jose';
 import request from 'supertest';
 import { AppsService } from '../src/modules/apps/apps.service.js';
+import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { PruneEventsProcessor } from '../src/modules/webhooks/prune-events.processor.js';
 import { WEBHOOK_EVENTS } from '../src/modules/webhooks/webhook-events.js';
 import { WebhooksService, type EmitInput } from '../src/modules/webhooks/webhooks.service.js';
@@ -200,7 +201,7 @@ describe('events feed (worker in process)', () => {
     const receiver = await WebhookReceiver.start();
     receivers.push(receiver);
     const c = await registerCaller(t, 'feed receiver');
-    await t.app.get(AppsService).setWebhook(c.client.appId, receiver.url());
+    await t.app.get(AppsService).setWebhook(c.client.appId, receiver.url(), cliActor('test'));
     const jwks = (await request(t.http).get('/v1/.well-known/jwks.json')).body as JSONWebKeySet;
     const [eventId] = await emit([transferUpdate(c.client.appId)]);
     await pollUntil('the webhook', () => receiver.acknowledged(eventId).length === 1);
@@ -307,7 +308,7 @@ describe('events feed across a worker restart', () => {
 
   it('shows events produced while no worker runs as pending, then delivered once a worker starts', async () => {
     const c = await registerCaller(api, 'feed restart');
-    await api.app.get(AppsService).setWebhook(c.client.appId, receiver.url());
+    await api.app.get(AppsService).setWebhook(c.client.appId, receiver.url(), cliActor('test'));
     const webhooks = api.app.get(WebhooksService);
     const produced: string[] = [];
     for (let i = 0; i < 5; i += 1) produced.push((await webhooks.sendTest(c.client.appId)).eventId);
@@ -324,10 +325,12 @@ describe('events feed across a worker restart', () => {
     }
     expect(receiver.requests).toHaveLength(0);
 
+    // The worker's passport strategies replace the API's in this one process (passport keeps one registry):
+    // with the API's DATA_DIR they verify with the same signing keys, as two processes of one deployment do.
     worker = await startTestApp({
       runWorker: true,
       databaseUrl: api.databaseUrl,
-      env: { ...FAST, ...isolatedRedisEnv(14) },
+      env: { ...FAST, ...isolatedRedisEnv(14), DATA_DIR: api.dataDir },
     });
     await pollUntil('every event delivered', async () =>
       (await allPages(api, c)).flat().every((event) => event.delivery.state === 'delivered'),

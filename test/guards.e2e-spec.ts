@@ -386,6 +386,7 @@ describe('route catalog of the real application', () => {
     expect(routes).toEqual([
       'GET /v1/.well-known/jwks.json -> public',
       'GET /v1/.well-known/oauth-authorization-server -> public',
+      'GET /v1/audit -> cc',
       'POST /v1/companies -> either',
       'DELETE /v1/companies/:uuid -> either',
       'GET /v1/companies/:uuid -> either',

@@ -4,6 +4,7 @@ import pg from 'pg';
 import request from 'supertest';
 import { MAX_PAGE_SIZE } from '../src/common/http/pagination.js';
 import { AppsService } from '../src/modules/apps/apps.service.js';
+import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { WebhooksService, type EventView } from '../src/modules/webhooks/webhooks.service.js';
 import { accessToken, clientAssertion, registerClient, type TestClient } from './support/auth.js';
 import { bearer, countRows, expectValidation, userBody } from './support/identity.js';
@@ -278,7 +279,7 @@ describe('resource limits, each turned down on one application', () => {
       const receiver = await WebhookReceiver.start(responder);
       receivers.push(receiver);
       const { appId } = await registerClient(t.app, 'webhook receiver');
-      await t.app.get(AppsService).setWebhook(appId, receiver.url());
+      await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
       return { appId, receiver };
     };
     /** The event once an attempt is recorded with this outcome (the attempt row is written first, then the event). */

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import request from 'supertest';
 import { AppsService } from '../src/modules/apps/apps.service.js';
+import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { clientAssertion, newKeyPair, registerClient, unsignedJwt, type TestClient } from './support/auth.js';
 import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
 
@@ -68,10 +69,10 @@ describe('POST /v1/oauth/app/token', () => {
 
   it('refuses a revoked key', async () => {
     const second = newKeyPair();
-    const added = await t.app.get(AppsService).addKey(client.appId, second.publicPem);
+    const added = await t.app.get(AppsService).addKey(client.appId, second.publicPem, cliActor('test'));
     const viaSecond = { ...client, keyId: added.keyId, key: second };
     expect((await withAssertion(await clientAssertion(viaSecond))).status).toBe(200);
-    await t.app.get(AppsService).revokeKey(client.appId, added.keyId);
+    await t.app.get(AppsService).revokeKey(client.appId, added.keyId, cliActor('test'));
     expectRefused(await withAssertion(await clientAssertion(viaSecond)));
   });
 

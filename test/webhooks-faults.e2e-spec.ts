@@ -9,6 +9,7 @@ import request from 'supertest';
 import { QUEUES } from '../src/common/queue/queue-names.js';
 import { QueueFactory } from '../src/common/queue/queue.factory.js';
 import { AppsService } from '../src/modules/apps/apps.service.js';
+import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { WEBHOOK_EVENTS } from '../src/modules/webhooks/webhook-events.js';
 import { WebhooksService } from '../src/modules/webhooks/webhooks.service.js';
 import { registerClient } from './support/auth.js';
@@ -174,7 +175,7 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
     // The first request is held open and never answered; every later one is acknowledged.
     const receiver = await receiverFor((req) => (req.index === 0 ? 'hang' : { status: 200 }));
     const { appId } = await registerClient(t.app, 'faults');
-    await t.app.get(AppsService).setWebhook(appId, receiver.url());
+    await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
 
     const workerEnv = childEnv({
       ...FAST,
@@ -221,7 +222,7 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
   async function flushedQueueLosesNothing(t: TestApp, label: string): Promise<void> {
     const receiver = await receiverFor(() => ({ status: 200, delayMs: 500 }));
     const { appId } = await registerClient(t.app, label);
-    await t.app.get(AppsService).setWebhook(appId, receiver.url());
+    await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
     const queue = t.app.get(QueueFactory).queue(QUEUES.webhooks);
 
     const inFlight = await emitMany(t, appId, 3, 'in flight');
@@ -255,7 +256,7 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
       apps.push(t);
       const receiver = await receiverFor();
       const { appId } = await registerClient(t.app, 'redis down');
-      await t.app.get(AppsService).setWebhook(appId, receiver.url());
+      await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
       const [before] = await emitMany(t, appId, 1, 'before');
       await pollUntil('the event sent before the outage', allAcknowledged(receiver, [before]));
 

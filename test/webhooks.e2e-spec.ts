@@ -3,6 +3,7 @@ import type { JSONWebKeySet } from 'jose';
 import request from 'supertest';
 import { ValidationFailedError } from '../src/common/errors/domain-errors.js';
 import { AppsService } from '../src/modules/apps/apps.service.js';
+import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { WebhookDeliveryService } from '../src/modules/webhooks/webhook-delivery.service.js';
 import { WebhookRelay } from '../src/modules/webhooks/webhook-relay.js';
 import { WEBHOOK_EVENTS } from '../src/modules/webhooks/webhook-events.js';
@@ -55,7 +56,7 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
     const receiver = await WebhookReceiver.start(responder);
     receivers.push(receiver);
     const { appId } = await registerClient(t.app, 'webhook receiver');
-    await t.app.get(AppsService).setWebhook(appId, receiver.url());
+    await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
     return { appId, receiver };
   };
 
@@ -459,7 +460,7 @@ describe(`webhook SSRF protection (${backend} queue backend, WEBHOOK_ALLOW_PRIVA
       'http://169.254.169.254/',
       'http://10.0.0.1/',
     ]) {
-      const error = await apps.setWebhook(appId, url).then(
+      const error = await apps.setWebhook(appId, url, cliActor('test')).then(
         () => undefined,
         (thrown: unknown) => thrown,
       );

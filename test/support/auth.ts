@@ -4,6 +4,7 @@ import { SignJWT, type JWTPayload } from 'jose';
 import request from 'supertest';
 import type { Server } from 'node:http';
 import { AppsService } from '../../src/modules/apps/apps.service.js';
+import { cliActor } from '../../src/modules/audit/audit-trail.js';
 import { TEST_BASE_URL } from './test-app.js';
 
 export interface KeyPair {
@@ -25,7 +26,7 @@ export interface TestClient {
 /** Registers an application through the same service the CLI uses. */
 export async function registerClient(app: INestApplication, name = 'test-app'): Promise<TestClient> {
   const key = newKeyPair();
-  const created = await app.get(AppsService).create({ name, publicKey: key.publicPem });
+  const created = await app.get(AppsService).create({ name, publicKey: key.publicPem }, cliActor('test'));
   return { appId: created.appId, keyId: created.keyId, key };
 }
 

@@ -39,6 +39,12 @@ export class EchoDto {
 /** Resources the fixtures pretend to store: uuid → tenant and owner. */
 export const FIXTURE_RESOURCES = new Map<string, { appId: string; ownerIds: string[] }>();
 
+/** Who the guard authenticated, without the request it acts in (id and route, for the audit trail). */
+function identityOf(principal: Principal): Principal {
+  const { request: _request, ...identity } = principal;
+  return identity;
+}
+
 @Controller('test-fixtures')
 export class FixtureController {
   @Post('echo')
@@ -48,13 +54,13 @@ export class FixtureController {
     @Body() body: EchoDto,
     @CurrentPrincipal() principal: Principal,
   ): { body: EchoDto; principal: Principal } {
-    return { body, principal };
+    return { body, principal: identityOf(principal) };
   }
 
   @Get('cc-only')
   @AuthClient()
   ccOnly(@CurrentPrincipal() principal: Principal): Principal {
-    return principal;
+    return identityOf(principal);
   }
 
   @Get('resources/:uuid')

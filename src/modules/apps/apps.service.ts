@@ -10,6 +10,7 @@ import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { ApplicationKeyEntity } from './entities/application-key.entity.js';
 import { ApplicationEntity } from './entities/application.entity.js';
 import { keyObjectFromJwk, parsePublicKey } from './public-key.js';
+import { auditAppend, type AuditActor } from '#modules/audit/audit-trail.js';
 
 export interface CreatedApp {
   appId: string;
@@ -40,7 +41,11 @@ export class AppsService {
     private readonly verified: VerifiedTokenCache,
   ) {}
 
-  async create(input: { name: string; publicKey: string; webhookUrl?: string }): Promise<CreatedApp> {
+  /** Each change below appends an audit record of `actor` (the CLI's OS user) in its transaction. */
+  async create(
+    input: { name: string; publicKey: string; webhookUrl?: string },
+    actor: AuditActor,
+  ): Promise<CreatedApp> {
     const name = input.name.trim();
     if (name.length === 0 || name.length > 200) {
       throw ValidationFailedError.single('name', 'invalid', 'name must be 1 to 200 characters');
@@ -56,6 +61,12 @@ export class AppsService {
         publicJwk: key.jwk,
         status: 'active',
       });
+      await auditAppend(
+        manager,
+        { ...actor, appId },
+        { resourceType: 'application', resourceId: appId, outcome: 'created' },
+        { resourceType: 'application_key', resourceId: key.keyId, outcome: 'created' },
+      );
     });
     return { appId, clientId: appId, keyId: key.keyId };
   }
@@ -82,34 +93,70 @@ export class AppsService {
     }));
   }
 
-  async setWebhook(appId: string, url: string): Promise<{ appId: string; webhookUrl: string }> {
+  async setWebhook(
+    appId: string,
+    url: string,
+    actor: AuditActor,
+  ): Promise<{ appId: string; webhookUrl: string }> {
     await this.require(appId);
     const webhookUrl = await this.checkWebhookUrl(url);
-    await this.dataSource.getRepository(ApplicationEntity).update({ id: appId }, { webhookUrl });
+    await this.dataSource.transaction(async (manager) => {
+      await manager.update(ApplicationEntity, { id: appId }, { webhookUrl });
+      await auditAppend(
+        manager,
+        { ...actor, appId },
+        { resourceType: 'application', resourceId: appId, outcome: 'webhook set' },
+      );
+    });
     return { appId, webhookUrl };
   }
 
-  async addKey(appId: string, publicKey: string): Promise<{ appId: string; keyId: string }> {
+  async addKey(
+    appId: string,
+    publicKey: string,
+    actor: AuditActor,
+  ): Promise<{ appId: string; keyId: string }> {
     await this.require(appId);
     const key = await parsePublicKey(publicKey);
-    const repo = this.dataSource.getRepository(ApplicationKeyEntity);
-    const existing = await repo.findOneBy({ appId, keyId: key.keyId });
-    if (existing)
-      throw ValidationFailedError.single('publicKey', 'duplicate', 'this key is already registered');
-    await repo.insert({ appId, keyId: key.keyId, publicJwk: key.jwk, status: 'active' });
+    await this.dataSource.transaction(async (manager) => {
+      const existing = await manager.findOneBy(ApplicationKeyEntity, { appId, keyId: key.keyId });
+      if (existing)
+        throw ValidationFailedError.single('publicKey', 'duplicate', 'this key is already registered');
+      await manager.insert(ApplicationKeyEntity, {
+        appId,
+        keyId: key.keyId,
+        publicJwk: key.jwk,
+        status: 'active',
+      });
+      await auditAppend(
+        manager,
+        { ...actor, appId },
+        { resourceType: 'application_key', resourceId: key.keyId, outcome: 'created' },
+      );
+    });
     return { appId, keyId: key.keyId };
   }
 
   async revokeKey(
     appId: string,
     keyId: string,
+    actor: AuditActor,
   ): Promise<{ appId: string; keyId: string; status: 'revoked' }> {
     await this.require(appId);
-    const result = await this.dataSource
-      .getRepository(ApplicationKeyEntity)
-      .update({ appId, keyId, status: 'active' }, { status: 'revoked', revokedAt: new Date() });
-    if (!result.affected)
-      throw new NotFoundError(keyId, 'No active key with that keyId for this application');
+    await this.dataSource.transaction(async (manager) => {
+      const result = await manager.update(
+        ApplicationKeyEntity,
+        { appId, keyId, status: 'active' },
+        { status: 'revoked', revokedAt: new Date() },
+      );
+      if (!result.affected)
+        throw new NotFoundError(keyId, 'No active key with that keyId for this application');
+      await auditAppend(
+        manager,
+        { ...actor, appId },
+        { resourceType: 'application_key', resourceId: keyId, outcome: 'revoked' },
+      );
+    });
     this.verified.clear(); // user tokens signed with it stop working now, not after AUTH_CACHE_MS
     return { appId, keyId, status: 'revoked' };
   }

@@ -11,11 +11,13 @@ import { deleteOwner, findOwner, ownerPageRows, type OwnerKind } from '#modules/
 import { cnpjProblem, cuitProblem, normalizeTaxId } from '#modules/kyc/tax-id.js';
 import type { CompanyResponseDto, CreateCompanyDto } from './dto/company.dto.js';
 import { CompanyEntity } from './entities/company.entity.js';
+import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 
 const COMPANIES: OwnerKind<CompanyEntity> = {
   entity: CompanyEntity,
   notFound: 'Company not found',
   holdsMoney: 'The company owns an account that holds money',
+  resource: 'company',
 };
 
 /** Companies of an application; a subject principal reaches only the company it is. */
@@ -61,6 +63,11 @@ export class CompaniesService {
           );
         }
         await manager.insert(CompanyEntity, company);
+        await auditAppend(manager, requestActor(principal), {
+          resourceType: 'company',
+          resourceId: id,
+          outcome: 'created',
+        });
       });
     } catch (error) {
       if (isUniqueViolation(error, 'uq_companies_app_tax')) {

@@ -9,6 +9,7 @@ import { kycHistoryPage, recordKycChange } from '#modules/kyc/history/kyc-histor
 import { CompaniesService } from './companies.service.js';
 import type { CompanyKycDataDto, KycSection } from './dto/company-kyc-data.dto.js';
 import { CompanyKycDataEntity } from './entities/company-kyc-data.entity.js';
+import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 
 /** A company's KYC data, four sections; every change leaves a history entry (who, when, before, after). */
 @Injectable()
@@ -52,10 +53,18 @@ export class CompanyKycDataService {
     });
   }
 
+  /** A read of KYC data: audited (outcome `read`) in a transaction of its own. */
   async get(principal: Principal, companyId: string): Promise<CompanyKycDataDto> {
-    companyId = (await this.companies.find(this.dataSource.manager, principal, companyId)).id;
-    const row = await this.dataSource.getRepository(CompanyKycDataEntity).findOneBy({ companyId });
-    return companyView(companyId, row);
+    return this.dataSource.transaction(async (manager) => {
+      companyId = (await this.companies.find(manager, principal, companyId)).id;
+      const row = await manager.findOneBy(CompanyKycDataEntity, { companyId });
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'kyc_data',
+        resourceId: companyId,
+        outcome: 'read',
+      });
+      return companyView(companyId, row);
+    });
   }
 
   async history(
@@ -64,9 +73,16 @@ export class CompanyKycDataService {
     limit = DEFAULT_PAGE_SIZE,
     cursor?: string,
   ): Promise<Page<KycHistoryEntryDto>> {
-    const manager = this.dataSource.manager;
-    companyId = (await this.companies.find(manager, principal, companyId)).id;
-    return kycHistoryPage(manager, principal, 'COMPANY', companyId, limit, cursor);
+    return this.dataSource.transaction(async (manager) => {
+      companyId = (await this.companies.find(manager, principal, companyId)).id;
+      const page = await kycHistoryPage(manager, principal, 'COMPANY', companyId, limit, cursor);
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'kyc_history',
+        resourceId: companyId,
+        outcome: 'read',
+      });
+      return page;
+    });
   }
 
   private async writeSection(
@@ -88,6 +104,11 @@ export class CompanyKycDataService {
       });
     }
     await recordKycChange(manager, principal, 'COMPANY', companyId, section, previous, data);
+    await auditAppend(manager, requestActor(principal), {
+      resourceType: 'kyc_data',
+      resourceId: companyId,
+      outcome: existing ? 'updated' : 'created',
+    });
     return companyView(companyId, await manager.findOneBy(CompanyKycDataEntity, { companyId }));
   }
 }

@@ -29,8 +29,12 @@ export interface TransferRequest {
   };
   readonly concept: string;
   readonly summary: string | null;
-  /** The journal entry's actor: `client:<appId>` or `subject:<uuid>`. */
+  /** The journal entry's actor: `client:<appId>` or `subject:<uuid>`; the audit record's principal. */
   readonly actor: string;
+  /** The audit record's request id (X-Request-Id), null outside a request (docs/decisions/0032). */
+  readonly requestId: string | null;
+  /** The audit record's action: the route template, `POST /v1/wallet/transactions`. */
+  readonly route: string;
   /** TRANSFER_TAX_RATE, decimal text. */
   readonly taxRate: string;
   /** Decimals per currency (MINOR_UNITS): fee and tax are rounded to them, the amount checked against them. */

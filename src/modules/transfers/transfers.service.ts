@@ -27,6 +27,7 @@ import { refusalOf } from './transfer-errors.js';
 import { encodeTransferRequest } from './transfer-function.contract.js';
 import { createdView, TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
+import { auditAppend, type AuditActor } from '#modules/audit/audit-trail.js';
 
 /** An Idempotency-Key: 1-255 visible ASCII characters (no space: the reversal namespace relies on it). */
 export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -116,6 +117,8 @@ export class TransfersService {
       concept: input.concept,
       summary: input.summary ?? null,
       actor: actorOf(principal),
+      requestId: principal.request?.id ?? null,
+      route: principal.request?.action ?? 'internal',
       taxRate: this.config.transferTaxRate,
       minorUnits: MINOR_UNITS,
       month,
@@ -136,14 +139,17 @@ export class TransfersService {
    * a DEPOSIT that is ACREDITADO at once (settlement → account), announced to the account's application with
    * transfer_update. Refused, writing nothing, when the account cannot receive it.
    */
-  async inbound(input: {
-    cvu: string;
-    amount: number;
-    fromIdentifier: string;
-    fromName: string;
-    fromTaxId: string;
-    concept: string;
-  }): Promise<{ transferId: string; accountId: string; status: 'ACREDITADO' }> {
+  async inbound(
+    input: {
+      cvu: string;
+      amount: number;
+      fromIdentifier: string;
+      fromName: string;
+      fromTaxId: string;
+      concept: string;
+    },
+    actor: AuditActor,
+  ): Promise<{ transferId: string; accountId: string; status: 'ACREDITADO' }> {
     if (!isValidCbu(input.fromIdentifier)) {
       throw ValidationFailedError.single(
         'from',
@@ -204,6 +210,11 @@ export class TransfersService {
         subject: id,
         data: { uuid: id, movementType: 'DEPOSIT', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
       });
+      await auditAppend(
+        manager,
+        { ...actor, appId: account.appId },
+        { resourceType: 'transfer', resourceId: id, outcome: 'ACREDITADO' },
+      );
       return { transferId: id, accountId: account.id, status: 'ACREDITADO' as const };
     });
     return work.catch((error: unknown) => {

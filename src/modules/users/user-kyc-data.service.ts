@@ -10,6 +10,7 @@ import { kycHistoryPage, recordKycChange } from '#modules/kyc/history/kyc-histor
 import type { CreateUserKycDataDto, UpdateUserKycDataDto, UserKycDataDto } from './dto/user-kyc-data.dto.js';
 import { UserKycDataEntity } from './entities/user-kyc-data.entity.js';
 import { UsersService } from './users.service.js';
+import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 
 /** A user's KYC data; every change leaves a history entry (who, when, before, after). */
 @Injectable()
@@ -42,16 +43,29 @@ export class UserKycDataService {
       await manager.insert(UserKycDataEntity, row);
       const view = userView(row);
       await recordKycChange(manager, principal, 'USER', userId, 'kycData', null, view);
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'kyc_data',
+        resourceId: userId,
+        outcome: 'created',
+      });
       return view;
     });
   }
 
+  /** A read of KYC data: audited (outcome `read`) in a transaction of its own. */
   async get(principal: Principal, userId: string): Promise<UserKycDataDto> {
-    userId = (await this.users.find(this.dataSource.manager, principal, userId)).id;
-    const row = await this.dataSource.getRepository(UserKycDataEntity).findOneBy({ userId });
-    return row
-      ? userView(row)
-      : { uuid: null, userId, civilStatus: null, isPep: null, isSOAUIF: null, isBlackListed: null };
+    return this.dataSource.transaction(async (manager) => {
+      userId = (await this.users.find(manager, principal, userId)).id;
+      const row = await manager.findOneBy(UserKycDataEntity, { userId });
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'kyc_data',
+        resourceId: userId,
+        outcome: 'read',
+      });
+      return row
+        ? userView(row)
+        : { uuid: null, userId, civilStatus: null, isPep: null, isSOAUIF: null, isBlackListed: null };
+    });
   }
 
   async update(principal: Principal, userId: string, input: UpdateUserKycDataDto): Promise<UserKycDataDto> {
@@ -74,7 +88,15 @@ export class UserKycDataService {
         (input.isPep === undefined || input.isPep === row.isPep) &&
         (input.isSOAUIF === undefined || input.isSOAUIF === row.isSOAUIF) &&
         (input.isBlackListed === undefined || input.isBlackListed === row.isBlackListed);
-      if (unchanged) return previous; // nothing changed: no history entry
+      if (unchanged) {
+        // nothing changed: no history entry, but the request is on record
+        await auditAppend(manager, requestActor(principal), {
+          resourceType: 'kyc_data',
+          resourceId: userId,
+          outcome: 'unchanged',
+        });
+        return previous;
+      }
       if (input.civilStatus !== undefined) row.civilStatus = input.civilStatus;
       if (input.isPep !== undefined) row.isPep = input.isPep;
       if (input.isSOAUIF !== undefined) row.isSOAUIF = input.isSOAUIF;
@@ -91,6 +113,11 @@ export class UserKycDataService {
       );
       const current = userView(row);
       await recordKycChange(manager, principal, 'USER', userId, 'kycData', previous, current);
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'kyc_data',
+        resourceId: userId,
+        outcome: 'updated',
+      });
       return current;
     });
   }
@@ -101,9 +128,16 @@ export class UserKycDataService {
     limit = DEFAULT_PAGE_SIZE,
     cursor?: string,
   ): Promise<Page<KycHistoryEntryDto>> {
-    const manager = this.dataSource.manager;
-    userId = (await this.users.find(manager, principal, userId)).id;
-    return kycHistoryPage(manager, principal, 'USER', userId, limit, cursor);
+    return this.dataSource.transaction(async (manager) => {
+      userId = (await this.users.find(manager, principal, userId)).id;
+      const page = await kycHistoryPage(manager, principal, 'USER', userId, limit, cursor);
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'kyc_history',
+        resourceId: userId,
+        outcome: 'read',
+      });
+      return page;
+    });
   }
 }
 

@@ -15,6 +15,7 @@ import { deleteOwner, findOwner, ownerPageRows, type OwnerKind } from '#modules/
 import { cuitProblem, normalizeTaxId } from '#modules/kyc/tax-id.js';
 import type { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto.js';
 import { UserEntity } from './entities/user.entity.js';
+import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 
 const TAX_CONDITION_OUT: Record<string, 'VAT_REGISTERED' | 'OTHERS'> = {
   vatRegistered: 'VAT_REGISTERED',
@@ -31,6 +32,7 @@ const USERS: OwnerKind<UserEntity> = {
   entity: UserEntity,
   notFound: 'User not found',
   holdsMoney: 'The user owns an account that holds money',
+  resource: 'user',
 };
 
 /**
@@ -80,6 +82,11 @@ export class UsersService {
           throw ValidationFailedError.single('', 'duplicate', 'the user of this token is already registered');
         }
         await manager.insert(UserEntity, user);
+        await auditAppend(manager, requestActor(principal), {
+          resourceType: 'user',
+          resourceId: id,
+          outcome: 'created',
+        });
       });
     } catch (error) {
       throw this.duplicateTaxId(error, 'legalInformation.taxId');
@@ -118,12 +125,19 @@ export class UsersService {
       if (input.legalName !== undefined) changes.legalName = input.legalName;
       if (input.nationality !== undefined) changes.nationality = input.nationality;
       if (input.taxId !== undefined) changes.taxId = this.checkTaxId(user.taxIdType, input.taxId, 'taxId');
-      if (Object.keys(changes).length === 0) return;
-      try {
-        await manager.update(UserEntity, { id: user.id }, changes);
-      } catch (error) {
-        throw this.duplicateTaxId(error, 'taxId');
+      const changed = Object.keys(changes).length > 0;
+      if (changed) {
+        try {
+          await manager.update(UserEntity, { id: user.id }, changes);
+        } catch (error) {
+          throw this.duplicateTaxId(error, 'taxId');
+        }
       }
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'user',
+        resourceId: user.id,
+        outcome: changed ? 'updated' : 'unchanged',
+      });
     });
     return this.get(principal, id);
   }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { printJson, readKeyFile, requireOption, unknownSubcommand } from '#common/cli/output.js';
 import { AppsService } from '../apps.service.js';
+import { cliActor } from '#modules/audit/audit-trail.js';
 
 interface AppsOptions {
   name?: string;
@@ -54,7 +55,9 @@ export class AppsCreateCommand extends AppsSubCommand {
   async run(_args: string[], options: AppsOptions): Promise<void> {
     const name = requireOption(options.name, '--name');
     const publicKey = await readKeyFile(requireOption(options.publicKey, '--public-key'));
-    printJson(await this.apps.create({ name, publicKey, webhookUrl: options.webhookUrl }));
+    printJson(
+      await this.apps.create({ name, publicKey, webhookUrl: options.webhookUrl }, cliActor('apps create')),
+    );
   }
 }
 
@@ -72,6 +75,7 @@ export class AppsSetWebhookCommand extends AppsSubCommand {
       await this.apps.setWebhook(
         requireOption(options.appId, '--app-id'),
         requireOption(options.url, '--url'),
+        cliActor('apps set-webhook'),
       ),
     );
   }
@@ -82,7 +86,7 @@ export class AppsAddKeyCommand extends AppsSubCommand {
   async run(_args: string[], options: AppsOptions): Promise<void> {
     const appId = requireOption(options.appId, '--app-id');
     const publicKey = await readKeyFile(requireOption(options.publicKey, '--public-key'));
-    printJson(await this.apps.addKey(appId, publicKey));
+    printJson(await this.apps.addKey(appId, publicKey, cliActor('apps add-key')));
   }
 }
 
@@ -93,6 +97,7 @@ export class AppsRevokeKeyCommand extends AppsSubCommand {
       await this.apps.revokeKey(
         requireOption(options.appId, '--app-id'),
         requireOption(options.keyId, '--key-id'),
+        cliActor('apps revoke-key'),
       ),
     );
   }

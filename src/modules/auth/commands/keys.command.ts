@@ -1,21 +1,36 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { printJson, requireOption, unknownSubcommand } from '#common/cli/output.js';
+import { cliActor } from '#modules/audit/audit-trail.js';
+import { AuditService } from '#modules/audit/audit.service.js';
 import { SigningKeysService } from '../signing-keys.service.js';
 
 @SubCommand({ name: 'rotate', description: 'add a new service signing key; older keys stay published' })
 export class KeysRotateCommand extends CommandRunner {
-  constructor(private readonly keys: SigningKeysService) {
+  constructor(
+    private readonly keys: SigningKeysService,
+    private readonly audit: AuditService,
+  ) {
     super();
   }
 
+  /** The key file is not in the database: its record follows the change (a failed write records nothing). */
   async run(): Promise<void> {
-    printJson(await this.keys.rotate());
+    const rotated = await this.keys.rotate();
+    await this.audit.record(cliActor('keys rotate'), {
+      resourceType: 'signing_key',
+      resourceId: rotated.kid,
+      outcome: 'created',
+    });
+    printJson(rotated);
   }
 }
 
 @SubCommand({ name: 'retire', description: 'stop publishing an old service signing key' })
 export class KeysRetireCommand extends CommandRunner {
-  constructor(private readonly keys: SigningKeysService) {
+  constructor(
+    private readonly keys: SigningKeysService,
+    private readonly audit: AuditService,
+  ) {
     super();
   }
 
@@ -25,7 +40,13 @@ export class KeysRetireCommand extends CommandRunner {
   }
 
   async run(_args: string[], options: { keyId?: string }): Promise<void> {
-    printJson(await this.keys.retire(requireOption(options.keyId, '--key-id')));
+    const retired = await this.keys.retire(requireOption(options.keyId, '--key-id'));
+    await this.audit.record(cliActor('keys retire'), {
+      resourceType: 'signing_key',
+      resourceId: retired.kid,
+      outcome: 'retired',
+    });
+    printJson(retired);
   }
 }
 

@@ -13,6 +13,7 @@ import { KycOwners } from '../owners/kyc-owners.js';
 import { DOCUMENT_STORAGE, type DocumentStorage } from './document-storage.port.js';
 import type { DocumentResponseDto, UploadDocumentDto } from './dto/document.dto.js';
 import { DocumentEntity } from './entities/document.entity.js';
+import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 
 export const ALLOWED_CONTENT_TYPES = ['application/pdf', 'image/jpeg', 'image/png'] as const;
 
@@ -71,7 +72,14 @@ export class DocumentsService {
       sha256: createHash('sha256').update(file.buffer).digest('hex'),
       storageKey,
     });
-    await this.dataSource.getRepository(DocumentEntity).insert(row);
+    await this.dataSource.transaction(async (manager) => {
+      await manager.insert(DocumentEntity, row);
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'document',
+        resourceId: id,
+        outcome: 'created',
+      });
+    });
     return this.view(row);
   }
 
@@ -108,11 +116,16 @@ export class DocumentsService {
     id: string,
   ): Promise<{ contentType: string; bytes: Buffer; name: string }> {
     const document = await this.find(principal, id);
-    return {
-      contentType: document.contentType,
-      bytes: await this.storage.get(document.storageKey),
-      name: document.name,
-    };
+    const bytes = await this.storage.get(document.storageKey);
+    // A read of a document's content: audited once the content is at hand (a missing file reads nothing).
+    await this.dataSource.transaction((manager) =>
+      auditAppend(manager, requestActor(principal), {
+        resourceType: 'document',
+        resourceId: document.id,
+        outcome: 'read',
+      }),
+    );
+    return { contentType: document.contentType, bytes, name: document.name };
   }
 
   /** A document the principal may reach (through its owner), or 404. */

@@ -5,6 +5,7 @@ import { oldestFirstRows } from '#common/database/sql.js';
 import { ForbiddenError, NotFoundError } from '#common/errors/domain-errors.js';
 import type { OwnerAccounts } from './owner-accounts.port.js';
 import type { OwnerColumns } from './owner.columns.js';
+import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 
 /**
  * The rules users and companies share as rows (docs/decisions/0009-identity.md): a client reaches its
@@ -21,6 +22,8 @@ export interface OwnerKind<T extends OwnerRow> {
   notFound: string;
   /** The message of the 403 INVALID_STATE for a deletion refused while an account holds money. */
   holdsMoney: string;
+  /** The audit trail's resource type of a deletion. */
+  resource: 'user' | 'company';
 }
 
 /** The owner `id` as the principal reaches it, locked when asked; otherwise NotFoundError(id). */
@@ -73,5 +76,10 @@ export async function deleteOwner<T extends OwnerRow>(
       throw new ForbiddenError('INVALID_STATE', kind.holdsMoney);
     }
     await manager.softDelete(kind.entity, { id: owner.id } as FindOptionsWhere<T>);
+    await auditAppend(manager, requestActor(principal), {
+      resourceType: kind.resource,
+      resourceId: owner.id,
+      outcome: 'deleted',
+    });
   });
 }

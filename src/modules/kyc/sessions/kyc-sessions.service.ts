@@ -16,6 +16,7 @@ import {
   type KycStep,
 } from './entities/kyc-session.entity.js';
 import { KYC_PROVIDER, type KycProvider } from './kyc-provider.port.js';
+import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 
 /** Steps that verify an uploaded document; GOVERNMENTAL_CHECK_SELFIE checks the SELFIE against the registry. */
 const DOCUMENT_STEPS: readonly KycStep[] = ['DOCUMENT_FRONT', 'DOCUMENT_BACK', 'SELFIE'];
@@ -55,6 +56,11 @@ export class KycSessionsService {
         KycSessionStepEntity,
         KYC_STEPS.map((step, position) => ({ sessionId: id, step, position, status: 'PENDING' as const })),
       );
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'kyc_session',
+        resourceId: id,
+        outcome: 'created',
+      });
     });
     return this.get(principal, id);
   }
@@ -120,6 +126,11 @@ export class KycSessionsService {
       );
       if (session.status === 'PENDING')
         await manager.update(KycSessionEntity, { id }, { status: 'IN_PROGRESS' });
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'kyc_session',
+        resourceId: session.id,
+        outcome: `submitted ${stepKind}`,
+      });
       return now;
     });
     // After commit. If this enqueue is lost, the worker's recovery sweep submits the step again.

@@ -12,6 +12,7 @@ import {
   type KycStep,
   type KycStepStatus,
 } from './entities/kyc-session.entity.js';
+import { auditAppend, systemActor } from '#modules/audit/audit-trail.js';
 
 /**
  * KYC sessions, the provider's side: each verdict (SUCCESS or FAILED) updates
@@ -71,6 +72,11 @@ export class KycVerificationService {
         event: WEBHOOK_EVENTS.kycStepUpdate,
         subject: sessionId,
         data: { session: sessionId, steep: step, backStatus: 'PENDING', newStatus: verdict },
+      });
+      await auditAppend(manager, systemActor('kyc-provider', `kyc verify ${step}`, session.appId), {
+        resourceType: 'kyc_session',
+        resourceId: sessionId,
+        outcome: `${step} ${verdict}`,
       });
       return true;
     });

@@ -11,6 +11,7 @@ import { SmsMessageEntity } from '../entities/sms-message.entity.js';
 import { SmsQueue } from './sms-queue.js';
 import { SmsRouting } from './sms-routing.js';
 import { SMS_STATUS } from './sms-status.js';
+import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 
 /** What GET /mobile/sms/{uuid} reports: all strings, '' where nothing is known yet. */
 export type SmsStatusView =
@@ -57,6 +58,11 @@ export class SmsService {
         dnis: input.dnis,
         body: input.message,
         status: SMS_STATUS.queued,
+      });
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'sms',
+        resourceId: messageId,
+        outcome: 'created',
       });
     });
     try {

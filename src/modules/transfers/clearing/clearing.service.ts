@@ -9,6 +9,7 @@ import { LedgerService } from '#modules/wallet/ledger/ledger.service.js';
 import { fromDb } from '#modules/wallet/money.js';
 import { canMove, webhookStatus, type TransferStatus } from '../transfer-status.js';
 import { TransferWriter } from '../transfer-writer.js';
+import { auditAppend, systemActor } from '#modules/audit/audit-trail.js';
 
 export type SettlementOutcome = 'ACREDITADO' | 'ERROR_DATOS' | 'SIN_GARANTIA' | 'ERROR_ACREDITACION';
 
@@ -119,6 +120,11 @@ export class ClearingService {
           backStatus: webhookStatus(transfer.status),
           newStatus: webhookStatus(outcome),
         },
+      });
+      await auditAppend(manager, systemActor('clearing', 'clearing settle', transfer.app_id), {
+        resourceType: 'transfer',
+        resourceId: transfer.id,
+        outcome,
       });
       return true;
     });

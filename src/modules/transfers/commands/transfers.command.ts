@@ -3,6 +3,7 @@ import { CliUsageError, printJson, requireOption, unknownSubcommand } from '#com
 import { CONCEPTS } from '../dto/transfer.dto.js';
 import { ReversalsService } from '../reversals.service.js';
 import { TransfersService } from '../transfers.service.js';
+import { cliActor } from '#modules/audit/audit-trail.js';
 
 interface InboundOptions {
   cvu?: string;
@@ -60,14 +61,17 @@ export class TransfersInboundCommand extends CommandRunner {
     if (!(CONCEPTS as readonly string[]).includes(concept))
       throw new CliUsageError(`--concept must be one of ${CONCEPTS.join(', ')}`);
     printJson(
-      await this.transfers.inbound({
-        cvu: requireOption(options.cvu, '--cvu'),
-        amount: Number(amountText),
-        fromIdentifier: requireOption(options.from, '--from'),
-        fromName: requireOption(options.name, '--name'),
-        fromTaxId: requireOption(options.cuit, '--cuit'),
-        concept,
-      }),
+      await this.transfers.inbound(
+        {
+          cvu: requireOption(options.cvu, '--cvu'),
+          amount: Number(amountText),
+          fromIdentifier: requireOption(options.from, '--from'),
+          fromName: requireOption(options.name, '--name'),
+          fromTaxId: requireOption(options.cuit, '--cuit'),
+          concept,
+        },
+        cliActor('transfers inbound'),
+      ),
     );
   }
 }

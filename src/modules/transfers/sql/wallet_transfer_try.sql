@@ -16,8 +16,9 @@
 -- - an internal transfer moves both balances and both operated amounts here (the next transfers of a group read
 --   them) and writes its entry, postings, two transfer rows, their history and the receiver's webhook event
 --   through wallet_write_internal: here (p_write true) or once per group (p_write false, rows in write);
--- - an external WITHDRAW holds amount + fee + tax (ledger_post to HOLDS); the transfer row and its history are
---   written here.
+-- - an external WITHDRAW holds amount + fee + tax (ledger_post to HOLDS); the transfer row, its history and its
+--   audit record (audit_append, with p's requestId and route) are written here; an internal transfer's audit
+--   record is written by wallet_write_internal; a refusal or a replay writes none (decision 0032).
 -- wallet_create_transfer and wallet_create_transfers are the only callers.
 CREATE OR REPLACE FUNCTION public.wallet_transfer_try(p jsonb, p_locked uuid[] DEFAULT NULL::uuid[], p_write boolean DEFAULT true, OUT result jsonb, OUT write wallet_internal_write)
  RETURNS record
@@ -282,7 +283,8 @@ BEGIN
     write := ROW(v_id, v_deposit, gen_random_uuid(), acc.app_id, recv.app_id, acc.id, recv.id, v_cp->>'name',
                  v_cp->>'taxId', v_cp->>'identifierType', v_cp->>'identifier', v_cp->>'branch', v_amount,
                  acc.currency, v_fee, v_tax, v_total, p->>'concept', p->>'summary', p->>'actor', acc.owner_name,
-                 acc.owner_tax_id, acc.cvu, v_fee_account, v_tax_account)::wallet_internal_write;
+                 acc.owner_tax_id, acc.cvu, v_fee_account, v_tax_account, p->>'requestId',
+                 p->>'route')::wallet_internal_write;
     IF p_write THEN
       PERFORM wallet_write_internal(ARRAY[write]);
     END IF;
@@ -300,6 +302,7 @@ BEGIN
             NULL, NULL, v_amount, acc.currency, v_fee, v_tax, p->>'concept', p->>'summary');
     INSERT INTO transfer_status_history (transfer_id, from_status, to_status)
     VALUES (v_id, NULL, 'COMMITING'), (v_id, 'COMMITING', v_status);
+    PERFORM audit_append(acc.app_id, p->>'actor', p->>'route', 'transfer', v_id::text, v_status, p->>'requestId');
   END IF;
 
   IF v_unanswered THEN

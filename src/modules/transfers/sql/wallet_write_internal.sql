@@ -2,7 +2,8 @@
 -- wallet_internal_write, migrations/1763900900000-GroupWrites.ts), one INSERT per table for the whole array, in
 -- its order: each transfer's journal entry and postings (the tax applies to debit and credit: the receiver pays
 -- it on what it receives), the sender's WITHDRAW and the receiver's own DEPOSIT (docs/decisions/0013) with
--- their four history rows, and the receiver's application's transfer_update event.
+-- their four history rows, the receiver's application's transfer_update event, and the sender's application's
+-- audit record of each transfer (as audit_append writes it; one INSERT for the group, decision 0032).
 -- Guarantees: the same rows, in the same order, as writing the transfers one by one
 -- (test/transfers-function-equivalence.e2e-spec.ts); each entry balances (checked again at commit by
 -- ledger_entry_balances). Balances and operated amounts are not written here (wallet_transfer_try did).
@@ -47,6 +48,11 @@ BEGIN
            'data', jsonb_build_object('uuid', w.deposit_id, 'movementType', 'DEPOSIT',
                                       'backStatus', 'PENDING', 'newStatus', 'ACCEPTED')),
          'pending', now()
+    FROM unnest(p) WITH ORDINALITY AS w ORDER BY w.ordinality;
+  INSERT INTO audit_records (app_id, principal_type, principal, action, resource_type, resource_id, outcome,
+         request_id)
+  SELECT w.app_id, split_part(w.actor, ':', 1), substr(w.actor, strpos(w.actor, ':') + 1),
+         coalesce(w.action, 'unknown'), 'transfer', w.id::text, 'ACREDITADO', w.request_id
     FROM unnest(p) WITH ORDINALITY AS w ORDER BY w.ordinality;
 END
 $function$

@@ -7,6 +7,7 @@ import { Money, parseAmount, toDb, toJson } from '../money.js';
 import type { FeesResponseDto, SetFeesDto } from './dto/account.dto.js';
 import { requireAccount } from './account-lookup.js';
 import { WalletAccountEntity } from './entities/wallet-account.entity.js';
+import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 
 /** The fee an account is charged per movement: a FIXED amount in its currency, or a PERCENTAGE (at most 100). */
 @Injectable()
@@ -43,6 +44,11 @@ export class AccountFeesService {
         { id: account.id },
         { feeType: input.feeType, feeAmount: toDb(amount) },
       );
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'account',
+        resourceId: account.id,
+        outcome: 'fees set',
+      });
     });
     return { status: 200, message: 'Fees updated' };
   }

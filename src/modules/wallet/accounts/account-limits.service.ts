@@ -8,6 +8,7 @@ import { periodsOf } from '../periods.js';
 import type { LimitsResponseDto, OperadoResponseDto, SetLimitsDto } from './dto/account.dto.js';
 import { requireAccount } from './account-lookup.js';
 import { WalletAccountEntity } from './entities/wallet-account.entity.js';
+import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 
 /**
  * An account's deposit and withdraw limits, and the operated amounts (this month's and this year's deposits and
@@ -56,6 +57,11 @@ export class AccountLimitsService {
           annualDepositLimit: toDb(parseAmount(input.annualDepositLimit, currency, 'annualDepositLimit')),
         },
       );
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'account',
+        resourceId: account.id,
+        outcome: 'limits set',
+      });
     });
     return { status: 200, message: 'Limits updated' };
   }

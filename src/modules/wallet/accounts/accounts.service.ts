@@ -19,6 +19,7 @@ import { requireAccount } from './account-lookup.js';
 import { accountView } from './account-view.js';
 import { BalanceReader } from './balance-reader.js';
 import { WalletAccountEntity, type AccountStatus } from './entities/wallet-account.entity.js';
+import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 
 /** Allowed status changes (DELETED only through DELETE). */
 const TRANSITIONS: Record<AccountStatus, readonly AccountStatus[]> = {
@@ -86,6 +87,11 @@ export class AccountsService {
             feesId: randomUUID(),
             operadoId: randomUUID(),
           });
+          await auditAppend(manager, requestActor(principal), {
+            resourceType: 'account',
+            resourceId: accountId,
+            outcome: 'created',
+          });
           return accountId;
         });
         return this.view(await this.require(this.dataSource.manager, principal, id));
@@ -139,8 +145,13 @@ export class AccountsService {
           changes.ownerType = input.type;
           changes.ownerId = input.entityId.toLowerCase();
         }
-        if (Object.keys(changes).length > 0)
-          await manager.update(WalletAccountEntity, { id: account.id }, changes);
+        const changed = Object.keys(changes).length > 0;
+        if (changed) await manager.update(WalletAccountEntity, { id: account.id }, changes);
+        await auditAppend(manager, requestActor(principal), {
+          resourceType: 'account',
+          resourceId: account.id,
+          outcome: changed ? 'updated' : 'unchanged',
+        });
       });
     } catch (error) {
       throw this.uniqueToValidation(error, 'alias', 'entityId');
@@ -155,6 +166,11 @@ export class AccountsService {
       await this.dataSource.transaction(async (manager) => {
         const account = await this.require(manager, principal, id, true);
         await manager.update(WalletAccountEntity, { id: account.id }, { alias: newAlias });
+        await auditAppend(manager, requestActor(principal), {
+          resourceType: 'account',
+          resourceId: account.id,
+          outcome: 'updated',
+        });
       });
     } catch (error) {
       throw this.uniqueToValidation(error, 'newAlias', 'newAlias');
@@ -180,6 +196,11 @@ export class AccountsService {
         { id: account.id },
         { status: 'DELETED', deletedAt: new Date() },
       );
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'account',
+        resourceId: account.id,
+        outcome: 'deleted',
+      });
     });
     return { message: 'Account deleted' };
   }
@@ -199,6 +220,11 @@ export class AccountsService {
       const wanted = parseAmount(target, account.currency, 'balance');
       const balances = await this.ledger.lockWallets(manager, [account.id]);
       const difference = wanted.minus(balances.get(account.id) ?? 0);
+      await auditAppend(manager, requestActor(principal), {
+        resourceType: 'account',
+        resourceId: account.id,
+        outcome: difference.isZero() ? 'unchanged' : 'balance set',
+      });
       if (difference.isZero()) return;
       const adjustments = await this.ledger.systemAccount(manager, 'ADJUSTMENTS', account.currency);
       await this.ledger.post(manager, {

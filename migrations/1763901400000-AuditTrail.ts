@@ -1,0 +1,443 @@
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { loadFunction } from './sql.js';
+
+/**
+ * The audit trail (docs/decisions/0032-audit-trail.md): audit_records, append-only like the ledger (a trigger
+ * refuses UPDATE, DELETE and TRUNCATE), read by application and time or by resource; audit_append writes one
+ * record; the money path's functions write theirs beside the transfer (wallet_internal_write carries the
+ * request id and route of each internal transfer, so wallet_write_internal writes a group's records in one
+ * INSERT).
+ */
+export class AuditTrail1763901400000 implements MigrationInterface {
+  name = 'AuditTrail1763901400000';
+
+  async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
+      CREATE TABLE "audit_records" (
+        "id" BIGSERIAL NOT NULL,
+        "at" TIMESTAMP WITH TIME ZONE NOT NULL DEFAULT now(),
+        "app_id" uuid,
+        "principal_type" text NOT NULL,
+        "principal" text NOT NULL,
+        "action" text NOT NULL,
+        "resource_type" text NOT NULL,
+        "resource_id" text NOT NULL,
+        "outcome" text NOT NULL,
+        "request_id" text,
+        CONSTRAINT "PK_audit_records" PRIMARY KEY ("id"),
+        CONSTRAINT "CHK_audit_records_principal_type"
+          CHECK ("principal_type" IN ('client', 'subject', 'cli', 'system'))
+      )`);
+    await queryRunner.query(
+      `CREATE INDEX "idx_audit_records_app_at" ON "audit_records" ("app_id", "at", "id")`,
+    );
+    await queryRunner.query(
+      `CREATE INDEX "idx_audit_records_app_resource" ON "audit_records" ("app_id", "resource_id", "at", "id")`,
+    );
+    await queryRunner.query(
+      loadFunction('audit_append_only', '4ec7187cdcd05d5061a6f7d287e782dae4cc97ac7eac1beb98bb714dc579b082'),
+    );
+    await queryRunner.query(`
+      CREATE TRIGGER "audit_records_append_only" BEFORE UPDATE OR DELETE ON "audit_records"
+      FOR EACH ROW EXECUTE FUNCTION "audit_append_only"()`);
+    await queryRunner.query(`
+      CREATE TRIGGER "audit_records_no_truncate" BEFORE TRUNCATE ON "audit_records"
+      FOR EACH STATEMENT EXECUTE FUNCTION "audit_append_only"()`);
+    await queryRunner.query(
+      loadFunction('audit_append', '6b2b8dd43aae8cc26e06559daa5010f93b7b79bcf28845e095dcf38a851f9222'),
+    );
+    await queryRunner.query(
+      `ALTER TYPE "wallet_internal_write" ADD ATTRIBUTE request_id text, ADD ATTRIBUTE action text`,
+    );
+    await queryRunner.query(
+      loadFunction(
+        'wallet_write_internal',
+        '38797b353c0663dd09f1bea78a4f650e396f402f21bd463cbf644da0c80e47b8',
+      ),
+    );
+    await queryRunner.query(
+      loadFunction('wallet_transfer_try', '0f2f9f662bc36cba1d20cea49c3bfcba120b0bde0343778450b3ca5800d9f318'),
+    );
+  }
+
+  async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(TRANSFER_TRY_BEFORE);
+    await queryRunner.query(WRITE_INTERNAL_BEFORE);
+    await queryRunner.query(
+      `ALTER TYPE "wallet_internal_write" DROP ATTRIBUTE request_id, DROP ATTRIBUTE action`,
+    );
+    await queryRunner.query(`DROP FUNCTION "audit_append"(uuid, text, text, text, text, text, text)`);
+    await queryRunner.query(`DROP TABLE "audit_records"`);
+    await queryRunner.query(`DROP FUNCTION "audit_append_only"()`);
+  }
+}
+
+/** wallet_transfer_try before this migration (its file at the parent commit). */
+const TRANSFER_TRY_BEFORE = `-- One transfer of POST /wallet/transactions, checked and applied: the request p is a TransferRequest
+-- (src/modules/transfers/transfer-function.contract.ts). result is {row, submit} (a new transfer),
+-- {replay} (its Idempotency-Key's stored answer) or {refused} (code, path, type, message); write holds an
+-- internal transfer's rows for wallet_write_internal.
+-- Guarantees:
+-- - routing: a live CVU of this service makes the transfer INTERNAL (settled here, ACREDITADO on both sides),
+--   anything else EXTERNAL (INICIADO, money held, submitted to the clearing rail after commit: submit true);
+-- - every check that can refuse (account in scope of the application and, for a user token, its owner; state;
+--   decimals and minimum for the currency; the counterparty; funds for amount + fee + tax; the monthly and
+--   annual limits of both sides, in flight included) runs before the first write: a refusal writes nothing
+--   and is returned, not raised;
+-- - the ledger rows are locked in id order (or were, by the group: p_locked), so transfers never deadlock on
+--   them and two transfers cannot spend the same money;
+-- - the Idempotency-Key is claimed with its answer in one INSERT … ON CONFLICT DO NOTHING, which waits for a
+--   twin in flight; an already used key wins over a refusal; a different body under the same key is refused;
+-- - an internal transfer moves both balances and both operated amounts here (the next transfers of a group read
+--   them) and writes its entry, postings, two transfer rows, their history and the receiver's webhook event
+--   through wallet_write_internal: here (p_write true) or once per group (p_write false, rows in write);
+-- - an external WITHDRAW holds amount + fee + tax (ledger_post to HOLDS); the transfer row and its history are
+--   written here.
+-- wallet_create_transfer and wallet_create_transfers are the only callers.
+CREATE OR REPLACE FUNCTION public.wallet_transfer_try(p jsonb, p_locked uuid[] DEFAULT NULL::uuid[], p_write boolean DEFAULT true, OUT result jsonb, OUT write wallet_internal_write)
+ RETURNS record
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_app uuid := (p->>'appId')::uuid;
+  v_key text := p->>'idempotencyKey';
+  v_hash text := p->>'requestHash';
+  v_amount numeric := (p->>'amount')::numeric;
+  v_movement text := p->>'movementType';
+  v_cp jsonb := p->'counterparty';
+  v_month text := p->>'month';
+  v_year text := p->>'year';
+  v_id uuid := gen_random_uuid();
+  v_deposit uuid;
+  v_internal boolean;
+  v_units integer;
+  v_fee numeric;
+  v_tax numeric;
+  v_total numeric;
+  v_balance numeric;
+  v_side text;
+  v_monthly numeric;
+  v_annual numeric;
+  v_month_used numeric;
+  v_year_used numeric;
+  v_in_flight numeric;
+  v_recv_month_used numeric;
+  v_recv_year_used numeric;
+  v_recv_in_flight numeric;
+  v_fee_account uuid;
+  v_tax_account uuid;
+  v_created timestamptz;
+  v_status text;
+  v_route text;
+  v_row jsonb;
+  v_refusal jsonb;
+  v_error text;
+  v_unanswered boolean := false;
+  v_answer jsonb;
+  acc record;
+  recv record;
+BEGIN
+  SELECT w.id, w.app_id, w.owner_id, w.status, w.currency, w.monthly_deposit_limit, w.annual_deposit_limit
+    INTO recv FROM wallet_accounts w WHERE w.cvu = v_cp->>'identifier' AND w.status <> 'DELETED';
+  v_internal := FOUND;
+  IF v_internal AND v_movement = 'DEPOSIT' THEN
+    result := jsonb_build_object('refused', jsonb_build_object('code', 'WT400', 'path', 'movementType', 'type', 'invalid',
+      'message', 'money from an account of this service comes as its WITHDRAW, not as a DEPOSIT pulled by you'));
+    RETURN;
+  END IF;
+
+  -- Every check that can refuse, before anything is written. EXIT checks leaves with v_refusal (or v_error) set.
+  <<checks>>
+  BEGIN
+    SELECT w.id, w.app_id, w.owner_id, w.owner_type, w.status, w.currency, w.cvu, w.fee_type, w.fee_amount,
+           w.monthly_withdraw_limit, w.annual_withdraw_limit, w.monthly_deposit_limit, w.annual_deposit_limit,
+           coalesce(u.first_name || ' ' || u.last_name, c.legal_name) AS owner_name,
+           coalesce(u.tax_id, c.tax_value) AS owner_tax_id,
+           coalesce(u.tax_id_type, 'cuit') AS owner_tax_id_type, l.balance
+      INTO acc
+      FROM wallet_accounts w
+      JOIN ledger_accounts l ON l.id = w.id
+      LEFT JOIN users u ON w.owner_type = 'USER' AND u.id = w.owner_id
+      LEFT JOIN companies c ON w.owner_type = 'COMPANY' AND c.id = w.owner_id
+     WHERE w.id = (p->>'accountId')::uuid AND w.app_id = v_app AND w.status <> 'DELETED';
+    IF NOT FOUND OR (p->>'subject' IS NOT NULL AND acc.owner_id::text <> p->>'subject') THEN
+      v_refusal := jsonb_build_object('code', 'WT400', 'path', 'accountUUID', 'type', 'notfound', 'message', 'no such account');
+      EXIT checks;
+    END IF;
+    IF acc.status <> 'ACTIVE' THEN
+      v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE', 'message', 'the account is ' || acc.status);
+      EXIT checks;
+    END IF;
+    v_units := (p->'minorUnits'->>acc.currency)::integer;
+    IF v_units IS NULL THEN
+      v_error := 'unsupported currency ' || acc.currency;
+      EXIT checks;
+    END IF;
+    IF scale(v_amount) > v_units THEN
+      v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid',
+        'message', format('amount has more than %s decimals for %s', v_units, acc.currency));
+      EXIT checks;
+    END IF;
+    IF v_amount < 0 THEN
+      v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid', 'message', 'amount must not be negative');
+      EXIT checks;
+    END IF;
+    IF v_amount < 1 THEN
+      v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid', 'message', 'amount must be at least 1');
+      EXIT checks;
+    END IF;
+    v_fee := CASE WHEN acc.fee_type = 'PERCENTAGE' THEN wallet_round(v_amount * acc.fee_amount / 100, v_units)
+                  ELSE acc.fee_amount END;
+    v_tax := wallet_round(v_amount * (p->>'taxRate')::numeric, v_units);
+    v_total := v_amount + v_fee + v_tax;
+
+    IF v_internal THEN
+      IF recv.id = acc.id THEN
+        v_refusal := jsonb_build_object('code', 'WT400', 'path', 'counterParty.identifier', 'type', 'invalid',
+          'message', 'the counterparty is the same account');
+        EXIT checks;
+      END IF;
+      -- Both ledger rows, in id order: concurrent transfers between the same accounts never deadlock. Rows
+      -- this transaction locked already (p_locked, by wallet_create_transfers) were read with the sender.
+      IF acc.id = ANY (p_locked) AND recv.id = ANY (p_locked) THEN
+        v_balance := acc.balance;
+      ELSE
+        SELECT max(l.balance) FILTER (WHERE l.id = acc.id) INTO v_balance
+          FROM (SELECT id, balance FROM ledger_accounts WHERE id IN (acc.id, recv.id) ORDER BY id FOR UPDATE) l;
+      END IF;
+      IF recv.status <> 'ACTIVE' THEN
+        v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
+          'message', 'the receiving account cannot receive money');
+        EXIT checks;
+      END IF;
+      IF recv.currency <> acc.currency THEN
+        v_refusal := jsonb_build_object('code', 'WT400', 'path', 'counterParty.identifier', 'type', 'invalid',
+          'message', 'the receiving account holds another currency');
+        EXIT checks;
+      END IF;
+    ELSIF acc.id = ANY (p_locked) THEN
+      v_balance := acc.balance;
+    ELSE
+      SELECT balance INTO v_balance FROM ledger_accounts WHERE id = acc.id FOR UPDATE;
+    END IF;
+
+    IF v_internal OR v_movement = 'WITHDRAW' THEN
+      IF v_balance < v_total THEN
+        v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid',
+          'message', 'insufficient funds: the available balance does not cover amount, fees and taxes');
+        EXIT checks;
+      END IF;
+      v_side := 'withdraw';
+      v_monthly := acc.monthly_withdraw_limit;
+      v_annual := acc.annual_withdraw_limit;
+    ELSE
+      IF v_fee + v_tax >= v_amount THEN
+        v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid',
+          'message', 'amount does not cover the fee and taxes');
+        EXIT checks;
+      END IF;
+      v_side := 'deposit';
+      v_monthly := acc.monthly_deposit_limit;
+      v_annual := acc.annual_deposit_limit;
+    END IF;
+
+    -- The limits (operated amounts plus in flight, as wallet_check_limits reads them) of the sender's side and,
+    -- for an internal transfer, of the receiver's deposits, in one query (recv.id is NULL for an external one).
+    SELECT o.month_used, o.year_used, o.recv_month_used, o.recv_year_used, f.in_flight, f.recv_in_flight
+      INTO v_month_used, v_year_used, v_recv_month_used, v_recv_year_used, v_in_flight, v_recv_in_flight
+      FROM (SELECT coalesce(sum(CASE WHEN v_side = 'deposit' THEN deposit ELSE withdraw END)
+                              FILTER (WHERE account_id = acc.id AND period = v_month), 0) AS month_used,
+                   coalesce(sum(CASE WHEN v_side = 'deposit' THEN deposit ELSE withdraw END)
+                              FILTER (WHERE account_id = acc.id AND period = v_year), 0) AS year_used,
+                   coalesce(sum(deposit) FILTER (WHERE account_id = recv.id AND period = v_month), 0) AS recv_month_used,
+                   coalesce(sum(deposit) FILTER (WHERE account_id = recv.id AND period = v_year), 0) AS recv_year_used
+              FROM operated_amounts
+             WHERE account_id IN (acc.id, recv.id) AND period IN (v_month, v_year)) o,
+           (SELECT coalesce(sum(amount) FILTER (WHERE account_id = acc.id AND movement_type = upper(v_side)), 0)
+                     AS in_flight,
+                   coalesce(sum(amount) FILTER (WHERE account_id = recv.id AND movement_type = 'DEPOSIT'), 0)
+                     AS recv_in_flight
+              FROM transfers
+             WHERE account_id IN (acc.id, recv.id) AND status IN ('COMMITING', 'INICIADO', 'EN_CURSO')) f;
+    IF v_month_used + v_in_flight + v_amount > v_monthly THEN
+      v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid',
+        'message', format('the monthly %s limit of %s would be exceeded', v_side, 'the account'));
+      EXIT checks;
+    END IF;
+    IF v_year_used + v_in_flight + v_amount > v_annual THEN
+      v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid',
+        'message', format('the annual %s limit of %s would be exceeded', v_side, 'the account'));
+      EXIT checks;
+    END IF;
+    IF v_internal THEN
+      IF v_recv_month_used + v_recv_in_flight + v_amount > recv.monthly_deposit_limit THEN
+        v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid',
+          'message', 'the monthly deposit limit of the receiving account would be exceeded');
+        EXIT checks;
+      END IF;
+      IF v_recv_year_used + v_recv_in_flight + v_amount > recv.annual_deposit_limit THEN
+        v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid',
+          'message', 'the annual deposit limit of the receiving account would be exceeded');
+        EXIT checks;
+      END IF;
+    END IF;
+  END checks;
+
+  IF v_refusal IS NOT NULL OR v_error IS NOT NULL THEN
+    -- A key already used wins over the refusal, as when the key was claimed first: claim it (which waits for a
+    -- twin in flight), then give the claim back, or answer with what the key holds.
+    IF v_key IS NOT NULL THEN
+      INSERT INTO idempotency_keys (app_id, key, request_hash) VALUES (v_app, v_key, v_hash) ON CONFLICT DO NOTHING;
+      IF FOUND THEN
+        DELETE FROM idempotency_keys WHERE app_id = v_app AND key = v_key;
+      ELSE
+        v_answer := wallet_key_answer(v_app, v_key, v_hash);
+        IF v_answer IS NOT NULL THEN
+          result := v_answer;
+          RETURN;
+        END IF;
+      END IF;
+    END IF;
+    IF v_error IS NOT NULL THEN
+      RAISE EXCEPTION '%', v_error;
+    END IF;
+    result := jsonb_build_object('refused', v_refusal);
+    RETURN;
+  END IF;
+
+  IF v_internal THEN
+    v_status := 'ACREDITADO';
+    v_route := 'INTERNAL';
+    v_deposit := gen_random_uuid();
+  ELSE
+    v_status := 'INICIADO';
+    v_route := 'EXTERNAL';
+  END IF;
+  v_created := now()::timestamp(3) with time zone; -- what created_at (timestamptz(3), default now()) stores
+  v_row := jsonb_build_object(
+    'id', v_id, 'clearing_id', NULL, 'movement_type', CASE WHEN v_internal THEN 'WITHDRAW' ELSE v_movement END,
+    'status', v_status, 'route', v_route, 'counterparty_name', v_cp->>'name',
+    'counterparty_tax_id', v_cp->>'taxId', 'counterparty_identifier_type', v_cp->>'identifierType',
+    'counterparty_identifier', v_cp->>'identifier', 'counterparty_account_id', recv.id,
+    'amount', v_amount::text, 'currency', acc.currency, 'fees', v_fee::text, 'taxes', v_tax::text,
+    'concept', p->>'concept', 'summary', p->>'summary', 'description', NULL, 'created_at', v_created,
+    'owner_type', acc.owner_type, 'owner_id', acc.owner_id, 'cvu', acc.cvu, 'owner_name', acc.owner_name,
+    'owner_tax_id', acc.owner_tax_id, 'owner_tax_id_type', acc.owner_tax_id_type,
+    'counterparty_owner_id', recv.owner_id);
+
+  -- The key's claim, with its answer: the first write. A twin that committed first is answered instead.
+  IF v_key IS NOT NULL THEN
+    INSERT INTO idempotency_keys (app_id, key, request_hash, response_status, response_body)
+    VALUES (v_app, v_key, v_hash, 201, v_row) ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN
+      v_answer := wallet_key_answer(v_app, v_key, v_hash);
+      IF v_answer IS NOT NULL THEN
+        result := v_answer;
+        RETURN;
+      END IF;
+      v_unanswered := true;
+    END IF;
+  END IF;
+
+  IF v_internal THEN
+    IF v_fee <> 0 THEN v_fee_account := ledger_system_account('FEE_REVENUE', acc.currency); END IF;
+    IF v_tax <> 0 THEN v_tax_account := ledger_system_account('TAX_PAYABLE', acc.currency); END IF;
+    -- Both balances now (later transfers of the group read them), and wallet_add_operated of both accounts:
+    -- the sender's withdrawals, the receiver's deposits (later transfers' limits read them).
+    UPDATE ledger_accounts a SET balance = a.balance + d.amount
+      FROM (VALUES (acc.id, -v_total), (recv.id, v_amount - v_tax)) AS d(account_id, amount)
+     WHERE a.id = d.account_id AND a.kind = 'WALLET' AND d.amount <> 0;
+    INSERT INTO operated_amounts AS o (account_id, period, deposit, withdraw)
+    VALUES (acc.id, v_month, 0, v_amount), (acc.id, v_year, 0, v_amount),
+           (recv.id, v_month, v_amount, 0), (recv.id, v_year, v_amount, 0)
+    ON CONFLICT (account_id, period) DO UPDATE
+       SET deposit = o.deposit + EXCLUDED.deposit, withdraw = o.withdraw + EXCLUDED.withdraw, updated_at = now();
+    -- The rows nothing in the group reads (entry, postings, both transfers, history, event): written by
+    -- wallet_write_internal, here or, for a group, once for all of it.
+    write := ROW(v_id, v_deposit, gen_random_uuid(), acc.app_id, recv.app_id, acc.id, recv.id, v_cp->>'name',
+                 v_cp->>'taxId', v_cp->>'identifierType', v_cp->>'identifier', v_cp->>'branch', v_amount,
+                 acc.currency, v_fee, v_tax, v_total, p->>'concept', p->>'summary', p->>'actor', acc.owner_name,
+                 acc.owner_tax_id, acc.cvu, v_fee_account, v_tax_account)::wallet_internal_write;
+    IF p_write THEN
+      PERFORM wallet_write_internal(ARRAY[write]);
+    END IF;
+  ELSE
+    IF v_movement = 'WITHDRAW' THEN
+      -- The hold: amount + fee + tax leave the available balance now; the rail captures or releases it.
+      PERFORM ledger_post(acc.app_id, 'TRANSFER_HOLD', v_id::text, NULL, p->>'actor',
+        ARRAY[acc.id, ledger_system_account('HOLDS', acc.currency)], ARRAY[-v_total, v_total], acc.currency);
+    END IF;
+    INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name, counterparty_tax_id,
+           counterparty_identifier_type, counterparty_identifier, counterparty_branch, counterparty_account_id,
+           linked_transfer_id, amount, currency, fees, taxes, concept, summary)
+    VALUES (v_id, acc.app_id, acc.id, v_movement, v_status, v_route,
+            v_cp->>'name', v_cp->>'taxId', v_cp->>'identifierType', v_cp->>'identifier', v_cp->>'branch',
+            NULL, NULL, v_amount, acc.currency, v_fee, v_tax, p->>'concept', p->>'summary');
+    INSERT INTO transfer_status_history (transfer_id, from_status, to_status)
+    VALUES (v_id, NULL, 'COMMITING'), (v_id, 'COMMITING', v_status);
+  END IF;
+
+  IF v_unanswered THEN
+    UPDATE idempotency_keys SET response_status = 201, response_body = v_row WHERE app_id = v_app AND key = v_key;
+  END IF;
+  result := jsonb_build_object('row', v_row, 'submit', NOT v_internal);
+END
+$function$
+
+`;
+
+/** wallet_write_internal before this migration (its file at the parent commit). */
+const WRITE_INTERNAL_BEFORE = `-- Writes the rows of internal transfers already checked and applied by wallet_transfer_try (type
+-- wallet_internal_write, migrations/1763900900000-GroupWrites.ts), one INSERT per table for the whole array, in
+-- its order: each transfer's journal entry and postings (the tax applies to debit and credit: the receiver pays
+-- it on what it receives), the sender's WITHDRAW and the receiver's own DEPOSIT (docs/decisions/0013) with
+-- their four history rows, and the receiver's application's transfer_update event.
+-- Guarantees: the same rows, in the same order, as writing the transfers one by one
+-- (test/transfers-function-equivalence.e2e-spec.ts); each entry balances (checked again at commit by
+-- ledger_entry_balances). Balances and operated amounts are not written here (wallet_transfer_try did).
+CREATE OR REPLACE FUNCTION public.wallet_write_internal(p wallet_internal_write[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+BEGIN
+  INSERT INTO journal_entries (id, app_id, kind, reference, description, actor)
+  SELECT w.entry_id, w.app_id, 'INTERNAL_TRANSFER', w.id::text, NULL, w.actor
+    FROM unnest(p) WITH ORDINALITY AS w ORDER BY w.ordinality;
+  INSERT INTO postings (entry_id, account_id, amount, currency)
+  SELECT w.entry_id, t.account_id, t.amount, w.currency
+    FROM unnest(p) WITH ORDINALITY AS w
+    CROSS JOIN LATERAL (VALUES (1, w.account_id, -w.total), (2, w.recv_id, w.amount - w.tax),
+                               (3, w.fee_account, w.fee), (4, w.tax_account, w.tax + w.tax)) AS t(n, account_id, amount)
+   WHERE t.amount <> 0
+   ORDER BY w.ordinality, t.n;
+  INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name, counterparty_tax_id,
+         counterparty_identifier_type, counterparty_identifier, counterparty_branch, counterparty_account_id,
+         linked_transfer_id, amount, currency, fees, taxes, concept, summary)
+  SELECT t.*
+    FROM unnest(p) WITH ORDINALITY AS w
+    CROSS JOIN LATERAL (VALUES
+      (w.id, w.app_id, w.account_id, 'WITHDRAW', 'ACREDITADO', 'INTERNAL', w.cp_name, w.cp_tax_id,
+       w.cp_identifier_type, w.cp_identifier, w.cp_branch, w.recv_id, w.deposit_id, w.amount, w.currency, w.fee,
+       w.tax, w.concept, w.summary),
+      (w.deposit_id, w.recv_app_id, w.recv_id, 'DEPOSIT', 'ACREDITADO', 'INTERNAL', coalesce(w.owner_name, ''),
+       coalesce(w.owner_tax_id, ''), 'CVU', w.cvu, NULL, w.account_id, w.id, w.amount, w.currency, 0, w.tax,
+       w.concept, w.summary)) AS t
+   ORDER BY w.ordinality;
+  INSERT INTO transfer_status_history (transfer_id, from_status, to_status)
+  SELECT t.transfer_id, t.from_status, t.to_status
+    FROM unnest(p) WITH ORDINALITY AS w
+    CROSS JOIN LATERAL (VALUES (1, w.id, NULL, 'COMMITING'), (2, w.id, 'COMMITING', 'ACREDITADO'),
+                               (3, w.deposit_id, NULL, 'COMMITING'), (4, w.deposit_id, 'COMMITING', 'ACREDITADO'))
+         AS t(n, transfer_id, from_status, to_status)
+   ORDER BY w.ordinality, t.n;
+  INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at)
+  SELECT gen_random_uuid(), w.recv_app_id, 'transfer_update', w.deposit_id::text,
+         jsonb_build_object('event', 'transfer_update', 'timestamp', floor(extract(epoch FROM now()))::bigint,
+           'data', jsonb_build_object('uuid', w.deposit_id, 'movementType', 'DEPOSIT',
+                                      'backStatus', 'PENDING', 'newStatus', 'ACCEPTED')),
+         'pending', now()
+    FROM unnest(p) WITH ORDINALITY AS w ORDER BY w.ordinality;
+END
+$function$
+
+`;

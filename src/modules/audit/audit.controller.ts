@@ -1,0 +1,38 @@
+import { Controller, Get, Query } from '@nestjs/common';
+import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
+import { AuthClient } from '#common/auth/auth.decorator.js';
+import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
+import { ErrorResponses } from '#common/http/openapi.js';
+import { Paginated, type Page } from '#common/http/pagination.js';
+import { AuditRecordDto, AuditQueryDto } from './dto/audit-record.dto.js';
+import { AuditService } from './audit.service.js';
+
+@ApiTags('Audit')
+@Controller('audit')
+@ErrorResponses()
+export class AuditController {
+  constructor(private readonly audit: AuditService) {}
+
+  @Get()
+  @AuthClient()
+  @Paginated()
+  @ApiOperation({
+    summary:
+      "The application's audit trail, oldest first: who changed or read what, when, with what outcome, in which request",
+  })
+  @ApiQuery({ name: 'resource', required: false, description: 'only records of this resource (its id)' })
+  @ApiQuery({ name: 'from', required: false, description: 'ISO 8601: records at or after this time' })
+  @ApiQuery({ name: 'to', required: false, description: 'ISO 8601: records before this time' })
+  @ApiQuery({
+    name: 'after',
+    required: false,
+    description: 'the X-Next-Cursor of the previous page (the same as `cursor`)',
+  })
+  @ApiOkResponse({ type: [AuditRecordDto] })
+  list(
+    @CurrentPrincipal() principal: Principal,
+    @Query() query: AuditQueryDto,
+  ): Promise<Page<AuditRecordDto>> {
+    return this.audit.list(principal.appId, query);
+  }
+}

@@ -1,0 +1,123 @@
+import { Injectable } from '@nestjs/common';
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { ValidationFailedError } from '#common/errors/domain-errors.js';
+import { DEFAULT_PAGE_SIZE, toKeysetPage, type Page } from '#common/http/pagination.js';
+import { auditAppend, type AuditActor, type AuditEntry } from './audit-trail.js';
+import type { AuditRecordDto } from './dto/audit-record.dto.js';
+
+interface AuditRow {
+  id: string;
+  at: Date;
+  app_id: string | null;
+  principal_type: AuditRecordDto['principalType'];
+  principal: string;
+  action: string;
+  resource_type: string;
+  resource_id: string;
+  outcome: string;
+  request_id: string | null;
+  /** `at` in microseconds since the epoch (text: a bigint), the cursor's position. */
+  at_us: string;
+}
+
+export interface AuditQuery {
+  resource?: string;
+  from?: string;
+  to?: string;
+  after?: string;
+  cursor?: string;
+  limit?: number;
+}
+
+const COLUMNS = `id::text AS id, at, app_id, principal_type, principal, action, resource_type, resource_id, outcome,
+  request_id, (extract(epoch FROM at) * 1000000)::bigint::text AS at_us`;
+
+/** The cursor: (at in microseconds, id) of the last record served. */
+const encode = (row: AuditRow) => Buffer.from(`${row.at_us}|${row.id}`).toString('base64url');
+
+function decode(cursor: string, param: string): { atUs: string; id: string } {
+  const [atUs, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (!/^\d{1,17}$/.test(atUs ?? '') || !/^\d{1,19}$/.test(id ?? '')) {
+    throw ValidationFailedError.single(param, 'invalid', `${param} is not valid`);
+  }
+  return { atUs, id };
+}
+
+function instant(value: string | undefined, param: string): Date | undefined {
+  if (value === undefined) return undefined;
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime()))
+    throw ValidationFailedError.single(param, 'invalid', `${param} is not a date`);
+  return date;
+}
+
+/**
+ * The audit trail's reading side (docs/decisions/0032-audit-trail.md), and `record` for a change that is not in
+ * the database (a signing key's file). Records are written by `auditAppend` in the changing transaction.
+ */
+@Injectable()
+export class AuditService {
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+
+  /**
+   * Records oldest first by (at, id), a page at a time: of one application (`appId`; the CLI may leave it out
+   * for all of them), of one resource (`resource`: its id), from `from` (inclusive) to `to` (exclusive).
+   */
+  async list(appId: string | undefined, query: AuditQuery): Promise<Page<AuditRecordDto>> {
+    if (query.after !== undefined && query.cursor !== undefined && query.after !== query.cursor) {
+      throw ValidationFailedError.single(
+        'after',
+        'invalid',
+        'after and cursor name the same position; give one',
+      );
+    }
+    const from = instant(query.from, 'from');
+    const to = instant(query.to, 'to');
+    const cursor = query.after ?? query.cursor;
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    const params: unknown[] = [limit + 1];
+    const where: string[] = [];
+    const add = (condition: (index: number) => string, value: unknown) => {
+      params.push(value);
+      where.push(condition(params.length));
+    };
+    if (appId !== undefined) add((i) => `app_id = $${i}`, appId);
+    if (query.resource !== undefined) add((i) => `resource_id = $${i}`, query.resource);
+    if (from) add((i) => `at >= $${i}`, from);
+    if (to) add((i) => `at < $${i}`, to);
+    if (cursor !== undefined) {
+      const position = decode(cursor, query.after !== undefined ? 'after' : 'cursor');
+      params.push(position.atUs, position.id);
+      where.push(
+        `(at, id) > ('epoch'::timestamptz + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length}::bigint)`,
+      );
+    }
+    const rows = (await this.dataSource.query(
+      `SELECT ${COLUMNS} FROM audit_records ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+        ORDER BY at, id LIMIT $1`,
+      params,
+    )) as AuditRow[];
+    return toKeysetPage(rows, limit, view, encode);
+  }
+
+  /** Appends records in a transaction of their own: for a change made outside the database (signing keys). */
+  async record(actor: AuditActor, ...entries: AuditEntry[]): Promise<void> {
+    await this.dataSource.transaction((manager) => auditAppend(manager, actor, ...entries));
+  }
+}
+
+function view(row: AuditRow): AuditRecordDto {
+  return {
+    id: row.id,
+    at: row.at.toISOString(),
+    appId: row.app_id,
+    principalType: row.principal_type,
+    principal: row.principal,
+    action: row.action,
+    resourceType: row.resource_type,
+    resourceId: row.resource_id,
+    outcome: row.outcome,
+    requestId: row.request_id,
+  };
+}

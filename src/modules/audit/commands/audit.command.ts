@@ -1,0 +1,74 @@
+import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
+import { CliUsageError, printJson, unknownSubcommand } from '#common/cli/output.js';
+import { MAX_PAGE_SIZE } from '#common/http/pagination.js';
+import { AuditService } from '../audit.service.js';
+
+interface AuditListOptions {
+  app?: string;
+  resource?: string;
+  from?: string;
+  to?: string;
+  after?: string;
+  limit?: number;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+@SubCommand({
+  name: 'list',
+  description: 'audit records, oldest first, as JSON {items, nextCursor} (every application unless --app)',
+})
+export class AuditListCommand extends CommandRunner {
+  constructor(private readonly audit: AuditService) {
+    super();
+  }
+
+  @Option({ flags: '--app <id>', description: 'only this application' })
+  parseApp(value: string): string {
+    if (!UUID.test(value)) throw new CliUsageError('--app must be an application id (uuid)');
+    return value.toLowerCase();
+  }
+
+  @Option({ flags: '--resource <id>', description: 'only records of this resource id' })
+  parseResource(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--from <time>', description: 'ISO 8601: at or after this time' })
+  parseFrom(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--to <time>', description: 'ISO 8601: before this time' })
+  parseTo(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--after <cursor>', description: 'the nextCursor of the previous page' })
+  parseAfter(value: string): string {
+    return value;
+  }
+
+  @Option({ flags: '--limit <n>', description: `at most n records (1-${MAX_PAGE_SIZE}, default 100)` })
+  parseLimit(value: string): number {
+    const limit = /^\d{1,4}$/.test(value) ? Number(value) : NaN;
+    if (!(limit >= 1 && limit <= MAX_PAGE_SIZE)) {
+      throw new CliUsageError(`--limit must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
+    }
+    return limit;
+  }
+
+  async run(_args: string[], options: AuditListOptions): Promise<void> {
+    const { app, ...query } = options;
+    printJson(await this.audit.list(app, query));
+  }
+}
+
+@Command({ name: 'audit', description: 'the audit trail', subCommands: [AuditListCommand] })
+export class AuditCommand extends CommandRunner {
+  async run(args: string[]): Promise<void> {
+    unknownSubcommand(this.command, args);
+  }
+}
+
+export const AUDIT_COMMANDS = [AuditCommand, AuditListCommand];
