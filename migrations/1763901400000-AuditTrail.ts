@@ -6,7 +6,7 @@ import { loadFunction } from './sql.js';
  * refuses UPDATE, DELETE and TRUNCATE), read by application and time or by resource; audit_append writes one
  * record; the money path's functions write theirs beside the transfer (wallet_internal_write carries the
  * request id and route of each internal transfer, so wallet_write_internal writes a group's records in one
- * INSERT).
+ * INSERT; wallet_reverse_transfer records a reversal or a return).
  */
 export class AuditTrail1763901400000 implements MigrationInterface {
   name = 'AuditTrail1763901400000';
@@ -57,6 +57,13 @@ export class AuditTrail1763901400000 implements MigrationInterface {
     );
     await queryRunner.query(
       loadFunction('wallet_transfer_try', '0f2f9f662bc36cba1d20cea49c3bfcba120b0bde0343778450b3ca5800d9f318'),
+    );
+    // A reversal or a return from the rail records its new transfer (docs/decisions/0031-reversals.md).
+    await queryRunner.query(
+      loadFunction(
+        'wallet_reverse_transfer',
+        '90bcb6b3d3bccf56c78433e5232e4a87d81ee80514efb5ba5241ff6fd8b8e2aa',
+      ),
     );
   }
 

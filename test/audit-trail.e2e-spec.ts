@@ -600,6 +600,30 @@ describe('audit trail', () => {
           400,
         ),
     },
+    'POST /v1/wallet/transactions/{uuid}/reversals': {
+      // The receiving account's application gives part of a settled internal transfer back: recorded by
+      // wallet_reverse_transfer (the new WITHDRAW of the account that gives back).
+      valid: async () => {
+        const sender = await funded(100);
+        const receiver = await funded(100);
+        const sent = await request(t.http)
+          .post('/v1/wallet/transactions')
+          .set('Authorization', client())
+          .send(transferBody(sender.account, receiver.cvu, 10));
+        if (sent.status !== 201) throw new Error(`transfer: ${sent.status} ${sent.text}`);
+        return {
+          method: 'post',
+          path: `/v1/wallet/transactions/${(sent.body as { uuid: string }).uuid}/reversals`,
+          authorization: client(),
+          json: { amount: 5, reason: 'devolución' },
+          status: 201,
+          records: [], // the new transfer's id comes with the answer
+          principal: app.appId,
+        };
+      },
+      refused: async () =>
+        refusal('post', `/v1/wallet/transactions/${missing}/reversals`, { reason: 'devolución' }),
+    },
     'POST /v1/mobile/sms': {
       valid: async (who) => {
         const user = await newUser();
@@ -632,6 +656,7 @@ describe('audit trail', () => {
       case 'POST /v1/wallet/accounts':
         return one('account', id, 'created');
       case 'POST /v1/wallet/transactions':
+      case 'POST /v1/wallet/transactions/{uuid}/reversals':
         return one('transfer', id, 'ACREDITADO');
       case 'POST /v1/mobile/sms':
         return one('sms', id, 'created');

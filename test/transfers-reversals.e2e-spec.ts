@@ -101,6 +101,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
   const counts = async () => ({
     ...(await moneyRowCounts(t.dataSource)),
     keys: await countRows(t.dataSource, 'idempotency_keys'),
+    audit: await countRows(t.dataSource, 'audit_records'),
     balances: (
       (await t.dataSource.query(`SELECT coalesce(sum(balance), 0)::text AS b FROM ledger_accounts`)) as {
         b: string;
@@ -569,6 +570,23 @@ describe('reversals of settled transfers and returns from the rail (real databas
         [answer.transferId],
       )) as unknown[];
       expect(entry).toStrictEqual({ kind: 'TRANSFER_RETURN', actor: 'system:clearing-return', postings: 2 });
+      // Its audit record names the operator who delivered it (decision 0032), in the sender's application.
+      expect(
+        await t.dataSource.query(
+          `SELECT app_id, principal_type, principal, action, outcome, request_id FROM audit_records
+            WHERE resource_type = 'transfer' AND resource_id = $1`,
+          [answer.transferId],
+        ),
+      ).toStrictEqual([
+        {
+          app_id: appA.appId,
+          principal_type: 'cli',
+          principal: os.userInfo().username,
+          action: 'transfers return',
+          outcome: 'ACREDITADO',
+          request_id: null,
+        },
+      ]);
       let seen = await summary(tokenA, w);
       expect(seen).toMatchObject({ uuid: w, amount: 200, reversed: 50, left: 150 });
       expect(seen.reversals).toHaveLength(1);

@@ -10,7 +10,6 @@ import {
 import { AuthClient, AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
 import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
-import { CurrentRequestId } from '#common/http/request-id.js';
 import { CreateReversalDto, ReversalInfoDto, ReversalsSummaryDto } from './dto/reversal.dto.js';
 import { ReversalsService } from './reversals.service.js';
 
@@ -45,10 +44,9 @@ export class ReversalsController {
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
     @Body() body: CreateReversalDto,
-    @CurrentRequestId() requestId: string | null,
     @Headers('idempotency-key') idempotencyKey?: string,
   ): Promise<ReversalInfoDto> {
-    return this.reversals.reverse(principal, uuid, body, idempotencyKey, requestId);
+    return this.reversals.reverse(principal, uuid, body, idempotencyKey);
   }
 
   @Get('wallet/transactions/:uuid/reversals')

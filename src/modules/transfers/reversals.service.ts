@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
-import { actorOf, type Principal } from '#common/auth/principal.js';
+import type { Principal } from '#common/auth/principal.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { type AuditActor, requestActor } from '#modules/audit/audit-trail.js';
 import { fromDb, MAX_AMOUNT, MINOR_UNITS, Money, toDb, toJson } from '#modules/wallet/money.js';
 import type { CreateReversalDto, ReversalInfoDto, ReversalsSummaryDto } from './dto/reversal.dto.js';
 import { refusalOf } from './transfer-errors.js';
@@ -11,9 +12,6 @@ import { encodeReversalRequest, type ReversalRequest } from './transfer-function
 import { reversalView, TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
 import { canonicalJson, IDEMPOTENCY_KEY } from './transfers.service.js';
-
-/** The route whose requests wallet_reverse_transfer records (for the audit records to come). */
-export const REVERSAL_ROUTE = 'POST /v1/wallet/transactions/{uuid}/reversals';
 
 /** A return from the rail, as the CLI prints it. */
 export interface RailReturn {
@@ -43,7 +41,6 @@ export class ReversalsService {
     transferId: string,
     input: CreateReversalDto,
     idempotencyKey: string | undefined,
-    requestId: string | null,
   ): Promise<ReversalInfoDto> {
     if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
       throw ValidationFailedError.single(
@@ -53,15 +50,17 @@ export class ReversalsService {
       );
     }
     const id = transferId.toLowerCase();
+    const audit = requestActor(principal);
     const request: ReversalRequest = {
       kind: 'reversal',
       appId: principal.appId,
       transferId: id,
       amount: input.amount === undefined ? null : toDb(this.amountOf(input.amount)),
       reason: input.reason,
-      actor: actorOf(principal),
-      requestId,
-      route: REVERSAL_ROUTE,
+      actor: audit.actor,
+      auditActor: audit.actor,
+      requestId: audit.requestId,
+      route: audit.action,
       minorUnits: MINOR_UNITS,
       idempotencyKey: idempotencyKey === undefined ? null : `reversal ${idempotencyKey}`,
       requestHash:
@@ -79,7 +78,10 @@ export class ReversalsService {
    * The rail gives back (part of) an external WITHDRAW that was ACREDITADO: a DEPOSIT on the sender's account
    * from SETTLEMENT, linked as its reversal (the same cumulative rule), announced with transfer_update.
    */
-  async returnFromRail(input: { transferId: string; amount?: string; reason: string }): Promise<RailReturn> {
+  async returnFromRail(
+    input: { transferId: string; amount?: string; reason: string },
+    actor: AuditActor,
+  ): Promise<RailReturn> {
     const result = await this.call({
       kind: 'return',
       appId: null,
@@ -87,8 +89,9 @@ export class ReversalsService {
       amount: input.amount === undefined ? null : toDb(this.amountOf(Number(input.amount), input.amount)),
       reason: input.reason,
       actor: 'system:clearing-return',
-      requestId: null,
-      route: 'cli transfers return',
+      auditActor: actor.actor,
+      requestId: actor.requestId,
+      route: actor.action,
       minorUnits: MINOR_UNITS,
       idempotencyKey: null,
       requestHash: null,

@@ -129,9 +129,11 @@ export interface ReversalRequest {
   /** The journal entry's actor: `client:<appId>`, or `system:clearing-return` for the rail. */
   readonly actor: string;
   /**
-   * For the audit records to come (the request's X-Request-Id, or null outside HTTP, and the route pattern):
-   * carried, not yet written anywhere.
+   * The audit record's principal, action and request id (docs/decisions/0032-audit-trail.md): for a reversal
+   * the caller as AuditActor gives it (= actor), its route template and X-Request-Id; for a return the one who
+   * delivered it (`cli:<os user>` and `transfers return` from the CLI), request id null.
    */
+  readonly auditActor: string;
   readonly requestId: string | null;
   readonly route: string;
   /** Decimals per currency (MINOR_UNITS). */

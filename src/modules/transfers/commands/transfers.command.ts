@@ -111,7 +111,12 @@ export class TransfersReturnCommand extends CommandRunner {
     const reason = options.reason ?? 'returned';
     if (reason.length === 0 || reason.length > 200)
       throw new CliUsageError('--reason must be 1-200 characters');
-    printJson(await this.reversals.returnFromRail({ transferId: uuid, amount: options.amount, reason }));
+    printJson(
+      await this.reversals.returnFromRail(
+        { transferId: uuid, amount: options.amount, reason },
+        cliActor('transfers return'),
+      ),
+    );
   }
 }
 

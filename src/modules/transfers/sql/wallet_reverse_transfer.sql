@@ -21,7 +21,9 @@
 -- - no fee, no tax, no operated amounts, no limit check: a reversal undoes money that was already counted;
 -- - the Idempotency-Key (already in the reversal namespace, see the contract) is claimed with its answer as in
 --   wallet_transfer_try: an already used key wins over a refusal; another body under the same key is refused.
--- requestId and route are carried for the audit records to come, unused for now; actor goes on the journal entry.
+-- - one audit record (audit_append, docs/decisions/0032-audit-trail.md) in the same transaction: the new row of
+--   the account that gave the money (the caller's WITHDRAW), or the returned DEPOSIT; none for a refusal or a
+--   replay. actor goes on the journal entry, auditActor/route/requestId on the audit record.
 CREATE OR REPLACE FUNCTION public.wallet_reverse_transfer(p jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -268,6 +270,11 @@ BEGIN
                                       'backStatus', 'PENDING', 'newStatus', 'ACCEPTED')),
          'pending', now()
     FROM transfers x WHERE x.id IN (v_rw, v_rd) ORDER BY x.movement_type DESC;
+  IF v_return THEN
+    PERFORM audit_append(taker.app_id, p->>'auditActor', p->>'route', 'transfer', v_rd::text, 'ACREDITADO', p->>'requestId');
+  ELSE
+    PERFORM audit_append(giver.app_id, p->>'auditActor', p->>'route', 'transfer', v_rw::text, 'ACREDITADO', p->>'requestId');
+  END IF;
 
   IF v_unanswered THEN
     UPDATE idempotency_keys SET response_status = 201, response_body = v_row WHERE app_id = v_app AND key = v_key;
