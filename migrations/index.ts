@@ -11,6 +11,7 @@ import { GroupWrites1763900900000 } from './1763900900000-GroupWrites.js';
 import { TransferPlans1763901000000 } from './1763901000000-TransferPlans.js';
 import { PostingsByTime1763901100000 } from './1763901100000-PostingsByTime.js';
 import { EventsFeed1763901200000 } from './1763901200000-EventsFeed.js';
+import { SharedRateLimit1763901500000 } from './1763901500000-SharedRateLimit.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -27,4 +28,5 @@ export const MIGRATIONS = [
   TransferPlans1763901000000,
   PostingsByTime1763901100000,
   EventsFeed1763901200000,
+  SharedRateLimit1763901500000,
 ];

@@ -2,6 +2,7 @@ import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
 import { GuardedPgClient } from '#common/database/guarded-pg-client.js';
 import { DEFAULT_DB_STATEMENT_TIMEOUT_MS } from '#config/app-config.js';
+import { RateLimitCounterEntity } from '#common/http/entities/rate-limit-counter.entity.js';
 import { ApplicationKeyEntity } from '#modules/apps/entities/application-key.entity.js';
 import { ApplicationEntity } from '#modules/apps/entities/application.entity.js';
 import { UsedAssertionEntity } from '#modules/auth/entities/used-assertion.entity.js';
@@ -56,6 +57,7 @@ export const ENTITIES = [
   TransferEntity,
   TransferStatusHistoryEntity,
   IdempotencyKeyEntity,
+  RateLimitCounterEntity,
 ];
 
 export function dataSourceOptions(

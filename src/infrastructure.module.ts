@@ -11,6 +11,7 @@ import { PG_POOL, pgPoolProvider } from '#common/database/pg-pool.js';
 import { rootLogger } from '#common/logging/logging.js';
 import { LoggingModule } from '#common/logging/pino-logger.js';
 import { MetricsRegistry } from '#common/metrics/metrics.registry.js';
+import { SharedRateLimitStores } from '#common/http/shared-rate-limit-store.js';
 import { QUEUE_CONNECTION, QueueFactory, type QueueConnection } from '#common/queue/queue.factory.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { dataSourceOptions } from './data-source.js';
@@ -23,7 +24,7 @@ export interface RuntimeOptions {
 
 /**
  * What every process (API, worker, CLI) shares: config, logger, the database
- * (the DataSource and its pg Pool, PG_POOL) and the queue factory. Built from a runtime resolved before Nest starts.
+ * (the DataSource and its pg Pool, PG_POOL), the queue factory and the rate-limit stores shared across processes. Built from a runtime resolved before Nest starts.
  */
 @Global()
 @Module({})
@@ -56,6 +57,7 @@ export class InfrastructureModule {
         QueueFactory,
         MetricsRegistry,
         VerifiedTokenCache,
+        SharedRateLimitStores,
       ],
       exports: [
         APP_CONFIG,
@@ -65,6 +67,7 @@ export class InfrastructureModule {
         QueueFactory,
         MetricsRegistry,
         VerifiedTokenCache,
+        SharedRateLimitStores,
         DiscoveryModule,
       ],
     };
