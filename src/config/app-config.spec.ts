@@ -57,6 +57,7 @@ describe('loadConfig', () => {
       expect(config.httpRequestTimeoutMs).toBe(30_000);
       expect(config.apiHeapGrowthPercent).toBe(50);
       expect(config.eventsRetentionDays).toBe(30);
+      expect(config.apiProcesses).toBe(1);
     });
 
     it('is silent by default under NODE_ENV=test', () => {
@@ -65,6 +66,12 @@ describe('loadConfig', () => {
   });
 
   describe('explicit settings', () => {
+    it('reads API_PROCESSES (1-64) and refuses 0 and text', () => {
+      expect(loadConfig({ API_PROCESSES: '3' }).apiProcesses).toBe(3);
+      expect(configError({ API_PROCESSES: '0' }).message).toContain('API_PROCESSES');
+      expect(configError({ API_PROCESSES: 'many' }).message).toContain('API_PROCESSES');
+    });
+
     it('derives the base URL from PORT when PUBLIC_BASE_URL is unset', () => {
       const config = loadConfig({ PORT: '8080' });
       expect(config.port).toBe(8080);
