@@ -16,10 +16,16 @@ import { QUEUE_CONNECTION, QueueFactory, type QueueConnection } from '#common/qu
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { dataSourceOptions } from './data-source.js';
 
+/** In a cluster every line says which API process wrote it (slot and pid), so an access line names its server. */
+const clusterLogBase = (slot: number | undefined): Record<string, number> =>
+  slot === undefined ? {} : { slot, pid: process.pid };
+
 export interface RuntimeOptions {
   config: AppConfig;
   database: DatabaseRuntime;
   role: ProcessRole;
+  /** The place of this API process among `API_PROCESSES=N` (decision 0033): its log lines carry it and the pid. */
+  slot?: number;
 }
 
 /**
@@ -29,7 +35,7 @@ export interface RuntimeOptions {
 @Global()
 @Module({})
 export class InfrastructureModule {
-  static forRoot({ config, database, role }: RuntimeOptions): DynamicModule {
+  static forRoot({ config, database, role, slot }: RuntimeOptions): DynamicModule {
     const queueConnection: QueueConnection = config.redisUrl
       ? { kind: 'redis', url: config.redisUrl, prefix: config.queuePrefix }
       : { kind: 'postgres', url: database.url };
@@ -37,7 +43,7 @@ export class InfrastructureModule {
       module: InfrastructureModule,
       imports: [
         DiscoveryModule,
-        LoggingModule.forRoot(rootLogger(config, { service: 'wallet', role })),
+        LoggingModule.forRoot(rootLogger(config, { service: 'wallet', role, ...clusterLogBase(slot) })),
         TypeOrmModule.forRoot({
           ...dataSourceOptions(
             database.url,

@@ -17,10 +17,11 @@ async function listen(
   config: AppConfig,
   database: DatabaseRuntime,
   runWorker: boolean,
+  slot?: number,
 ): Promise<NestExpressApplication> {
   limitHeapGrowth(config.apiHeapGrowthPercent);
   const app = await NestFactory.create<NestExpressApplication>(
-    AppModule.forRoot({ config, database, role: 'api', runWorker }),
+    AppModule.forRoot({ config, database, role: 'api', runWorker, slot }),
     { bodyParser: false, bufferLogs: true },
   );
   app.useLogger(app.get(NestPinoLogger));
@@ -81,9 +82,9 @@ async function supervise(config: AppConfig, database: DatabaseRuntime, logger: L
 async function apiProcess(): Promise<void> {
   const runtime = await receiveRuntime();
   const config = loadConfigOrExit();
-  const logger = rootLogger(config, { service: 'wallet', role: 'api', slot: String(runtime.slot) });
+  const logger = rootLogger(config, { service: 'wallet', role: 'api', slot: runtime.slot, pid: process.pid });
   try {
-    const app = await listen(config, { url: runtime.databaseUrl }, runtime.runConsumers);
+    const app = await listen(config, { url: runtime.databaseUrl }, runtime.runConsumers, runtime.slot);
     logger.debug({ port: config.port, consumers: runtime.runConsumers }, 'API process listening');
     const orphaned = () => process.kill(process.pid, 'SIGTERM');
     process.once('disconnect', orphaned);
