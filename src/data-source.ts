@@ -1,3 +1,4 @@
+import type pg from 'pg';
 import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
 import { GuardedPgClient } from '#common/database/guarded-pg-client.js';
@@ -85,4 +86,17 @@ export function dataSourceOptions(
       options: `-c statement_timeout=${statementTimeoutMs} -c idle_in_transaction_session_timeout=60000`,
     },
   };
+}
+
+/** A pg Pool beside the DataSource (the streaming replica's, decision 0033): the same client and guard rails. */
+export function replicaPoolConfig(
+  url: string,
+  poolSize: number,
+  applicationName: string,
+  statementTimeoutMs: number,
+): pg.PoolConfig {
+  const { extra } = dataSourceOptions(url, poolSize, applicationName, statementTimeoutMs) as {
+    extra: pg.PoolConfig;
+  };
+  return { connectionString: url, ...extra };
 }
