@@ -151,8 +151,19 @@ describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica'
     const replicaPort = await freePort();
     await startReplica(replicaPort);
     replicaUrl = dbUrl(primary.url, replicaPort);
-    replicaClient = new pg.Client({ connectionString: replicaUrl });
-    await replicaClient.connect();
+    // Streaming starts before the standby accepts connections ("the database system is starting up").
+    const accepting = await waitFor(async () => {
+      const candidate = new pg.Client({ connectionString: replicaUrl });
+      try {
+        await candidate.connect();
+        replicaClient = candidate;
+        return true;
+      } catch {
+        await candidate.end().catch(() => undefined);
+        return false;
+      }
+    }, 20_000);
+    if (!accepting) throw new Error('the replica did not accept connections within 20 s');
 
     const env = childEnv({
       DATABASE_URL: dbUrl(primary.url),
