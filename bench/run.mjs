@@ -11,6 +11,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import {
   cleanup,
+  childPids,
   cpuMicros,
   freePort,
   onCleanup,
@@ -38,6 +39,8 @@ const S = {
   pgbenchC1S: envInt('BENCH_PGBENCH_C1_S', 15),
   connections: envInt('BENCH_CONNECTIONS', 32),
   accounts: envInt('BENCH_ACCOUNTS', 1000),
+  // The cluster phase: the API started with API_PROCESSES=N (decision 0033); 1 leaves it out.
+  apiProcesses: envInt('BENCH_API_PROCESSES', 2),
   webhookEvents: envInt('BENCH_WEBHOOK_EVENTS', 20_000),
   pgQueueEvents: envInt('BENCH_PG_QUEUE_EVENTS', 5_000),
   latencySamples: envInt('BENCH_LATENCY_SAMPLES', 200),
@@ -415,7 +418,7 @@ async function main() {
     }
   }
 
-  async function startApi() {
+  async function startApi(processes = 1) {
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}/v1/`;
     const logFile = path.join(tmp, `api-${port}.log`);
@@ -424,7 +427,12 @@ async function main() {
       process.execPath,
       [...profFlags('api'), path.join(ROOT, 'dist/src/main.js')],
       {
-        env: serviceEnv({ PORT: String(port), PUBLIC_BASE_URL: baseUrl, REDIS_URL: redisUrl }),
+        env: serviceEnv({
+          PORT: String(port),
+          PUBLIC_BASE_URL: baseUrl,
+          REDIS_URL: redisUrl,
+          API_PROCESSES: String(processes),
+        }),
         cwd: ROOT,
         logFile,
       },
@@ -540,6 +548,19 @@ async function main() {
       if (api.process.exitCode !== 0) fail(`the API did not stop cleanly (exit ${api.process.exitCode})`);
     }
 
+    // The same service as API_PROCESSES=N on one port: the uniform transfers and the ping, beside round 1.
+    if (wanted('http') && S.apiProcesses > 1) {
+      api = await startApi(S.apiProcesses);
+      say(`API started with API_PROCESSES=${S.apiProcesses} (primary pid ${api.process.pid})`);
+      raw.cluster = {
+        processes: S.apiProcesses,
+        ...(await httpRound(`API_PROCESSES=${S.apiProcesses}`, ['transfersUniform', 'ping'])),
+      };
+      await stopChild(api.process);
+      if (api.process.exitCode !== 0)
+        fail(`the API (API_PROCESSES=${S.apiProcesses}) did not stop cleanly (exit ${api.process.exitCode})`);
+    }
+
     // Queues: webhooks delivered by the worker, and raw BullMQ, on Redis then on PostgreSQL.
     raw.webhooksRedis = { deliveredPerSec: Number.NaN, latencyP99Ms: Number.NaN };
     raw.rawBullmqRedis = { drainJobsPerSec: Number.NaN, latencyP99Ms: Number.NaN };
@@ -576,8 +597,13 @@ async function main() {
     return { run: r, ratios, ratiosPostgresQueue, raw };
   }
 
-  /** Warm-up (checked, not measured), then the measured load with the process's CPU read around it. */
+  /**
+   * Warm-up (checked, not measured), then the measured load with the process's CPU read around it; with
+   * API_PROCESSES=N the CPU of the primary and of its API processes.
+   */
   async function measure(name, pid, options) {
+    const pids = [pid, ...childPids(pid)];
+    const cpuOf = () => pids.reduce((sum, one) => sum + cpuMicros(one), 0);
     // Keep the first few non-2xx answers to say what went wrong.
     const samples = [];
     const onResponse = (status, body) => {
@@ -607,9 +633,9 @@ async function main() {
       return result;
     };
     if (S.warmupS > 0) await attempt(S.warmupS);
-    const cpuBefore = cpuMicros(pid);
+    const cpuBefore = cpuOf();
     const result = await attempt(S.durationS);
-    const cpuUs = cpuMicros(pid) - cpuBefore;
+    const cpuUs = cpuOf() - cpuBefore;
     const ok = result['2xx'];
     return {
       requests: ok,
@@ -622,7 +648,8 @@ async function main() {
     };
   }
 
-  async function httpRound(round) {
+  /** The HTTP phases (`keys`: only these); `round` names them in the log. */
+  async function httpRound(round, keys) {
     await api.refresh();
     const headers = { Authorization: `Bearer ${api.token()}`, 'Content-Type': 'application/json' };
     const pick = (exclude) => {
@@ -674,6 +701,7 @@ async function main() {
     const out = {};
     for (const [key, label, options, movesMoney] of phases) {
       if (S.httpPhases.length > 0 && !S.httpPhases.includes(key)) continue;
+      if (keys && !keys.includes(key)) continue;
       // As pgbench vacuums its tables before each run (it is run without -n): the previous phase's rows are
       // vacuumed and analyzed now, not by an autovacuum worker during this phase.
       await db.query('VACUUM (ANALYZE)');
@@ -689,7 +717,7 @@ async function main() {
       const groupsBefore = await groupMetrics();
       out[key] = await measure(label, api.process.pid, counted);
       const after = await quiet();
-      if (movesMoney) out[key].groupCommit = groupDelta(groupsBefore, await groupMetrics());
+      if (movesMoney && !keys) out[key].groupCommit = groupDelta(groupsBefore, await groupMetrics());
       const group = out[key].groupCommit;
       say(
         `  ${out[key].rps.toFixed(0)} req/s, mean ${out[key].meanMs.toFixed(2)} ms, p99 ${out[key].p99Ms} ms, ` +
@@ -935,6 +963,27 @@ async function main() {
         row('GET balance', u.balance?.rps, 'req/s'),
         row('GET /v1/health/live', u.ping?.rps, 'req/s'),
         row('transfer latency, 1 connection', u.transfersC1?.meanMs, 'ms', 2),
+        row(
+          `transfers uniform, API_PROCESSES=${r.cluster?.processes ?? '-'}`,
+          r.cluster?.transfersUniform?.rps,
+          'req/s',
+        ),
+        row(
+          `transfers uniform p99, API_PROCESSES=${r.cluster?.processes ?? '-'}`,
+          r.cluster?.transfersUniform?.p99Ms,
+          'ms',
+          1,
+        ),
+        row(
+          `GET /v1/health/live, API_PROCESSES=${r.cluster?.processes ?? '-'}`,
+          r.cluster?.ping?.rps,
+          'req/s',
+        ),
+        row(
+          `API CPU per transfer, API_PROCESSES=${r.cluster?.processes ?? '-'}`,
+          r.cluster?.transfersUniform?.cpuUsPerRequest,
+          'µs',
+        ),
         row('API CPU per transfer', u.transfersUniform?.cpuUsPerRequest, 'µs'),
         row('API CPU per ping', u.ping?.cpuUsPerRequest, 'µs'),
         row('webhooks delivered (Redis)', r.webhooksRedis?.deliveredPerSec, '/s'),

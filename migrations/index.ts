@@ -14,6 +14,7 @@ import { EventsFeed1763901200000 } from './1763901200000-EventsFeed.js';
 import { Reversals1763901300000 } from './1763901300000-Reversals.js';
 import { PostingsAtInsert1763901350000 } from './1763901350000-PostingsAtInsert.js';
 import { AuditTrail1763901400000 } from './1763901400000-AuditTrail.js';
+import { SharedRateLimit1763901500000 } from './1763901500000-SharedRateLimit.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   Reversals1763901300000,
   PostingsAtInsert1763901350000,
   AuditTrail1763901400000,
+  SharedRateLimit1763901500000,
 ];

@@ -26,16 +26,7 @@ export interface PreparedRuntime {
  * on a schema that is behind.
  */
 export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime> {
-  let config: AppConfig;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`${error.message}\n`);
-      process.exit(78); // EX_CONFIG
-    }
-    throw error;
-  }
+  const config = loadConfigOrExit();
   const logger = rootLogger(config, { service: 'wallet', role });
   let database: DatabaseRuntime;
   try {
@@ -62,6 +53,19 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
     throw error;
   }
   return { config, database, logger };
+}
+
+/** The validated config; a bad setting ends the process with the list of problems (EX_CONFIG). */
+export function loadConfigOrExit(): AppConfig {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
+    throw error;
+  }
 }
 
 async function ensureSchema(

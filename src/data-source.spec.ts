@@ -25,6 +25,7 @@ describe('the entities marked @SchemaDeclaration', () => {
       'ledger_accounts',
       'operated_amounts',
       'postings',
+      'rate_limit_counters',
       'transfer_status_history',
       'transfers',
     ]);

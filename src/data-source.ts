@@ -1,7 +1,9 @@
+import type pg from 'pg';
 import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
 import { GuardedPgClient } from '#common/database/guarded-pg-client.js';
 import { DEFAULT_DB_STATEMENT_TIMEOUT_MS } from '#config/app-config.js';
+import { RateLimitCounterEntity } from '#common/http/entities/rate-limit-counter.entity.js';
 import { ApplicationKeyEntity } from '#modules/apps/entities/application-key.entity.js';
 import { ApplicationEntity } from '#modules/apps/entities/application.entity.js';
 import { AuditRecordEntity } from '#modules/audit/entities/audit-record.entity.js';
@@ -58,6 +60,7 @@ export const ENTITIES = [
   TransferStatusHistoryEntity,
   IdempotencyKeyEntity,
   AuditRecordEntity,
+  RateLimitCounterEntity,
 ];
 
 export function dataSourceOptions(
@@ -85,4 +88,17 @@ export function dataSourceOptions(
       options: `-c statement_timeout=${statementTimeoutMs} -c idle_in_transaction_session_timeout=60000`,
     },
   };
+}
+
+/** A pg Pool beside the DataSource (the streaming replica's, decision 0033): the same client and guard rails. */
+export function replicaPoolConfig(
+  url: string,
+  poolSize: number,
+  applicationName: string,
+  statementTimeoutMs: number,
+): pg.PoolConfig {
+  const { extra } = dataSourceOptions(url, poolSize, applicationName, statementTimeoutMs) as {
+    extra: pg.PoolConfig;
+  };
+  return { connectionString: url, ...extra };
 }

@@ -1,6 +1,9 @@
 import { Global, Module, type DynamicModule, type Type } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
+import pg from 'pg';
 import { DataSource } from 'typeorm';
+import { PG_POOL } from '../src/common/database/pg-pool.js';
+import { ReadDatabase, REPLICA_POOL } from '../src/common/database/read-database.js';
 import { rootLogger } from '../src/common/logging/logging.js';
 import { LoggingModule } from '../src/common/logging/pino-logger.js';
 import { MetricsRegistry } from '../src/common/metrics/metrics.registry.js';
@@ -38,10 +41,13 @@ const config = loadConfig({
     { provide: APP_CONFIG, useValue: config },
     { provide: DataSource, useValue: new DataSource(dataSourceOptions(URL, 1, 'boot-check')) },
     { provide: QUEUE_CONNECTION, useValue: { kind: 'postgres', url: URL } },
+    { provide: PG_POOL, useValue: new pg.Pool({ connectionString: URL }) },
+    { provide: REPLICA_POOL, useValue: null },
+    ReadDatabase,
     QueueFactory,
     MetricsRegistry,
   ],
-  exports: [APP_CONFIG, DataSource, QUEUE_CONNECTION, QueueFactory, MetricsRegistry],
+  exports: [APP_CONFIG, DataSource, QUEUE_CONNECTION, ReadDatabase, QueueFactory, MetricsRegistry],
 })
 class UnconnectedInfrastructure {}
 

@@ -1,7 +1,7 @@
 // Child processes of the benchmark: start, wait for readiness, read CPU and memory from /proc, and stop every
 // one of them on any exit path (normal end, failure, SIGINT/SIGTERM), so a run leaves nothing behind.
 import { spawn, fork, execFileSync } from 'node:child_process';
-import { closeSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
@@ -163,6 +163,21 @@ export function cpuMicros(pid) {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // After the command name: field 3 is index 0, so utime (14) and stime (15) are at 11 and 12.
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
+}
+
+/** The live children of `pid` (an API_PROCESSES=N primary's API processes): their pids. */
+export function childPids(pid) {
+  const children = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return children;
 }
 
 /** Resident set size of a process, in MiB. */

@@ -57,6 +57,7 @@ describe('loadConfig', () => {
       expect(config.httpRequestTimeoutMs).toBe(30_000);
       expect(config.apiHeapGrowthPercent).toBe(50);
       expect(config.eventsRetentionDays).toBe(30);
+      expect(config.apiProcesses).toBe(1);
     });
 
     it('is silent by default under NODE_ENV=test', () => {
@@ -65,6 +66,27 @@ describe('loadConfig', () => {
   });
 
   describe('explicit settings', () => {
+    it('reads API_PROCESSES (1-64) and refuses 0 and text', () => {
+      expect(loadConfig({ API_PROCESSES: '3' }).apiProcesses).toBe(3);
+      expect(configError({ API_PROCESSES: '0' }).message).toContain('API_PROCESSES');
+      expect(configError({ API_PROCESSES: 'many' }).message).toContain('API_PROCESSES');
+    });
+
+    it('reads DATABASE_READ_URL beside DATABASE_URL and refuses it alone or with another scheme', () => {
+      const config = loadConfig({
+        DATABASE_URL: 'postgresql://u:p@db:5432/wallet',
+        DATABASE_READ_URL: 'postgresql://u:p@replica:5432/wallet',
+      });
+      expect(config.databaseReadUrl).toBe('postgresql://u:p@replica:5432/wallet');
+      expect(loadConfig({}).databaseReadUrl).toBeUndefined();
+      expect(configError({ DATABASE_READ_URL: 'postgresql://u:p@replica:5432/wallet' }).message).toContain(
+        'DATABASE_READ_URL needs DATABASE_URL',
+      );
+      expect(
+        configError({ DATABASE_URL: 'postgresql://u:p@db/w', DATABASE_READ_URL: 'mysql://x' }).message,
+      ).toContain('DATABASE_READ_URL');
+    });
+
     it('derives the base URL from PORT when PUBLIC_BASE_URL is unset', () => {
       const config = loadConfig({ PORT: '8080' });
       expect(config.port).toBe(8080);

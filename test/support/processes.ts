@@ -112,3 +112,21 @@ export async function waitFor(
     await new Promise((resolve) => setTimeout(resolve, stepMs));
   }
 }
+
+/** PIDs of the live processes whose parent is `parent` and whose command line contains `text`. */
+export function childrenOf(parent: number, text: string): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== parent) continue;
+      const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (argv.some((arg) => arg.includes(text)) && isProcessRunning(Number(entry)))
+        children.push(Number(entry));
+    } catch {
+      /* exited while we looked */
+    }
+  }
+  return children.sort((a, b) => a - b);
+}

@@ -5,7 +5,8 @@ import { TooManyRequestsError } from '../errors/domain-errors.js';
 /**
  * An express-rate-limit limiter whose refusals are thrown as domain errors, so
  * the one exception filter writes them in the route's error style. Counters
- * are per process (the default memory store).
+ * live in `options.store` (SharedRateLimitStores: Redis or PostgreSQL, counted across processes); without
+ * one, per process (express-rate-limit's memory store).
  */
 export function createRateLimiter(options: Partial<Options> & { windowMs: number; limit: number }) {
   const limiter: RateLimitRequestHandler = rateLimit({

@@ -33,7 +33,7 @@ export function requestId(request: IncomingMessage, response: ServerResponse): s
  * serializer). No request or response serializers: the access line writes the fields it means (decision 0016).
  * The CLI keeps stdout for its JSON answers, so its logs go to stderr.
  */
-export function rootLogger(config: AppConfig, base: Record<string, string>): Logger {
+export function rootLogger(config: AppConfig, base: Record<string, string | number>): Logger {
   return pino(
     { level: config.logLevel, base, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
     base.role === 'cli' ? pino.destination(2) : pino.destination(1),

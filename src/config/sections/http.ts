@@ -1,6 +1,6 @@
 import type { EnvReaders } from '../env-readers.js';
 
-/** The HTTP API: where it listens, its public base URL, request limits, proxies, and its heap. */
+/** The HTTP API: where it listens, its public base URL, request limits, proxies, its heap and its processes. */
 export interface HttpConfig {
   readonly port: number;
   /** {base_url}: absolute, ends with `/v1/`. */
@@ -14,6 +14,8 @@ export interface HttpConfig {
   readonly trustProxy: boolean;
   /** V8's heap growing factor for the API process, in percent over the live heap (0: V8's own). */
   readonly apiHeapGrowthPercent: number;
+  /** API processes on this machine (node:cluster, one port); 1: the API is one process (decision 0033). */
+  readonly apiProcesses: number;
 }
 
 const SIZE = /^(\d+)(b|kb|mb)?$/i;
@@ -53,6 +55,7 @@ export function loadHttpConfig({ str, int, bool, problems }: EnvReaders): HttpCo
     httpHeadersTimeoutMs,
     httpRequestTimeoutMs,
     apiHeapGrowthPercent: int('API_HEAP_GROWTH_PERCENT', 50, 0, 300),
+    apiProcesses: int('API_PROCESSES', 1, 1, 64),
     trustProxy: bool('TRUST_PROXY', false),
   };
 }

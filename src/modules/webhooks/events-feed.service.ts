@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { ReadDatabase } from '#common/database/read-database.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { DEFAULT_PAGE_SIZE, toKeysetPage, type Page } from '#common/http/pagination.js';
 import type { EventResponseDto } from './dto/event.dto.js';
@@ -37,7 +38,11 @@ function decode(cursor: string, param: string): { createdUs: string; id: string 
  */
 @Injectable()
 export class EventsFeedService {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    /** The list tolerates a replica's lag (decision 0033); one event by id is read on the primary. */
+    private readonly reads: ReadDatabase,
+  ) {}
 
   async list(
     appId: string,
@@ -63,10 +68,10 @@ export class EventsFeedService {
       params.push(after.createdUs, after.id);
       where += ` AND (created_at, id) > ('epoch'::timestamptz + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length}::uuid)`;
     }
-    const rows = (await this.dataSource.query(
+    const rows = await this.reads.query<EventRow>(
       `SELECT ${COLUMNS} FROM webhook_events WHERE ${where} ORDER BY created_at, id LIMIT $2`,
       params,
-    )) as EventRow[];
+    );
     return toKeysetPage(rows, limit, view, encode);
   }
 

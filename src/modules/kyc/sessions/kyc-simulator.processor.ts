@@ -1,3 +1,6 @@
+import { InjectDataSource } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
+import { runExclusive } from '#common/database/sweep-lock.js';
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { PinoLogger } from '#common/logging/pino-logger.js';
@@ -27,6 +30,7 @@ export class KycSimulatorProcessor implements JobHandler, OnApplicationBootstrap
     private readonly queues: QueueFactory,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly logger: PinoLogger,
+    @InjectDataSource() private readonly dataSource: DataSource,
   ) {
     this.logger.setContext('KycSimulator');
   }
@@ -58,18 +62,24 @@ export class KycSimulatorProcessor implements JobHandler, OnApplicationBootstrap
   async recover(): Promise<number> {
     let resubmitted = 0;
     try {
-      const overdue = await this.verification.overdueSteps(
-        new Date(Date.now() - this.config.kycSimDelayMs - 30_000),
-      );
-      const queue = this.queues.queue(QUEUES.kyc);
-      for (const step of overdue) {
-        const job = await queue.getJob(jobId(step));
-        const state = job ? await job.getState() : 'missing';
-        if (['waiting', 'delayed', 'active', 'prioritized'].includes(state)) continue;
-        if (job) await job.remove().catch(() => undefined);
-        await this.provider.submit(step);
-        resubmitted++;
-      }
+      // One recovery at a time across the workers: two could both find a job gone and submit the step twice.
+      resubmitted =
+        (await runExclusive(this.dataSource, 'kyc-recovery', async () => {
+          let count = 0;
+          const overdue = await this.verification.overdueSteps(
+            new Date(Date.now() - this.config.kycSimDelayMs - 30_000),
+          );
+          const queue = this.queues.queue(QUEUES.kyc);
+          for (const step of overdue) {
+            const job = await queue.getJob(jobId(step));
+            const state = job ? await job.getState() : 'missing';
+            if (['waiting', 'delayed', 'active', 'prioritized'].includes(state)) continue;
+            if (job) await job.remove().catch(() => undefined);
+            await this.provider.submit(step);
+            count++;
+          }
+          return count;
+        })) ?? 0;
     } catch (error) {
       this.logger.warn({ err: error }, 'KYC recovery sweep failed; will try again');
     }

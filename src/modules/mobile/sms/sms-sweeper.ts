@@ -1,4 +1,5 @@
 import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import { runExclusive } from '#common/database/sweep-lock.js';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import { DataSource } from 'typeorm';
@@ -45,20 +46,26 @@ export class SmsSweeper implements OnApplicationBootstrap, OnApplicationShutdown
     this.sweeping = true;
     let enqueued = 0;
     try {
-      const rows = (await this.dataSource.query(
-        `SELECT id FROM sms_messages
+      // One sweeper at a time across the workers: two could both find a job gone and enqueue it twice.
+      enqueued =
+        (await runExclusive(this.dataSource, 'sms-sweep', async () => {
+          let count = 0;
+          const rows = (await this.dataSource.query(
+            `SELECT id FROM sms_messages
           WHERE status = $1 AND created_at < now() - ($2::int * interval '1 millisecond')
           ORDER BY created_at LIMIT 1000`,
-        [SMS_STATUS.queued, graceMs],
-      )) as { id: string }[];
-      const queue = this.queues.queue(QUEUES.sms);
-      for (const { id } of rows) {
-        const job = await queue.getJob(submitJobId(id));
-        if (job && LIVE_STATES.has(await job.getState())) continue;
-        await job?.remove();
-        await this.queue.enqueueSubmit(id);
-        enqueued++;
-      }
+            [SMS_STATUS.queued, graceMs],
+          )) as { id: string }[];
+          const queue = this.queues.queue(QUEUES.sms);
+          for (const { id } of rows) {
+            const job = await queue.getJob(submitJobId(id));
+            if (job && LIVE_STATES.has(await job.getState())) continue;
+            await job?.remove();
+            await this.queue.enqueueSubmit(id);
+            count++;
+          }
+          return count;
+        })) ?? 0;
       if (enqueued > 0) this.logger.info({ enqueued }, 'sweeper re-enqueued queued SMS');
     } catch (error) {
       this.logger.warn({ err: (error as Error).message }, 'SMS sweep failed; will try again');

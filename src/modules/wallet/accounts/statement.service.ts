@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { ReadDatabase } from '#common/database/read-database.js';
 import type { Principal } from '#common/auth/principal.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { DEFAULT_PAGE_SIZE } from '#common/http/pagination.js';
@@ -112,6 +111,18 @@ export interface StatementPage {
   nextCursor: string | null;
 }
 
+interface StatementHead {
+  reversed: boolean;
+  currency: string;
+  from_text: string;
+  to_text: string;
+  opening: string;
+  closing: string;
+  total_in: string;
+  total_out: string;
+  movements: MovementRow[];
+}
+
 const UTC_TEXT = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
 /**
@@ -121,16 +132,17 @@ const UTC_TEXT = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYY
  */
 @Injectable()
 export class StatementService {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  /** Both answers tolerate a replica's lag (decision 0033): they read the replica when there is one. */
+  constructor(private readonly reads: ReadDatabase) {}
 
   async balanceAt(principal: Principal, id: string, at: string | undefined): Promise<BalanceResponseDto> {
     const instant = parseInstant(at, 'at');
     const accountId = id.toLowerCase();
-    const rows = (await this.dataSource.query(
+    const rows = await this.reads.query<{ balance: string }>(
       `SELECT (${balanceAt('$4::timestamptz')})::text AS balance
          FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id`,
       [accountId, principal.appId, ownerOf(principal), instant],
-    )) as { balance: string }[];
+    );
     if (rows.length === 0) throw new NotFoundError(id, 'Account not found');
     return { id: accountId, accountId, balance: toJson(rows[0].balance) };
   }
@@ -155,7 +167,7 @@ export class StatementService {
       cursor?.at ?? null,
       cursor?.id ?? null,
     ];
-    const [head] = (await this.dataSource.query(
+    const [head] = await this.reads.query<StatementHead>(
       `WITH acc AS (SELECT a.* FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id),
             page AS (
               SELECT p.id, p.created_at, p.amount, p.entry_id
@@ -189,17 +201,7 @@ export class StatementService {
                         WHERE p.account_id = a.id
                           AND p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz) totals`,
       params,
-    )) as {
-      reversed: boolean;
-      currency: string;
-      from_text: string;
-      to_text: string;
-      opening: string;
-      closing: string;
-      total_in: string;
-      total_out: string;
-      movements: MovementRow[];
-    }[];
+    );
     if (!head) throw new NotFoundError(id, 'Account not found');
     if (head.reversed) throw ValidationFailedError.single('to', 'invalid', 'to must not be before from');
     const more = head.movements.length > limit;

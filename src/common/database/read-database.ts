@@ -1,0 +1,35 @@
+import { Inject, Injectable, type OnApplicationShutdown } from '@nestjs/common';
+import pg from 'pg';
+import { PG_POOL } from './pg-pool.js';
+
+/** The pool of the streaming replica (DATABASE_READ_URL), or null: every read goes to the primary. */
+export const REPLICA_POOL = Symbol('REPLICA_POOL');
+
+/**
+ * Where the reads that tolerate a replica's lag go (decision 0033): the replica when DATABASE_READ_URL is
+ * set, else the primary's pool. The one place that chooses; a service asks for it only for a read listed as
+ * replica-tolerant in 0033 (lists, statements, balances at an instant). Anything read-your-writes, the balance
+ * before a transfer, idempotent replays and the token endpoint read the primary through TypeORM as before.
+ */
+@Injectable()
+export class ReadDatabase implements OnApplicationShutdown {
+  constructor(
+    @Inject(PG_POOL) private readonly primary: pg.Pool,
+    @Inject(REPLICA_POOL) private readonly replica: pg.Pool | null,
+  ) {}
+
+  /** True when the reads go to a replica. */
+  get onReplica(): boolean {
+    return this.replica !== null;
+  }
+
+  /** One read-only statement; its rows. */
+  async query<T>(sql: string, params: unknown[]): Promise<T[]> {
+    const result = await (this.replica ?? this.primary).query(sql, params);
+    return result.rows as T[];
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.replica?.end();
+  }
+}

@@ -1,0 +1,150 @@
+import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import type { ClientRateLimitInfo, IncrementResponse, Options, Store } from 'express-rate-limit';
+import { Redis } from 'ioredis';
+import type pg from 'pg';
+import { PG_POOL } from '../database/pg-pool.js';
+import { QUEUE_CONNECTION, type QueueConnection } from '../queue/queue.factory.js';
+
+/** How often a process deletes the PostgreSQL counters whose window ended (any process may; all are safe). */
+const PRUNE_EVERY_MS = 60_000;
+
+/**
+ * Fixed-window counters in PostgreSQL: one row per key in the UNLOGGED table `rate_limit_counters`, counted
+ * by one atomic upsert (a window that ended starts again at 1), so every process that shares the database
+ * counts together. UNLOGGED: a crash empties the counters, which only forgives a minute of requests.
+ */
+export class PostgresRateLimitStore implements Store {
+  readonly localKeys = false;
+  private windowMs = 60_000;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    readonly prefix: string,
+  ) {}
+
+  init(options: Options): void {
+    this.windowMs = options.windowMs;
+  }
+
+  async increment(key: string): Promise<IncrementResponse> {
+    const { rows } = await this.pool.query<{ hits: number; reset_at: Date }>(
+      `INSERT INTO rate_limit_counters AS c (key, hits, reset_at)
+       VALUES ($1, 1, clock_timestamp() + $2 * interval '1 millisecond')
+       ON CONFLICT (key) DO UPDATE SET
+         hits = CASE WHEN c.reset_at <= clock_timestamp() THEN 1 ELSE c.hits + 1 END,
+         reset_at = CASE WHEN c.reset_at <= clock_timestamp() THEN EXCLUDED.reset_at ELSE c.reset_at END
+       RETURNING hits, reset_at`,
+      [this.prefix + key, this.windowMs],
+    );
+    return { totalHits: rows[0].hits, resetTime: rows[0].reset_at };
+  }
+
+  async get(key: string): Promise<ClientRateLimitInfo | undefined> {
+    const { rows } = await this.pool.query<{ hits: number; reset_at: Date }>(
+      `SELECT hits, reset_at FROM rate_limit_counters WHERE key = $1 AND reset_at > clock_timestamp()`,
+      [this.prefix + key],
+    );
+    return rows[0] ? { totalHits: rows[0].hits, resetTime: rows[0].reset_at } : undefined;
+  }
+
+  async decrement(key: string): Promise<void> {
+    await this.pool.query(`UPDATE rate_limit_counters SET hits = greatest(hits - 1, 0) WHERE key = $1`, [
+      this.prefix + key,
+    ]);
+  }
+
+  async resetKey(key: string): Promise<void> {
+    await this.pool.query(`DELETE FROM rate_limit_counters WHERE key = $1`, [this.prefix + key]);
+  }
+
+  /** Deletes the counters whose window ended: idempotent, so every process running it at once is harmless. */
+  async prune(): Promise<void> {
+    await this.pool.query(`DELETE FROM rate_limit_counters WHERE reset_at <= clock_timestamp()`);
+  }
+}
+
+/**
+ * Fixed-window counters in Redis: INCR, and PEXPIRE NX on the first hit of a window, in one MULTI; the key's
+ * time to live is the window's reset time. Every process that shares the Redis counts together.
+ */
+export class RedisRateLimitStore implements Store {
+  readonly localKeys = false;
+  private windowMs = 60_000;
+
+  constructor(
+    private readonly redis: Redis,
+    readonly prefix: string,
+  ) {}
+
+  init(options: Options): void {
+    this.windowMs = options.windowMs;
+  }
+
+  async increment(key: string): Promise<IncrementResponse> {
+    const results = await this.redis
+      .multi()
+      .incr(this.prefix + key)
+      .pexpire(this.prefix + key, this.windowMs, 'NX')
+      .pttl(this.prefix + key)
+      .exec();
+    if (!results) throw new Error('rate limit: the Redis transaction was discarded');
+    for (const [error] of results) if (error) throw error;
+    const totalHits = Number(results[0][1]);
+    const ttl = Number(results[2][1]);
+    return { totalHits, resetTime: new Date(Date.now() + (ttl > 0 ? ttl : this.windowMs)) };
+  }
+
+  async get(key: string): Promise<ClientRateLimitInfo | undefined> {
+    const [hits, ttl] = await Promise.all([
+      this.redis.get(this.prefix + key),
+      this.redis.pttl(this.prefix + key),
+    ]);
+    if (hits === null || ttl <= 0) return undefined;
+    return { totalHits: Number(hits), resetTime: new Date(Date.now() + ttl) };
+  }
+
+  async decrement(key: string): Promise<void> {
+    await this.redis.decr(this.prefix + key);
+  }
+
+  async resetKey(key: string): Promise<void> {
+    await this.redis.del(this.prefix + key);
+  }
+}
+
+/**
+ * The express-rate-limit stores that count across processes: in Redis when the deployment has one
+ * (REDIS_URL, under QUEUE_PREFIX), else in PostgreSQL. One Redis connection per process for all of them.
+ */
+@Injectable()
+export class SharedRateLimitStores implements OnApplicationShutdown {
+  private redis?: Redis;
+  private pruner?: NodeJS.Timeout;
+  private readonly postgresStores: PostgresRateLimitStore[] = [];
+
+  constructor(
+    @Inject(QUEUE_CONNECTION) private readonly connection: QueueConnection,
+    @Inject(PG_POOL) private readonly pool: pg.Pool,
+  ) {}
+
+  /** A store whose keys start with `name` (one name per limit). */
+  store(name: string): Store {
+    if (this.connection.kind === 'redis') {
+      // Few retries: a token request waits on this, and a Redis that is down fails the request, never hangs it.
+      this.redis ??= new Redis(this.connection.url, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+      return new RedisRateLimitStore(this.redis, `${this.connection.prefix ?? 'wallet'}:rl:${name}:`);
+    }
+    const store = new PostgresRateLimitStore(this.pool, `${name}:`);
+    this.postgresStores.push(store);
+    this.pruner ??= setInterval(() => {
+      // Only ended windows go; a failed prune is retried on the next tick.
+      this.postgresStores[0].prune().catch(() => undefined);
+    }, PRUNE_EVERY_MS).unref();
+    return store;
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.pruner) clearInterval(this.pruner);
+    if (this.redis) await this.redis.quit().catch(() => this.redis?.disconnect());
+  }
+}
