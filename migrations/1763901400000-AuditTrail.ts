@@ -68,6 +68,7 @@ export class AuditTrail1763901400000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(REVERSE_BEFORE);
     await queryRunner.query(TRANSFER_TRY_BEFORE);
     await queryRunner.query(WRITE_INTERNAL_BEFORE);
     await queryRunner.query(
@@ -447,4 +448,284 @@ BEGIN
 END
 $function$
 
+`;
+
+/** wallet_reverse_transfer before this migration (as migration 1763901300000-Reversals loaded it). */
+const REVERSE_BEFORE = `-- Money back along a settled transfer (docs/decisions/0031-reversals.md): p is a ReversalRequest
+-- (src/modules/transfers/transfer-function.contract.ts), the answer a ReversalResult: {row} (the new transfer as
+-- the caller sees it, reversal_of included) or {replay} (its Idempotency-Key's stored answer). Two kinds:
+-- - 'reversal' (POST /wallet/transactions/{uuid}/reversals): an INTERNAL transfer, ACREDITADO, addressed by either
+--   of its two rows by the application of the account that received it; the receiver's new WITHDRAW and the
+--   original sender's new DEPOSIT (INTERNAL, ACREDITADO, linked to each other), each with reversal_of = the
+--   original row of its own account; an entry TRANSFER_REVERSAL (receiver -amount, sender +amount); a
+--   transfer_update for each application;
+-- - 'return' (the rail gives back an EXTERNAL WITHDRAW that was ACREDITADO; CLI \`transfers return\`): the sender's
+--   new DEPOSIT (EXTERNAL, ACREDITADO, reversal_of = the WITHDRAW); an entry TRANSFER_RETURN (SETTLEMENT -amount,
+--   sender +amount); a transfer_update for the sender's application.
+-- Guarantees:
+-- - the original pair's transfer rows are locked (FOR UPDATE, id order), then the ledger rows (id order, as
+--   wallet_transfer_try locks them), so reversals never deadlock with transfers or the clearing steps, and
+--   concurrent reversals of one transfer run one after the other;
+-- - the reversed total (the amounts of the rows whose reversal_of is the original WITHDRAW) never exceeds the
+--   original amount; the amount defaults to what is left;
+-- - every check that can refuse (the transfer: found in scope, not a reversal, ACREDITADO, of the kind asked;
+--   the amount; both accounts ACTIVE; the funds of the account that gives back) runs before the first write; a
+--   refusal is raised with wallet_refuse (WT400/WT403, WT404 for an unknown transfer), so nothing is written;
+-- - no fee, no tax, no operated amounts, no limit check: a reversal undoes money that was already counted;
+-- - the Idempotency-Key (already in the reversal namespace, see the contract) is claimed with its answer as in
+--   wallet_transfer_try: an already used key wins over a refusal; another body under the same key is refused.
+-- requestId and route are carried for the audit records to come, unused for now; actor goes on the journal entry.
+CREATE OR REPLACE FUNCTION public.wallet_reverse_transfer(p jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+DECLARE
+  v_return boolean := p->>'kind' = 'return';
+  v_app uuid := (p->>'appId')::uuid;
+  v_key text := p->>'idempotencyKey';
+  v_hash text := p->>'requestHash';
+  v_id uuid := (p->>'transferId')::uuid;
+  v_amount numeric := (p->>'amount')::numeric;
+  v_linked uuid;
+  v_units integer;
+  v_reversed numeric;
+  v_left numeric;
+  v_balance numeric;
+  v_rw uuid := gen_random_uuid();
+  v_rd uuid := gen_random_uuid();
+  v_created timestamptz;
+  v_row jsonb;
+  v_refusal jsonb;
+  v_answer jsonb;
+  v_unanswered boolean := false;
+  t record;
+  w record;
+  d record;
+  giver record;
+  taker record;
+BEGIN
+  <<checks>>
+  BEGIN
+    SELECT x.linked_transfer_id INTO v_linked FROM transfers x WHERE x.id = v_id;
+    IF NOT FOUND THEN
+      v_refusal := jsonb_build_object('code', 'WT404', 'path', v_id, 'type', 'notfound', 'message', 'Transfer not found');
+      EXIT checks;
+    END IF;
+    -- The original pair, locked in id order (linked_transfer_id never changes), then read under the lock.
+    PERFORM 1 FROM transfers x WHERE x.id IN (v_id, v_linked) ORDER BY x.id FOR UPDATE;
+    SELECT * INTO t FROM transfers x WHERE x.id = v_id;
+    IF NOT v_return AND t.app_id <> v_app THEN
+      v_refusal := jsonb_build_object('code', 'WT404', 'path', v_id, 'type', 'notfound', 'message', 'Transfer not found');
+      EXIT checks;
+    END IF;
+    IF t.reversal_of IS NOT NULL THEN
+      v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
+        'message', 'this transfer is itself a reversal and cannot be reversed');
+      EXIT checks;
+    END IF;
+    IF t.status <> 'ACREDITADO' THEN
+      v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
+        'message', 'the transfer is ' || t.status || ': only an ACREDITADO transfer can be reversed');
+      EXIT checks;
+    END IF;
+    IF v_return THEN
+      IF t.route <> 'EXTERNAL' OR t.movement_type <> 'WITHDRAW' THEN
+        v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
+          'message', 'only an EXTERNAL WITHDRAW can be returned by the rail');
+        EXIT checks;
+      END IF;
+      w := t;
+    ELSE
+      IF t.route = 'EXTERNAL' THEN
+        v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
+          'message', CASE WHEN t.movement_type = 'WITHDRAW'
+                          THEN 'money sent to another institution comes back only as a return from the rail'
+                          ELSE 'money from another institution is sent back as a new transfer, not reversed' END);
+        EXIT checks;
+      END IF;
+      IF t.movement_type = 'WITHDRAW' THEN
+        w := t;
+        SELECT * INTO d FROM transfers x WHERE x.id = v_linked;
+      ELSE
+        d := t;
+        SELECT * INTO w FROM transfers x WHERE x.id = v_linked;
+      END IF;
+      IF d.app_id <> v_app THEN
+        v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'FORBIDDEN',
+          'message', 'only the application of the account that received the transfer can give it back');
+        EXIT checks;
+      END IF;
+    END IF;
+
+    SELECT coalesce(sum(x.amount), 0) INTO v_reversed FROM transfers x WHERE x.reversal_of = w.id;
+    v_left := w.amount - v_reversed;
+    v_units := (p->'minorUnits'->>w.currency)::integer;
+    IF v_amount IS NULL THEN
+      IF v_left <= 0 THEN
+        v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
+          'message', 'the transfer is already fully reversed');
+        EXIT checks;
+      END IF;
+      v_amount := v_left;
+    ELSIF v_units IS NOT NULL AND scale(v_amount) > v_units THEN
+      v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid',
+        'message', format('amount has more than %s decimals for %s', v_units, w.currency));
+      EXIT checks;
+    ELSIF v_amount <= 0 THEN
+      v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid',
+        'message', 'amount must be greater than 0');
+      EXIT checks;
+    ELSIF v_amount > v_left THEN
+      v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid',
+        'message', format('amount is more than what is left to reverse (%s %s)', trim_scale(v_left), w.currency));
+      EXIT checks;
+    END IF;
+
+    -- The accounts: the one that gives back (the receiver; none for a return) and the original sender.
+    SELECT a.id, a.app_id, a.status, a.owner_type, a.owner_id, a.cvu,
+           coalesce(u.first_name || ' ' || u.last_name, c.legal_name) AS owner_name,
+           coalesce(u.tax_id, c.tax_value) AS owner_tax_id, coalesce(u.tax_id_type, 'cuit') AS owner_tax_id_type
+      INTO taker
+      FROM wallet_accounts a
+      LEFT JOIN users u ON a.owner_type = 'USER' AND u.id = a.owner_id
+      LEFT JOIN companies c ON a.owner_type = 'COMPANY' AND c.id = a.owner_id
+     WHERE a.id = w.account_id;
+    IF v_return THEN
+      PERFORM 1 FROM ledger_accounts l WHERE l.id = taker.id FOR UPDATE;
+      IF taker.status <> 'ACTIVE' THEN
+        v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
+          'message', 'the account is ' || taker.status);
+        EXIT checks;
+      END IF;
+    ELSE
+      SELECT a.id, a.app_id, a.status, a.owner_type, a.owner_id, a.cvu,
+             coalesce(u.first_name || ' ' || u.last_name, c.legal_name) AS owner_name,
+             coalesce(u.tax_id, c.tax_value) AS owner_tax_id, coalesce(u.tax_id_type, 'cuit') AS owner_tax_id_type
+        INTO giver
+        FROM wallet_accounts a
+        LEFT JOIN users u ON a.owner_type = 'USER' AND u.id = a.owner_id
+        LEFT JOIN companies c ON a.owner_type = 'COMPANY' AND c.id = a.owner_id
+       WHERE a.id = d.account_id;
+      SELECT max(l.balance) FILTER (WHERE l.id = giver.id) INTO v_balance
+        FROM (SELECT id, balance FROM ledger_accounts WHERE id IN (giver.id, taker.id) ORDER BY id FOR UPDATE) l;
+      IF giver.status <> 'ACTIVE' THEN
+        v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
+          'message', 'the account is ' || giver.status);
+        EXIT checks;
+      END IF;
+      IF taker.status <> 'ACTIVE' THEN
+        v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
+          'message', 'the receiving account cannot receive money');
+        EXIT checks;
+      END IF;
+      IF v_balance < v_amount THEN
+        v_refusal := jsonb_build_object('code', 'WT400', 'path', 'amount', 'type', 'invalid',
+          'message', 'insufficient funds: the available balance does not cover the amount');
+        EXIT checks;
+      END IF;
+    END IF;
+  END checks;
+
+  IF v_refusal IS NOT NULL THEN
+    -- A key already used wins over the refusal (a twin that committed first answers); the raise below rolls
+    -- this claim back, so a refusal writes nothing.
+    IF v_key IS NOT NULL THEN
+      INSERT INTO idempotency_keys (app_id, key, request_hash) VALUES (v_app, v_key, v_hash) ON CONFLICT DO NOTHING;
+      IF NOT FOUND THEN
+        v_answer := wallet_key_answer(v_app, v_key, v_hash);
+        IF v_answer ? 'replay' THEN
+          RETURN v_answer;
+        END IF;
+        v_refusal := coalesce(v_answer->'refused', v_refusal);
+      END IF;
+    END IF;
+    PERFORM wallet_refuse(v_refusal->>'code', v_refusal->>'path', v_refusal->>'type', v_refusal->>'message');
+  END IF;
+
+  v_created := now()::timestamp(3) with time zone; -- what created_at (timestamptz(3), default now()) stores
+  IF v_return THEN
+    v_row := jsonb_build_object(
+      'id', v_rd, 'clearing_id', NULL, 'movement_type', 'DEPOSIT', 'status', 'ACREDITADO', 'route', 'EXTERNAL',
+      'counterparty_name', w.counterparty_name, 'counterparty_tax_id', w.counterparty_tax_id,
+      'counterparty_identifier_type', w.counterparty_identifier_type,
+      'counterparty_identifier', w.counterparty_identifier, 'counterparty_account_id', NULL,
+      'amount', v_amount::text, 'currency', w.currency, 'fees', '0', 'taxes', '0', 'concept', w.concept,
+      'summary', NULL, 'description', p->>'reason', 'created_at', v_created, 'owner_type', taker.owner_type,
+      'owner_id', taker.owner_id, 'cvu', taker.cvu, 'owner_name', taker.owner_name,
+      'owner_tax_id', taker.owner_tax_id, 'owner_tax_id_type', taker.owner_tax_id_type,
+      'counterparty_owner_id', NULL, 'reversal_of', w.id);
+  ELSE
+    v_row := jsonb_build_object(
+      'id', v_rw, 'clearing_id', NULL, 'movement_type', 'WITHDRAW', 'status', 'ACREDITADO', 'route', 'INTERNAL',
+      'counterparty_name', d.counterparty_name, 'counterparty_tax_id', d.counterparty_tax_id,
+      'counterparty_identifier_type', d.counterparty_identifier_type,
+      'counterparty_identifier', d.counterparty_identifier, 'counterparty_account_id', taker.id,
+      'amount', v_amount::text, 'currency', w.currency, 'fees', '0', 'taxes', '0', 'concept', w.concept,
+      'summary', NULL, 'description', p->>'reason', 'created_at', v_created, 'owner_type', giver.owner_type,
+      'owner_id', giver.owner_id, 'cvu', giver.cvu, 'owner_name', giver.owner_name,
+      'owner_tax_id', giver.owner_tax_id, 'owner_tax_id_type', giver.owner_tax_id_type,
+      'counterparty_owner_id', taker.owner_id, 'reversal_of', d.id);
+  END IF;
+
+  -- The key's claim, with its answer: the first write.
+  IF v_key IS NOT NULL THEN
+    INSERT INTO idempotency_keys (app_id, key, request_hash, response_status, response_body)
+    VALUES (v_app, v_key, v_hash, 201, v_row) ON CONFLICT DO NOTHING;
+    IF NOT FOUND THEN
+      v_answer := wallet_key_answer(v_app, v_key, v_hash);
+      IF v_answer ? 'replay' THEN
+        RETURN v_answer;
+      ELSIF v_answer ? 'refused' THEN
+        v_refusal := v_answer->'refused';
+        PERFORM wallet_refuse(v_refusal->>'code', v_refusal->>'path', v_refusal->>'type', v_refusal->>'message');
+      END IF;
+      v_unanswered := true;
+    END IF;
+  END IF;
+
+  IF v_return THEN
+    PERFORM ledger_post(taker.app_id, 'TRANSFER_RETURN', v_rd::text, p->>'reason', p->>'actor',
+      ARRAY[ledger_system_account('SETTLEMENT', w.currency), taker.id], ARRAY[-v_amount, v_amount], w.currency);
+    INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name,
+           counterparty_tax_id, counterparty_identifier_type, counterparty_identifier, counterparty_branch,
+           counterparty_account_id, linked_transfer_id, amount, currency, fees, taxes, concept, summary, description,
+           reversal_of)
+    VALUES (v_rd, taker.app_id, taker.id, 'DEPOSIT', 'ACREDITADO', 'EXTERNAL', w.counterparty_name,
+            w.counterparty_tax_id, w.counterparty_identifier_type, w.counterparty_identifier, w.counterparty_branch,
+            NULL, NULL, v_amount, w.currency, 0, 0, w.concept, NULL, p->>'reason', w.id);
+    INSERT INTO transfer_status_history (transfer_id, from_status, to_status)
+    VALUES (v_rd, NULL, 'COMMITING'), (v_rd, 'COMMITING', 'ACREDITADO');
+  ELSE
+    PERFORM ledger_post(giver.app_id, 'TRANSFER_REVERSAL', v_rw::text, p->>'reason', p->>'actor',
+      ARRAY[giver.id, taker.id], ARRAY[-v_amount, v_amount], w.currency);
+    INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name,
+           counterparty_tax_id, counterparty_identifier_type, counterparty_identifier, counterparty_branch,
+           counterparty_account_id, linked_transfer_id, amount, currency, fees, taxes, concept, summary, description,
+           reversal_of)
+    VALUES (v_rw, giver.app_id, giver.id, 'WITHDRAW', 'ACREDITADO', 'INTERNAL', d.counterparty_name,
+            d.counterparty_tax_id, d.counterparty_identifier_type, d.counterparty_identifier, NULL, taker.id, v_rd,
+            v_amount, w.currency, 0, 0, w.concept, NULL, p->>'reason', d.id),
+           (v_rd, taker.app_id, taker.id, 'DEPOSIT', 'ACREDITADO', 'INTERNAL', w.counterparty_name,
+            w.counterparty_tax_id, w.counterparty_identifier_type, w.counterparty_identifier, NULL, giver.id, v_rw,
+            v_amount, w.currency, 0, 0, w.concept, NULL, p->>'reason', w.id);
+    INSERT INTO transfer_status_history (transfer_id, from_status, to_status)
+    VALUES (v_rw, NULL, 'COMMITING'), (v_rw, 'COMMITING', 'ACREDITADO'),
+           (v_rd, NULL, 'COMMITING'), (v_rd, 'COMMITING', 'ACREDITADO');
+  END IF;
+
+  -- A transfer_update for each new row, to the application of its account (as wallet_write_internal writes it).
+  INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at)
+  SELECT gen_random_uuid(), x.app_id, 'transfer_update', x.id::text,
+         jsonb_build_object('event', 'transfer_update', 'timestamp', floor(extract(epoch FROM now()))::bigint,
+           'data', jsonb_build_object('uuid', x.id, 'movementType', x.movement_type,
+                                      'backStatus', 'PENDING', 'newStatus', 'ACCEPTED')),
+         'pending', now()
+    FROM transfers x WHERE x.id IN (v_rw, v_rd) ORDER BY x.movement_type DESC;
+
+  IF v_unanswered THEN
+    UPDATE idempotency_keys SET response_status = 201, response_body = v_row WHERE app_id = v_app AND key = v_key;
+  END IF;
+  RETURN jsonb_build_object('row', v_row);
+END
+$function$
 `;
