@@ -17,6 +17,7 @@ import {
   onCleanup,
   rssMiB,
   run,
+  serverCpuMicros,
   startProcess,
   stopChild,
   tail,
@@ -476,6 +477,7 @@ async function main() {
     const skipped = { tps: Number.NaN, latencyMs: Number.NaN };
     const bench = async (db, clients, threads, seconds) => {
       await admin.query('CHECKPOINT');
+      const pgCpuBefore = serverCpuMicros(pgHandle.pid);
       const { stdout } = await run(
         pgbench,
         ['-M', 'prepared', '-c', String(clients), '-j', String(threads), '-T', String(seconds), db],
@@ -487,7 +489,10 @@ async function main() {
       if (!Number.isFinite(tps) || !Number.isFinite(latencyMs))
         throw new Error(`cannot read pgbench output:\n${stdout}`);
       if (failed > 0) fail(`pgbench on ${db} reported ${failed} failed transactions`);
-      return { tps, latencyMs };
+      const processed = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1]);
+      // The server's CPU over the run (pgbench's own connection set-up and vacuum included, a little).
+      const pgCpuUsPerTx = processed > 0 ? (serverCpuMicros(pgHandle.pid) - pgCpuBefore) / processed : null;
+      return { tps, latencyMs, pgCpuUsPerTx };
     };
     const timed = async (label, db, clients, threads, seconds) => {
       if (!wanted('pgbench')) return skipped;
@@ -502,6 +507,7 @@ async function main() {
     raw.pgbench = {
       scale10Tps: s10.tps,
       scale10LatencyMs: s10.latencyMs,
+      scale10PgCpuUsPerTx: s10.pgCpuUsPerTx,
       scale1Tps: s1.tps,
       scale1LatencyMs: s1.latencyMs,
       scale10C1Tps: c1.tps,
@@ -634,8 +640,10 @@ async function main() {
     };
     if (S.warmupS > 0) await attempt(S.warmupS);
     const cpuBefore = cpuOf();
+    const pgCpuBefore = serverCpuMicros(pgHandle.pid);
     const result = await attempt(S.durationS);
     const cpuUs = cpuOf() - cpuBefore;
+    const pgCpuUs = serverCpuMicros(pgHandle.pid) - pgCpuBefore;
     const ok = result['2xx'];
     return {
       requests: ok,
@@ -645,7 +653,21 @@ async function main() {
       p99Ms: result.latency.p99,
       maxMs: result.latency.max,
       cpuUsPerRequest: ok > 0 ? cpuUs / ok : null,
+      // Every process of the PostgreSQL server (backends, WAL writer, checkpointer…) over the measured part.
+      pgCpuUsPerRequest: ok > 0 ? pgCpuUs / ok : null,
     };
+  }
+
+  /**
+   * Rows inserted, updated and deleted in the service's database so far (pg_stat_user_tables), read after
+   * 1.5 s idle: a backend publishes its counters when idle, at most once a second.
+   */
+  async function rowsWritten() {
+    await sleep(1500);
+    const { rows } = await db.query(
+      `SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::bigint::text AS n FROM pg_stat_user_tables`,
+    );
+    return Number(rows[0].n);
   }
 
   /** The HTTP phases (`keys`: only these); `round` names them in the log. */
@@ -707,6 +729,7 @@ async function main() {
       await db.query('VACUUM (ANALYZE)');
       await admin.query('CHECKPOINT');
       const before = await money();
+      const rowsBefore = movesMoney ? await rowsWritten() : 0;
       say(`round ${round}: ${label}, ${options.connections ?? S.connections} connection(s)…`);
       // Count every 2xx of the warm-up and the measured part, to compare with the rows written.
       let all2xx = 0;
@@ -718,10 +741,15 @@ async function main() {
       out[key] = await measure(label, api.process.pid, counted);
       const after = await quiet();
       if (movesMoney && !keys) out[key].groupCommit = groupDelta(groupsBefore, await groupMetrics());
+      // Rows written per transfer (warm-up and measured part: every transfer written in the phase).
+      if (movesMoney && after.withdrawals > before.withdrawals)
+        out[key].rowsPerTransfer =
+          ((await rowsWritten()) - rowsBefore) / (after.withdrawals - before.withdrawals);
       const group = out[key].groupCommit;
       say(
         `  ${out[key].rps.toFixed(0)} req/s, mean ${out[key].meanMs.toFixed(2)} ms, p99 ${out[key].p99Ms} ms, ` +
-          `CPU ${out[key].cpuUsPerRequest?.toFixed(0)} µs/req` +
+          `CPU ${out[key].cpuUsPerRequest?.toFixed(0)} µs/req, PostgreSQL ${out[key].pgCpuUsPerRequest?.toFixed(0)} µs/req` +
+          (out[key].rowsPerTransfer ? `, ${out[key].rowsPerTransfer.toFixed(1)} rows/transfer` : '') +
           (group
             ? `; ${group.calls} database calls of ${group.meanSize.toFixed(1)} transfers, ${group.meanCallMs.toFixed(1)} ms each`
             : ''),
@@ -985,6 +1013,14 @@ async function main() {
           'µs',
         ),
         row('API CPU per transfer', u.transfersUniform?.cpuUsPerRequest, 'µs'),
+        row('PostgreSQL CPU per transfer (uniform)', u.transfersUniform?.pgCpuUsPerRequest, 'µs'),
+        row('PostgreSQL CPU per pgbench s10 transaction', r.pgbench?.scale10PgCpuUsPerTx, 'µs'),
+        row('rows written per transfer (uniform)', u.transfersUniform?.rowsPerTransfer, '', 1),
+        row(
+          'rows written per pgbench transaction',
+          wanted('pgbench') ? 4 : Number.NaN,
+          '(3 updates, 1 insert)',
+        ),
         row('API CPU per ping', u.ping?.cpuUsPerRequest, 'µs'),
         row('webhooks delivered (Redis)', r.webhooksRedis?.deliveredPerSec, '/s'),
         row('raw BullMQ drain (Redis)', r.rawBullmqRedis?.drainJobsPerSec, 'jobs/s'),

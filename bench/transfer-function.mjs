@@ -17,13 +17,13 @@
 // BENCH_FN_ACCOUNTS (1000), BENCH_FN_PREFILL (transfers written before measuring, 20000), BENCH_FN_PROFILE_CALLS (calls in the profiled round, 200), BENCH_FN_ONLY (a comma
 // list of pgbench, transfers, profile).
 import { createHash, randomInt, randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, chmodSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, chmodSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { cleanup, onCleanup, run } from './lib/procs.mjs';
+import { cleanup, onCleanup, run, serverCpuMicros } from './lib/procs.mjs';
 import { transferBody } from './lib/service.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -43,7 +43,6 @@ const S = {
 const started = performance.now();
 const say = (message) =>
   process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)}s] ${message}\n`);
-const CLK_TCK = 100;
 
 const { buildIfNeeded } = await import(pathToFileURL(path.join(ROOT, 'scripts/build-if-needed.mjs')).href);
 buildIfNeeded();
@@ -61,25 +60,6 @@ try {
   await cleanup();
 }
 process.exit(exitCode);
-
-/** utime + stime (µs) of the postmaster and every process it forked (backends, WAL writer, checkpointer…). */
-function serverCpuMicros(postmasterPid) {
-  let total = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      const ppid = Number(fields[1]);
-      if (Number(entry) !== postmasterPid && ppid !== postmasterPid) continue;
-      // utime, stime, and the children's (cutime, cstime: backends that exited during the phase)
-      total += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-    } catch {
-      /* exited meanwhile */
-    }
-  }
-  return (total * 1e6) / CLK_TCK;
-}
 
 function pgbenchBinary() {
   if (process.env.BENCH_PGBENCH) return process.env.BENCH_PGBENCH;

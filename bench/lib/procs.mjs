@@ -165,6 +165,25 @@ export function cpuMicros(pid) {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
 }
 
+/** utime + stime (µs) of the postmaster and every process it forked (backends, WAL writer, checkpointer…). */
+export function serverCpuMicros(postmasterPid) {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      const ppid = Number(fields[1]);
+      if (Number(entry) !== postmasterPid && ppid !== postmasterPid) continue;
+      // utime, stime, and the children's (cutime, cstime: backends that exited during the phase)
+      total += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return (total * 1e6) / CLK_TCK;
+}
+
 /** The live children of `pid` (an API_PROCESSES=N primary's API processes): their pids. */
 export function childPids(pid) {
   const children = [];
