@@ -32,8 +32,9 @@ import { accountBody } from './support/wallet.js';
  * data directory, pg_backup_stop's backup_label; a physical slot keeps the WAL), starts the copy as a hot
  * standby streaming from the primary, and runs the API as a real process with DATABASE_URL and
  * DATABASE_READ_URL. With replay paused on the replica, a write through the API shows at once on the routes
- * that must read the primary (balance, one event by id) and not on the replica-tolerant ones (events list,
- * statement, balance at an instant); once replay resumes they catch up.
+ * that must read the primary (balance, one event or transfer by id) and not on the replica-tolerant ones (events
+ * list, transfer lists of the application and of an account, statement, balance at an instant); once replay
+ * resumes they catch up, answering the lists byte for byte as the primary's single read does.
  */
 describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica', () => {
   let dir: string;
@@ -215,7 +216,7 @@ describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica'
     rmSync(dir, { recursive: true, force: true });
   }, 30_000);
 
-  it('serves the events list, statements and balances at an instant from the replica, the rest from the primary', async () => {
+  it('serves the events and transfer lists, statements and balances at an instant from the replica, the rest from the primary', async () => {
     const open = async () => {
       const owner = await request(origin)
         .post('/v1/users')
@@ -242,6 +243,8 @@ describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica'
     const before = await get('/v1/events?limit=100');
     expect(before.status).toBe(200);
     const eventsBefore = before.body as { id: string }[];
+    const transfersBefore = (await get('/v1/wallet/transactions/all?limit=100')).body as { uuid: string }[];
+    expect((await get(`/v1/wallet/accounts/${payer.uuid}/transactions`)).body).toEqual([]);
 
     // Replay paused: the replica stays where it is while the primary moves on.
     await replicaClient.query('SELECT pg_wal_replay_pause()');
@@ -274,6 +277,12 @@ describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica'
     expect(stale.body.closingBalance).toBe(100);
     const listed = (await get('/v1/events?limit=100')).body as { id: string }[];
     expect(listed.map((e) => e.id)).toEqual(eventsBefore.map((e) => e.id));
+    const transferId = transfer.body.uuid as string;
+    const one = await get(`/v1/wallet/transactions/${transferId}`);
+    expect(one.status).toBe(200);
+    const all = (await get('/v1/wallet/transactions/all?limit=100')).body as { uuid: string }[];
+    expect(all.map((item) => item.uuid)).toEqual(transfersBefore.map((item) => item.uuid));
+    expect((await get(`/v1/wallet/accounts/${payer.uuid}/transactions`)).body).toEqual([]);
 
     // Replay resumed: the replica catches up and so do its routes.
     await replicaClient.query('SELECT pg_wal_replay_resume()');
@@ -281,6 +290,11 @@ describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica'
     expect((await get(`/v1/wallet/accounts/${payer.uuid}/balance?at=${future}`)).body.balance).toBe(70);
     const fresh = (await get('/v1/events?limit=100')).body as { id: string }[];
     expect(fresh.map((e) => e.id)).toEqual(written.map((row) => row.id));
+    // The lists read from the replica answer exactly what the primary's single read answers.
+    const allFresh = await get('/v1/wallet/transactions/all?limit=100');
+    expect(allFresh.text).toContain(JSON.stringify(one.body));
+    const ofPayer = await get(`/v1/wallet/accounts/${payer.uuid}/transactions`);
+    expect(ofPayer.text).toBe(`[${JSON.stringify(one.body)}]`);
     expect(apiErr).toBe('');
   }, 40_000);
 });

@@ -14,16 +14,20 @@ interface CheckResult {
 
 async function timed(check: () => Promise<unknown>, timeoutMs = 2000): Promise<CheckResult> {
   const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
       check(),
-      new Promise((_, reject) =>
-        setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs),
-      ),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
+      }),
     ]);
     return { status: 'up', latencyMs: Date.now() - started };
   } catch (error) {
     return { status: 'down', message: error instanceof Error ? error.message : 'unreachable' };
+  } finally {
+    // A check that answered leaves no timer behind to hold the process (or a Jest worker) open.
+    clearTimeout(timer);
   }
 }
 

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { EntityManager } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
+import type { ReadDatabase } from '#common/database/read-database.js';
 import type { CursorPosition } from '#common/http/pagination.js';
 import { derivedUuid } from '#common/ids/derived-uuid.js';
 import { personTypeOf } from '#modules/kyc/tax-id.js';
@@ -80,9 +81,12 @@ export class TransferViews {
     return { original, reversals };
   }
 
-  /** Newest first; filters on status, movementType and a creation date range; keyset on (created_at, id). */
+  /**
+   * Newest first; filters on status, movementType and a creation date range; keyset on (created_at, id). A
+   * lag-tolerant list: it reads through ReadDatabase (the replica when DATABASE_READ_URL is set, decision 0033).
+   */
   async list(
-    manager: EntityManager,
+    reads: ReadDatabase,
     principal: Principal,
     filter: { status?: string; movementType?: string; from?: string; to?: string; accountId?: string },
     limit: number,
@@ -105,10 +109,10 @@ export class TransferViews {
       where.push(`(t.created_at, t.id) < ($${params.length - 1}, $${params.length})`);
     }
     params.push(limit);
-    const rows = (await manager.query(
+    const rows = await reads.query<TransferViewRow>(
       `${SELECT} WHERE ${where.join(' AND ')} ORDER BY t.created_at DESC, t.id DESC LIMIT $${params.length}`,
       params,
-    )) as TransferViewRow[];
+    );
     return rows.map((row) => ({ view: info(row), createdAt: row.created_at as Date }));
   }
 }

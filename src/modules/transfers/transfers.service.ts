@@ -3,6 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '#common/auth/principal.js';
+import { ReadDatabase } from '#common/database/read-database.js';
 import { ForbiddenError, NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, type Page } from '#common/http/pagination.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
@@ -51,6 +52,7 @@ export class TransfersService {
     private readonly limits: AccountLimitsService,
     private readonly webhooks: WebhooksService,
     private readonly views: TransferViews,
+    private readonly reads: ReadDatabase,
     private readonly batcher: TransferBatcher,
     private readonly writer: TransferWriter,
     @Inject(CLEARING_RAIL) private readonly rail: ClearingRail,
@@ -236,13 +238,7 @@ export class TransfersService {
   ): Promise<Page<TransactionInfoDto>> {
     if (filter.accountId !== undefined)
       await this.accounts.require(this.dataSource.manager, principal, filter.accountId);
-    const rows = await this.views.list(
-      this.dataSource.manager,
-      principal,
-      filter,
-      limit + 1,
-      decodeCursor(cursor),
-    );
+    const rows = await this.views.list(this.reads, principal, filter, limit + 1, decodeCursor(cursor));
     const more = rows.length > limit;
     const served = more ? rows.slice(0, limit) : rows;
     const last = served[served.length - 1];
