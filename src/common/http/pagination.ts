@@ -61,6 +61,30 @@ export function decodeCursor(cursor: string | undefined): CursorPosition | undef
   return { createdAt, id };
 }
 
+/** Keyset position at microsecond precision: the time in µs since the epoch (decimal text) and the row's id. */
+export interface MicrosecondPosition {
+  micros: string;
+  id: string;
+}
+
+/** The cursor of the events feed and the audit trail: the last row's (time in µs, id), opaque to clients. */
+export function encodeMicrosecondCursor(micros: string, id: string): string {
+  return Buffer.from(`${micros}|${id}`).toString('base64url');
+}
+
+/** A cursor of encodeMicrosecondCursor whose id matches `idPattern`, or a 400 at `param`. */
+export function decodeMicrosecondCursor(
+  cursor: string,
+  param: string,
+  idPattern: RegExp,
+): MicrosecondPosition {
+  const [micros, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (!/^\d{1,17}$/.test(micros ?? '') || !idPattern.test(id ?? '')) {
+    throw ValidationFailedError.single(param, 'invalid', `${param} is not valid`);
+  }
+  return { micros, id };
+}
+
 /**
  * Builds a page from rows fetched with `limit + 1` (the extra row only says that more exist); the next cursor is
  * `cursorOf` the last row served.

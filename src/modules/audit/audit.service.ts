@@ -2,7 +2,13 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ValidationFailedError } from '#common/errors/domain-errors.js';
-import { DEFAULT_PAGE_SIZE, toKeysetPage, type Page } from '#common/http/pagination.js';
+import {
+  decodeMicrosecondCursor,
+  DEFAULT_PAGE_SIZE,
+  encodeMicrosecondCursor,
+  toKeysetPage,
+  type Page,
+} from '#common/http/pagination.js';
 import { auditAppend, type AuditActor, type AuditEntry } from './audit-trail.js';
 import type { AuditRecordDto } from './dto/audit-record.dto.js';
 
@@ -34,15 +40,8 @@ const COLUMNS = `id::text AS id, at, app_id, principal_type, principal, action, 
   request_id, (extract(epoch FROM at) * 1000000)::bigint::text AS at_us`;
 
 /** The cursor: (at in microseconds, id) of the last record served. */
-const encode = (row: AuditRow) => Buffer.from(`${row.at_us}|${row.id}`).toString('base64url');
-
-function decode(cursor: string, param: string): { atUs: string; id: string } {
-  const [atUs, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if (!/^\d{1,17}$/.test(atUs ?? '') || !/^\d{1,19}$/.test(id ?? '')) {
-    throw ValidationFailedError.single(param, 'invalid', `${param} is not valid`);
-  }
-  return { atUs, id };
-}
+const encode = (row: AuditRow) => encodeMicrosecondCursor(row.at_us, row.id);
+const RECORD_ID = /^\d{1,19}$/;
 
 function instant(value: string | undefined, param: string): Date | undefined {
   if (value === undefined) return undefined;
@@ -87,8 +86,12 @@ export class AuditService {
     if (from) add((i) => `at >= $${i}`, from);
     if (to) add((i) => `at < $${i}`, to);
     if (cursor !== undefined) {
-      const position = decode(cursor, query.after !== undefined ? 'after' : 'cursor');
-      params.push(position.atUs, position.id);
+      const position = decodeMicrosecondCursor(
+        cursor,
+        query.after !== undefined ? 'after' : 'cursor',
+        RECORD_ID,
+      );
+      params.push(position.micros, position.id);
       where.push(
         `(at, id) > ('epoch'::timestamptz + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length}::bigint)`,
       );

@@ -5,7 +5,7 @@ import { DataSource } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { type AuditActor, requestActor } from '#modules/audit/audit-trail.js';
-import { fromDb, MAX_AMOUNT, MINOR_UNITS, Money, toDb, toJson } from '#modules/wallet/money.js';
+import { boundedAmount, fromDb, MINOR_UNITS, Money, toDb, toJson } from '#modules/wallet/money.js';
 import type { CreateReversalDto, ReversalInfoDto, ReversalsSummaryDto } from './dto/reversal.dto.js';
 import { refusalOf } from './transfer-errors.js';
 import { encodeReversalRequest, type ReversalRequest } from './transfer-function.contract.js';
@@ -134,15 +134,7 @@ export class ReversalsService {
   private amountOf(value: number, text = String(value)): Money {
     if (!Number.isFinite(value))
       throw ValidationFailedError.single('amount', 'invalid', 'amount is not a number');
-    const amount = new Money(text);
-    if (amount.abs().gt(MAX_AMOUNT)) {
-      throw ValidationFailedError.single(
-        'amount',
-        'invalid',
-        `amount is larger than ${MAX_AMOUNT.toString()}`,
-      );
-    }
-    return amount;
+    return boundedAmount(text, 'amount');
   }
 
   private async call(request: ReversalRequest) {

@@ -14,7 +14,7 @@ import { AccountLimitsService } from '#modules/wallet/accounts/account-limits.se
 import { AccountsService } from '#modules/wallet/accounts/accounts.service.js';
 import { isValidCbu } from '#modules/wallet/cvu.js';
 import { LedgerService } from '#modules/wallet/ledger/ledger.service.js';
-import { MAX_AMOUNT, MINOR_UNITS, Money, parseAmount, toDb } from '#modules/wallet/money.js';
+import { boundedAmount, MINOR_UNITS, parseAmount, toDb } from '#modules/wallet/money.js';
 import { periodsOf } from '#modules/wallet/periods.js';
 import { CLEARING_RAIL, type ClearingRail } from './clearing/clearing-rail.port.js';
 import type {
@@ -90,14 +90,7 @@ export class TransfersService {
       throw ValidationFailedError.single('counterParty.cValue', 'invalid', `cValue ${taxProblem}`);
     // The currency-independent checks here; decimals, sign and minimum against the account's currency in the
     // database function.
-    const amount = new Money(String(input.amount)); // the decimal the client wrote (money.ts), never a float compare
-    if (amount.abs().gt(MAX_AMOUNT)) {
-      throw ValidationFailedError.single(
-        'amount',
-        'invalid',
-        `amount is larger than ${MAX_AMOUNT.toString()}`,
-      );
-    }
+    const amount = boundedAmount(String(input.amount), 'amount');
 
     const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
     const accountId = input.accountUUID.toLowerCase();

@@ -51,6 +51,15 @@ export interface AmountRules {
   allowNegative?: boolean;
 }
 
+/** The decimal the client wrote (never a float compare), within MAX_AMOUNT, or a 400 at `path`. */
+export function boundedAmount(text: string, path: string): Money {
+  const amount = new Money(text);
+  if (amount.abs().gt(MAX_AMOUNT)) {
+    throw ValidationFailedError.single(path, 'invalid', `${path} is larger than ${MAX_AMOUNT.toString()}`);
+  }
+  return amount;
+}
+
 /** Converts a JSON number into an exact amount in `currency`, or a 400 at `path`. */
 export function parseAmount(value: unknown, currency: string, path: string, rules: AmountRules = {}): Money {
   if (typeof value !== 'number' || !Number.isFinite(value)) {
@@ -60,10 +69,7 @@ export function parseAmount(value: unknown, currency: string, path: string, rule
       `${path} must be a number`,
     );
   }
-  const amount = new Money(String(value));
-  if (amount.abs().gt(MAX_AMOUNT)) {
-    throw ValidationFailedError.single(path, 'invalid', `${path} is larger than ${MAX_AMOUNT.toString()}`);
-  }
+  const amount = boundedAmount(String(value), path);
   const units = minorUnits(currency);
   if (amount.decimalPlaces() > units) {
     throw ValidationFailedError.single(

@@ -3,7 +3,13 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ReadDatabase } from '#common/database/read-database.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
-import { DEFAULT_PAGE_SIZE, toKeysetPage, type Page } from '#common/http/pagination.js';
+import {
+  decodeMicrosecondCursor,
+  DEFAULT_PAGE_SIZE,
+  encodeMicrosecondCursor,
+  toKeysetPage,
+  type Page,
+} from '#common/http/pagination.js';
 import type { EventResponseDto } from './dto/event.dto.js';
 import type { WebhookEventStatus, WebhookPayload } from './entities/webhook-event.entity.js';
 
@@ -22,15 +28,8 @@ const COLUMNS = `id, payload, status, attempts, last_attempt_at, delivered_at,
   (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_us`;
 
 /** The cursor: (created_at in microseconds, id) of the last event served; the outbox keeps microseconds. */
-const encode = (row: EventRow) => Buffer.from(`${row.created_us}|${row.id}`).toString('base64url');
-
-function decode(cursor: string, param: string): { createdUs: string; id: string } {
-  const [createdUs, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if (!/^\d{1,17}$/.test(createdUs ?? '') || !/^[0-9a-f-]{36}$/i.test(id ?? '')) {
-    throw ValidationFailedError.single(param, 'invalid', `${param} is not valid`);
-  }
-  return { createdUs, id };
-}
+const encode = (row: EventRow) => encodeMicrosecondCursor(row.created_us, row.id);
+const UUID = /^[0-9a-f-]{36}$/i;
 
 /**
  * The events feed (docs/decisions/0029-events-feed.md): an application's outbox events, oldest first,
@@ -64,8 +63,8 @@ export class EventsFeedService {
       where += ` AND event = $${params.length}`;
     }
     if (cursor !== undefined) {
-      const after = decode(cursor, query.after !== undefined ? 'after' : 'cursor');
-      params.push(after.createdUs, after.id);
+      const after = decodeMicrosecondCursor(cursor, query.after !== undefined ? 'after' : 'cursor', UUID);
+      params.push(after.micros, after.id);
       where += ` AND (created_at, id) > ('epoch'::timestamptz + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length}::uuid)`;
     }
     const rows = await this.reads.query<EventRow>(
