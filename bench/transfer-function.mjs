@@ -387,6 +387,9 @@ async function main() {
       await use(variant);
       const client = clients[0];
       await client.query(`SET pg_stat_statements.track = 'all'`);
+      await client.query(`SET pg_stat_statements.track_planning = on`);
+      await client.query(`SET track_functions = 'all'`);
+      await client.query('SELECT pg_stat_reset()');
       if (process.env.BENCH_FN_EXPLAIN_MS) {
         // auto_explain of every nested statement slower than BENCH_FN_EXPLAIN_MS, printed from the server log.
         await client.query(`LOAD 'auto_explain'`);
@@ -405,6 +408,19 @@ async function main() {
         done += rows[0].r.length;
       }
       await client.query(`SET pg_stat_statements.track = 'none'`);
+      await client.query(`SET track_functions = 'none'`);
+      // Per function (pg_stat_user_functions): self = its own PL/pgSQL and expressions, not the statements and
+      // functions it calls; the statistics reach the view when the session reports them (at most once a second).
+      const { rows: fns } = await (async () => {
+        for (let i = 0; ; i++) {
+          const answer = await client.query(
+            `SELECT funcname, calls, total_time AS total_ms, self_time AS self_ms FROM pg_stat_user_functions
+              ORDER BY total_time DESC`,
+          );
+          if (answer.rows.length > 0 || i >= 20) return answer;
+          await new Promise((resolve) => setTimeout(resolve, 200));
+        }
+      })();
       if (process.env.BENCH_FN_EXPLAIN_MS) {
         await client.query(`SET auto_explain.log_min_duration = -1`);
         process.stdout.write(
@@ -412,17 +428,27 @@ async function main() {
         );
       }
       const { rows } = await db.query(
-        `SELECT calls, total_exec_time AS ms, rows, regexp_replace(query, '\\s+', ' ', 'g') AS query
+        `SELECT calls, total_exec_time AS ms, plans, total_plan_time AS plan_ms, rows,
+                regexp_replace(query, '\\s+', ' ', 'g') AS query
            FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
           ORDER BY total_exec_time DESC LIMIT 30`,
       );
       process.stdout.write(
         `\n== pg_stat_statements, ${variant}: ${S.profileCalls} calls of ${S.batch} (${done} transfers), µs per transfer ==\n`,
       );
+      for (const row of fns) {
+        process.stdout.write(
+          `${((row.total_ms * 1000) / done).toFixed(1).padStart(8)} µs total, ` +
+            `${((row.self_ms * 1000) / done).toFixed(1).padStart(6)} µs self ${String(row.calls).padStart(7)} calls  ` +
+            `function ${row.funcname}\n`,
+        );
+      }
       for (const row of rows) {
         process.stdout.write(
           `${((row.ms * 1000) / done).toFixed(1).padStart(8)} µs ${String(row.calls).padStart(7)} calls ` +
-            `${(row.calls / done).toFixed(2).padStart(5)}/tr  ${row.query.slice(0, 150)}\n`,
+            `${(row.calls / done).toFixed(2).padStart(5)}/tr ` +
+            `${row.plans ? `${((row.plan_ms * 1000) / done).toFixed(1)} µs planning in ${row.plans} plans ` : ''}` +
+            ` ${row.query.slice(0, 150)}\n`,
         );
       }
     }

@@ -15,6 +15,7 @@ import { Reversals1763901300000 } from './1763901300000-Reversals.js';
 import { PostingsAtInsert1763901350000 } from './1763901350000-PostingsAtInsert.js';
 import { AuditTrail1763901400000 } from './1763901400000-AuditTrail.js';
 import { SharedRateLimit1763901500000 } from './1763901500000-SharedRateLimit.js';
+import { WriteEachFactOnce1763901600000 } from './1763901600000-WriteEachFactOnce.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -35,4 +36,5 @@ export const MIGRATIONS = [
   PostingsAtInsert1763901350000,
   AuditTrail1763901400000,
   SharedRateLimit1763901500000,
+  WriteEachFactOnce1763901600000,
 ];

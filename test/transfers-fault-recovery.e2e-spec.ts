@@ -86,7 +86,7 @@ describe('clearing recovery after a restart with transfers in flight', () => {
 
     for (const id of ids) {
       const history = (await t.dataSource.query(
-        `SELECT from_status, to_status FROM transfer_status_history WHERE transfer_id = $1 ORDER BY id`,
+        `SELECT from_status, to_status FROM transfer_status_path WHERE transfer_id = $1 ORDER BY step`,
         [id],
       )) as { from_status: string | null; to_status: string }[];
       expect(history.map((row) => row.to_status).slice(0, 3)).toEqual(['COMMITING', 'INICIADO', 'EN_CURSO']);

@@ -431,7 +431,7 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
     const history = async (id: string) =>
       (await t.dataSource.query(
         `SELECT to_status, (extract(epoch FROM at) * 1000)::float8 AS at_ms
-           FROM transfer_status_history WHERE transfer_id = $1 ORDER BY id`,
+           FROM transfer_status_path WHERE transfer_id = $1 ORDER BY step`,
         [id],
       )) as { to_status: string; at_ms: number }[];
 
@@ -541,8 +541,8 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
       (n) => n === 0,
     );
     const rows = (await t.dataSource.query(
-      `SELECT t.id, t.status, array_agg(h.from_status ORDER BY h.id) AS froms, array_agg(h.to_status ORDER BY h.id) AS tos
-         FROM transfers t JOIN transfer_status_history h ON h.transfer_id = t.id GROUP BY t.id, t.status`,
+      `SELECT t.id, t.status, array_agg(h.from_status ORDER BY h.step) AS froms, array_agg(h.to_status ORDER BY h.step) AS tos
+         FROM transfers t JOIN transfer_status_path h ON h.transfer_id = t.id GROUP BY t.id, t.status`,
     )) as { id: string; status: TransferStatus; froms: (TransferStatus | null)[]; tos: TransferStatus[] }[];
     const [{ n: total }] = (await t.dataSource.query(`SELECT count(*)::int AS n FROM transfers`)) as {
       n: number;

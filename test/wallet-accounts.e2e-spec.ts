@@ -804,11 +804,13 @@ describe('wallet accounts (real database)', () => {
           `INSERT INTO operated_amounts (account_id, period, deposit, withdraw) VALUES ($1, $2, $3, $4)`,
           [account.uuid, period, deposit, withdraw],
         );
+      // Operated amounts are kept per month; the year's is the sum of its months (decision 0035).
+      const otherMonth = `M${year.slice(1)}-${month.endsWith('-01') ? '02' : '01'}`;
       await insert(month, '150.10', '20.20');
-      await insert(year, '1000.30', '400.01');
-      // Other periods do not count.
+      await insert(otherMonth, '850.20', '379.81');
+      // Other years do not count.
       await insert('M1999-01', '5555', '5555');
-      await insert('Y1999', '7777', '7777');
+      await insert(`M${Number(year.slice(1)) + 1}-01`, '7777', '7777');
       const first = await operado(account.uuid, 'operado');
       expect(first.body).toStrictEqual({
         id: expect.stringMatching(UUID),

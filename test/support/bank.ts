@@ -850,8 +850,8 @@ export class Bank {
       tos: TransferStatus[];
       froms: (TransferStatus | null)[];
     }>(
-      `SELECT t.id, t.status, array_agg(h.from_status ORDER BY h.id) AS froms, array_agg(h.to_status ORDER BY h.id) AS tos
-         FROM transfers t JOIN transfer_status_history h ON h.transfer_id = t.id GROUP BY t.id, t.status`,
+      `SELECT t.id, t.status, array_agg(h.from_status ORDER BY h.step) AS froms, array_agg(h.to_status ORDER BY h.step) AS tos
+         FROM transfers t JOIN transfer_status_path h ON h.transfer_id = t.id GROUP BY t.id, t.status`,
     );
     if (histories.length !== rows.length)
       this.violation(`${rows.length - histories.length} transfers without history`);

@@ -77,7 +77,10 @@ export class TransferWriter {
     return row.result;
   }
 
-  /** An inbound DEPOSIT, ACREDITADO at once (EXTERNAL), with its history COMMITING → ACREDITADO. */
+  /**
+   * An inbound DEPOSIT, ACREDITADO at once (EXTERNAL). Its creation (COMMITING → ACREDITADO) is implied by the
+   * row (transfer_status_path, docs/decisions/0035-write-each-fact-once.md): no history row.
+   */
   async recordInbound(manager: EntityManager, deposit: InboundDeposit): Promise<void> {
     await manager.query(
       `INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name,
@@ -95,11 +98,6 @@ export class TransferWriter {
         deposit.currency,
         deposit.concept,
       ],
-    );
-    await manager.query(
-      `INSERT INTO transfer_status_history (transfer_id, from_status, to_status)
-       VALUES ($1, NULL, 'COMMITING'), ($1, 'COMMITING', 'ACREDITADO')`,
-      [deposit.id],
     );
   }
 

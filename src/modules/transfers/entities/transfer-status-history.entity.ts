@@ -13,7 +13,8 @@ import { TransferEntity } from './transfer.entity.js';
 /** Every status a transfer went through, with its time. */
 @SchemaDeclaration({
   name: 'transfer_status_history',
-  writtenBy: 'TransferWriter and the functions it calls (wallet_transfer_try, wallet_write_internal)',
+  writtenBy:
+    "TransferWriter.moveStatus (the clearing steps; a transfer's creation is implied by its row: the view transfer_status_path)",
 })
 @Index('idx_transfer_status_history_transfer', ['transferId', 'id'])
 export class TransferStatusHistoryEntity {

@@ -24,6 +24,8 @@
 -- - one audit record (audit_append, docs/decisions/0032-audit-trail.md) in the same transaction: the new row of
 --   the account that gave the money (the caller's WITHDRAW), or the returned DEPOSIT; none for a refusal or a
 --   replay. actor goes on the journal entry, auditActor/route/requestId on the audit record.
+-- - no history rows: the new rows' creation (COMMITING → ACREDITADO) is implied by them (transfer_status_path,
+--   decision 0035).
 CREATE OR REPLACE FUNCTION public.wallet_reverse_transfer(p jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -242,8 +244,6 @@ BEGIN
     VALUES (v_rd, taker.app_id, taker.id, 'DEPOSIT', 'ACREDITADO', 'EXTERNAL', w.counterparty_name,
             w.counterparty_tax_id, w.counterparty_identifier_type, w.counterparty_identifier, w.counterparty_branch,
             NULL, NULL, v_amount, w.currency, 0, 0, w.concept, NULL, p->>'reason', w.id);
-    INSERT INTO transfer_status_history (transfer_id, from_status, to_status)
-    VALUES (v_rd, NULL, 'COMMITING'), (v_rd, 'COMMITING', 'ACREDITADO');
   ELSE
     PERFORM ledger_post(giver.app_id, 'TRANSFER_REVERSAL', v_rw::text, p->>'reason', p->>'actor',
       ARRAY[giver.id, taker.id], ARRAY[-v_amount, v_amount], w.currency);
@@ -257,9 +257,6 @@ BEGIN
            (v_rd, taker.app_id, taker.id, 'DEPOSIT', 'ACREDITADO', 'INTERNAL', w.counterparty_name,
             w.counterparty_tax_id, w.counterparty_identifier_type, w.counterparty_identifier, NULL, giver.id, v_rw,
             v_amount, w.currency, 0, 0, w.concept, NULL, p->>'reason', w.id);
-    INSERT INTO transfer_status_history (transfer_id, from_status, to_status)
-    VALUES (v_rw, NULL, 'COMMITING'), (v_rw, 'COMMITING', 'ACREDITADO'),
-           (v_rd, NULL, 'COMMITING'), (v_rd, 'COMMITING', 'ACREDITADO');
   END IF;
 
   -- A transfer_update for each new row, to the application of its account (as wallet_write_internal writes it).

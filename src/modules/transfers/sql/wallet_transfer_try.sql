@@ -13,12 +13,16 @@
 --   them and two transfers cannot spend the same money;
 -- - the Idempotency-Key is claimed with its answer in one INSERT … ON CONFLICT DO NOTHING, which waits for a
 --   twin in flight; an already used key wins over a refusal; a different body under the same key is refused;
+-- - operated amounts are kept per month only (the sender's withdrawals, the receiver's deposits); a year's is the
+--   sum of its months' rows (decision 0035);
 -- - an internal transfer moves both balances and both operated amounts here (the next transfers of a group read
---   them) and writes its entry, postings, two transfer rows, their history and the receiver's webhook event
+--   them) and writes its entry, postings, two transfer rows and the receiver's webhook event
 --   through wallet_write_internal: here (p_write true) or once per group (p_write false, rows in write);
--- - an external WITHDRAW holds amount + fee + tax (ledger_post to HOLDS); the transfer row, its history and its
+-- - an external WITHDRAW holds amount + fee + tax (ledger_post to HOLDS); the transfer row and its
 --   audit record (audit_append, with p's requestId and route) are written here; an internal transfer's audit
---   record is written by wallet_write_internal; a refusal or a replay writes none (decision 0032).
+--   record is written by wallet_write_internal; a refusal or a replay writes none (decision 0032);
+-- - no history row for the creation: COMMITING → the first status is implied by the transfer row (the view
+--   transfer_status_path, decision 0035); later clearing steps add their rows (TransferWriter.moveStatus).
 -- wallet_create_transfer and wallet_create_transfers are the only callers.
 CREATE OR REPLACE FUNCTION public.wallet_transfer_try(p jsonb, p_locked uuid[] DEFAULT NULL::uuid[], p_write boolean DEFAULT true, OUT result jsonb, OUT write wallet_internal_write)
  RETURNS record
@@ -32,7 +36,8 @@ DECLARE
   v_movement text := p->>'movementType';
   v_cp jsonb := p->'counterparty';
   v_month text := p->>'month';
-  v_year text := p->>'year';
+  v_year_first text := 'M' || substr(p->>'year', 2) || '-01'; -- the year's months, whose rows add up to it
+  v_year_last text := 'M' || substr(p->>'year', 2) || '-12';
   v_id uuid := gen_random_uuid();
   v_deposit uuid;
   v_internal boolean;
@@ -169,16 +174,17 @@ BEGIN
 
     -- The limits (operated amounts plus in flight, as wallet_check_limits reads them) of the sender's side and,
     -- for an internal transfer, of the receiver's deposits, in one query (recv.id is NULL for an external one).
+    -- The year's operated amount is the sum of its months' rows (decision 0035).
     SELECT o.month_used, o.year_used, o.recv_month_used, o.recv_year_used, f.in_flight, f.recv_in_flight
       INTO v_month_used, v_year_used, v_recv_month_used, v_recv_year_used, v_in_flight, v_recv_in_flight
       FROM (SELECT coalesce(sum(CASE WHEN v_side = 'deposit' THEN deposit ELSE withdraw END)
                               FILTER (WHERE account_id = acc.id AND period = v_month), 0) AS month_used,
                    coalesce(sum(CASE WHEN v_side = 'deposit' THEN deposit ELSE withdraw END)
-                              FILTER (WHERE account_id = acc.id AND period = v_year), 0) AS year_used,
+                              FILTER (WHERE account_id = acc.id), 0) AS year_used,
                    coalesce(sum(deposit) FILTER (WHERE account_id = recv.id AND period = v_month), 0) AS recv_month_used,
-                   coalesce(sum(deposit) FILTER (WHERE account_id = recv.id AND period = v_year), 0) AS recv_year_used
+                   coalesce(sum(deposit) FILTER (WHERE account_id = recv.id), 0) AS recv_year_used
               FROM operated_amounts
-             WHERE account_id IN (acc.id, recv.id) AND period IN (v_month, v_year)) o,
+             WHERE account_id IN (acc.id, recv.id) AND period BETWEEN v_year_first AND v_year_last) o,
            (SELECT coalesce(sum(amount) FILTER (WHERE account_id = acc.id AND movement_type = upper(v_side)), 0)
                      AS in_flight,
                    coalesce(sum(amount) FILTER (WHERE account_id = recv.id AND movement_type = 'DEPOSIT'), 0)
@@ -269,16 +275,15 @@ BEGIN
     IF v_fee <> 0 THEN v_fee_account := ledger_system_account('FEE_REVENUE', acc.currency); END IF;
     IF v_tax <> 0 THEN v_tax_account := ledger_system_account('TAX_PAYABLE', acc.currency); END IF;
     -- Both balances now (later transfers of the group read them), and wallet_add_operated of both accounts:
-    -- the sender's withdrawals, the receiver's deposits (later transfers' limits read them).
+    -- the sender's withdrawals, the receiver's deposits of the month (later transfers' limits read them).
     UPDATE ledger_accounts a SET balance = a.balance + d.amount
       FROM (VALUES (acc.id, -v_total), (recv.id, v_amount - v_tax)) AS d(account_id, amount)
      WHERE a.id = d.account_id AND a.kind = 'WALLET' AND d.amount <> 0;
     INSERT INTO operated_amounts AS o (account_id, period, deposit, withdraw)
-    VALUES (acc.id, v_month, 0, v_amount), (acc.id, v_year, 0, v_amount),
-           (recv.id, v_month, v_amount, 0), (recv.id, v_year, v_amount, 0)
+    VALUES (acc.id, v_month, 0, v_amount), (recv.id, v_month, v_amount, 0)
     ON CONFLICT (account_id, period) DO UPDATE
        SET deposit = o.deposit + EXCLUDED.deposit, withdraw = o.withdraw + EXCLUDED.withdraw, updated_at = now();
-    -- The rows nothing in the group reads (entry, postings, both transfers, history, event): written by
+    -- The rows nothing in the group reads (entry, postings, both transfers, event): written by
     -- wallet_write_internal, here or, for a group, once for all of it.
     write := ROW(v_id, v_deposit, gen_random_uuid(), acc.app_id, recv.app_id, acc.id, recv.id, v_cp->>'name',
                  v_cp->>'taxId', v_cp->>'identifierType', v_cp->>'identifier', v_cp->>'branch', v_amount,
@@ -300,8 +305,6 @@ BEGIN
     VALUES (v_id, acc.app_id, acc.id, v_movement, v_status, v_route,
             v_cp->>'name', v_cp->>'taxId', v_cp->>'identifierType', v_cp->>'identifier', v_cp->>'branch',
             NULL, NULL, v_amount, acc.currency, v_fee, v_tax, p->>'concept', p->>'summary');
-    INSERT INTO transfer_status_history (transfer_id, from_status, to_status)
-    VALUES (v_id, NULL, 'COMMITING'), (v_id, 'COMMITING', v_status);
     PERFORM audit_append(acc.app_id, p->>'actor', p->>'route', 'transfer', v_id::text, v_status, p->>'requestId');
   END IF;
 

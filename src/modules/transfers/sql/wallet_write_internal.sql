@@ -1,9 +1,10 @@
 -- Writes the rows of internal transfers already checked and applied by wallet_transfer_try (type
 -- wallet_internal_write, migrations/1763900900000-GroupWrites.ts), one INSERT per table for the whole array, in
 -- its order: each transfer's journal entry and postings (the tax applies to debit and credit: the receiver pays
--- it on what it receives), the sender's WITHDRAW and the receiver's own DEPOSIT (docs/decisions/0013) with
--- their four history rows, the receiver's application's transfer_update event, and the sender's application's
--- audit record of each transfer (as audit_append writes it; one INSERT for the group, decision 0032).
+-- it on what it receives), the sender's WITHDRAW and the receiver's own DEPOSIT (docs/decisions/0013), the
+-- receiver's application's transfer_update event, and the sender's application's audit record of each transfer
+-- (as audit_append writes it; one INSERT for the group, decision 0032). No history rows: a transfer's creation
+-- (COMMITING → its first status) is implied by its row (view transfer_status_path, decision 0035).
 -- Guarantees: the same rows, in the same order, as writing the transfers one by one
 -- (test/transfers-function-equivalence.e2e-spec.ts); each entry balances (checked again at commit by
 -- ledger_entry_balances). Balances and operated amounts are not written here (wallet_transfer_try did).
@@ -35,13 +36,6 @@ BEGIN
        coalesce(w.owner_tax_id, ''), 'CVU', w.cvu, NULL, w.account_id, w.id, w.amount, w.currency, 0, w.tax,
        w.concept, w.summary)) AS t
    ORDER BY w.ordinality;
-  INSERT INTO transfer_status_history (transfer_id, from_status, to_status)
-  SELECT t.transfer_id, t.from_status, t.to_status
-    FROM unnest(p) WITH ORDINALITY AS w
-    CROSS JOIN LATERAL (VALUES (1, w.id, NULL, 'COMMITING'), (2, w.id, 'COMMITING', 'ACREDITADO'),
-                               (3, w.deposit_id, NULL, 'COMMITING'), (4, w.deposit_id, 'COMMITING', 'ACREDITADO'))
-         AS t(n, transfer_id, from_status, to_status)
-   ORDER BY w.ordinality, t.n;
   INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at)
   SELECT gen_random_uuid(), w.recv_app_id, 'transfer_update', w.deposit_id::text,
          jsonb_build_object('event', 'transfer_update', 'timestamp', floor(extract(epoch FROM now()))::bigint,

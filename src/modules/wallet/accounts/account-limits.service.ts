@@ -69,22 +69,32 @@ export class AccountLimitsService {
   async operado(principal: Principal, id: string): Promise<OperadoResponseDto> {
     const account = await requireAccount(this.dataSource.manager, principal, id);
     const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
-    const rows = (await this.dataSource.query(
-      `SELECT period, deposit::text AS deposit, withdraw::text AS withdraw, created_at, updated_at
-         FROM operated_amounts WHERE account_id = $1 AND period = ANY($2::text[])`,
-      [account.id, [month, year]],
-    )) as { period: string; deposit: string; withdraw: string; created_at: Date; updated_at: Date }[];
-    const monthRow = rows.find((row) => row.period === month);
-    const yearRow = rows.find((row) => row.period === year);
+    // Operated amounts are kept per month; the year's is the sum of its months (decision 0035), its times the
+    // first month's creation and the latest change.
+    const [totals] = (await this.dataSource.query(
+      `SELECT max(deposit::text) FILTER (WHERE period = $2) AS month_deposit,
+              max(withdraw::text) FILTER (WHERE period = $2) AS month_withdraw,
+              sum(deposit)::text AS deposit, sum(withdraw)::text AS withdraw,
+              min(created_at) AS created_at, max(updated_at) AS updated_at
+         FROM operated_amounts WHERE account_id = $1 AND period BETWEEN $3 AND $4`,
+      [account.id, month, `M${year.slice(1)}-01`, `M${year.slice(1)}-12`],
+    )) as {
+      month_deposit: string | null;
+      month_withdraw: string | null;
+      deposit: string | null;
+      withdraw: string | null;
+      created_at: Date | null;
+      updated_at: Date | null;
+    }[];
     return {
       id: account.operadoId,
       accountUUID: account.id,
-      monthDeposit: toJson(monthRow?.deposit ?? '0'),
-      monthWithdraw: toJson(monthRow?.withdraw ?? '0'),
-      annualDeposit: toJson(yearRow?.deposit ?? '0'),
-      annualWithdraw: toJson(yearRow?.withdraw ?? '0'),
-      createdAt: (yearRow?.created_at ?? account.createdAt).toISOString(),
-      updatedAt: (yearRow?.updated_at ?? account.updatedAt).toISOString(),
+      monthDeposit: toJson(totals.month_deposit ?? '0'),
+      monthWithdraw: toJson(totals.month_withdraw ?? '0'),
+      annualDeposit: toJson(totals.deposit ?? '0'),
+      annualWithdraw: toJson(totals.withdraw ?? '0'),
+      createdAt: (totals.created_at ?? account.createdAt).toISOString(),
+      updatedAt: (totals.updated_at ?? account.updatedAt).toISOString(),
     };
   }
 

@@ -1,5 +1,6 @@
 -- The monthly and annual limit of one side (p_side 'deposit' or 'withdraw') of an account: refuses with
--- wallet_refuse (SQLSTATE WT400 at path 'amount') when operated (operated_amounts of p_month and p_year) plus in
+-- wallet_refuse (SQLSTATE WT400 at path 'amount') when operated (operated_amounts of p_month, and of every month
+-- of p_year for the year: decision 0035) plus in
 -- flight (transfers COMMITING, INICIADO or EN_CURSO, served by idx_transfers_account_in_flight) plus p_amount
 -- would exceed p_monthly or p_annual. p_whose names the account in the message.
 -- Guarantees: money in flight counts against the limit, so transfers that have not settled cannot together
@@ -15,9 +16,11 @@ AS $function$
         v_in_flight numeric;
       BEGIN
         SELECT coalesce(sum(CASE WHEN p_side = 'deposit' THEN deposit ELSE withdraw END) FILTER (WHERE period = p_month), 0),
-               coalesce(sum(CASE WHEN p_side = 'deposit' THEN deposit ELSE withdraw END) FILTER (WHERE period = p_year), 0)
+               coalesce(sum(CASE WHEN p_side = 'deposit' THEN deposit ELSE withdraw END), 0)
           INTO v_month, v_year
-          FROM operated_amounts WHERE account_id = p_account AND period IN (p_month, p_year);
+          FROM operated_amounts
+         WHERE account_id = p_account
+           AND period BETWEEN 'M' || substr(p_year, 2) || '-01' AND 'M' || substr(p_year, 2) || '-12';
         SELECT coalesce(sum(amount), 0) INTO v_in_flight FROM transfers
          WHERE account_id = p_account AND movement_type = upper(p_side)
            AND status IN ('COMMITING', 'INICIADO', 'EN_CURSO');

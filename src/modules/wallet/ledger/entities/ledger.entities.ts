@@ -33,7 +33,6 @@ export class LedgerAccountEntity {
   name: 'journal_entries',
   writtenBy: 'the functions ledger_post (also through LedgerService.post) and wallet_write_internal',
 })
-@Index('idx_journal_entries_reference', ['reference'])
 export class JournalEntryEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_journal_entries' }) id: string;
   @Column('uuid', { name: 'app_id', nullable: true }) appId: string | null;
@@ -51,7 +50,6 @@ export class JournalEntryEntity {
   writtenBy: 'the functions ledger_post (also through LedgerService.post) and wallet_write_internal',
 })
 @Check('CHK_postings_amount', `"amount" <> 0`)
-@Index('idx_postings_account', ['accountId', 'id'])
 /** Balance as of a time and statements: an index-only range scan of one account's postings (decision 0030). */
 @Index('idx_postings_account_time', ['accountId', 'createdAt', 'id', 'amount'])
 @Index('idx_postings_entry', ['entryId'])
