@@ -45,6 +45,12 @@ export class WriteEachFactOnce1763901600000 implements MigrationInterface {
       ),
     );
     await queryRunner.query(
+      loadFunction(
+        'wallet_create_transfers',
+        'd989a259728d101d384f15477dc98cc34d2e53f522ed244f673a27b2f475fffb',
+      ),
+    );
+    await queryRunner.query(
       loadFunction('wallet_check_limits', 'f616c65c86c940c74cf823a7f59899fa9f138a3e27de579e18cdf04152cd967b'),
     );
     await queryRunner.query(
@@ -56,6 +62,7 @@ export class WriteEachFactOnce1763901600000 implements MigrationInterface {
     await queryRunner.query(TRANSFER_TRY_BEFORE);
     await queryRunner.query(WRITE_INTERNAL_BEFORE);
     await queryRunner.query(REVERSE_TRANSFER_BEFORE);
+    await queryRunner.query(CREATE_TRANSFERS_BEFORE);
     await queryRunner.query(CHECK_LIMITS_BEFORE);
     await queryRunner.query(ADD_OPERATED_BEFORE);
     // The implied creation steps written back as rows, every transfer's path in order (ids renumbered).
@@ -767,6 +774,52 @@ BEGIN
   RETURN jsonb_build_object('row', v_row);
 END
 $function$
+`;
+
+const CREATE_TRANSFERS_BEFORE = `-- A group commit of POST /wallet/transactions (TransferBatcher, docs/decisions/0015 and 0021):
+-- SELECT wallet_create_transfers($1::jsonb) with an array of TransferRequest; the answer is an array, in the same
+-- order, of TransferResult or {refused} (TransferGroupResult, src/modules/transfers/transfer-function.contract.ts).
+-- Guarantees: first every ledger row the group may touch (senders and the live accounts behind the
+-- counterparty numbers) is locked in id order, so concurrent groups never deadlock on them; then each transfer
+-- is checked and applied on its own, in arrival order, against the balances and limits the earlier ones left
+-- (the same Idempotency-Key twice replays the first's answer); a refusal answers only its own request and
+-- writes nothing; the internal transfers' rows are written once for the group (wallet_write_internal). One
+-- transaction, one WAL flush for the whole group. Sequential scans are off while it runs (docs/decisions/0022).
+CREATE OR REPLACE FUNCTION public.wallet_create_transfers(p jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+DECLARE
+  v_results jsonb[] := '{}';
+  v_writes wallet_internal_write[] := '{}';
+  v_try record;
+  v_item jsonb;
+  v_locked uuid[];
+BEGIN
+  SELECT array_agg(id) INTO v_locked FROM (
+    SELECT id FROM ledger_accounts
+     WHERE id IN (SELECT (e->>'accountId')::uuid FROM jsonb_array_elements(p) AS e
+                  UNION
+                  SELECT w.id FROM wallet_accounts w
+                   WHERE w.cvu IN (SELECT e->'counterparty'->>'identifier' FROM jsonb_array_elements(p) AS e)
+                     AND w.status <> 'DELETED')
+       AND kind = 'WALLET'
+     ORDER BY id FOR UPDATE) l;
+  FOR v_item IN SELECT e FROM jsonb_array_elements(p) AS e LOOP
+    v_try := wallet_transfer_try(v_item, v_locked, false);
+    v_results := v_results || v_try.result;
+    IF (v_try.write).id IS NOT NULL THEN
+      v_writes := v_writes || v_try.write;
+    END IF;
+  END LOOP;
+  IF cardinality(v_writes) > 0 THEN
+    PERFORM wallet_write_internal(v_writes);
+  END IF;
+  RETURN to_jsonb(v_results);
+END
+$function$
+
 `;
 
 const CHECK_LIMITS_BEFORE = `-- The monthly and annual limit of one side (p_side 'deposit' or 'withdraw') of an account: refuses with

@@ -403,4 +403,43 @@ describe('wallet_create_transfer(s): the leaner version answers and writes exact
     }
     expect(await seqScans()).toStrictEqual(before);
   });
+  // Not a comparison: the group's lock query (docs/decisions/0035) probes the index once per account it names;
+  // planned as `IN (subquery)` it read the whole key of ledger_accounts and wallet_accounts, every call.
+  it('locks a group with index probes: what it reads grows with the group, not with the accounts', async () => {
+    const extra = 300;
+    await db.query(
+      `WITH l AS (INSERT INTO ledger_accounts (id, kind, code, currency, balance)
+                  SELECT gen_random_uuid(), 'WALLET', 'WALLET', 'ARS', 0 FROM generate_series(1, $1) RETURNING id)
+       INSERT INTO wallet_accounts (id, app_id, owner_type, owner_id, cvu, alias, currency, status,
+          monthly_deposit_limit, monthly_withdraw_limit, annual_deposit_limit, annual_withdraw_limit, limits_id,
+          fee_type, fee_amount, fees_id, operado_id)
+       SELECT l.id, $2, 'USER', gen_random_uuid(), '00000' || lpad((row_number() OVER ())::text, 17, '0'),
+              'eq.extra.' || row_number() OVER (), 'ARS', 'ACTIVE', 1e6, 1e6, 1e6, 1e6, gen_random_uuid(), 'FIXED',
+              0, gen_random_uuid(), gen_random_uuid()
+         FROM l`,
+      [extra, appA],
+    );
+    await db.query('ANALYZE ledger_accounts, wallet_accounts');
+    const indexReads = async (): Promise<number> => {
+      await db.query('SELECT pg_stat_force_next_flush()');
+      await db.query('SELECT pg_stat_clear_snapshot()');
+      const { rows } = await db.query<{ n: number }>(
+        `SELECT sum(idx_tup_read)::int AS n FROM pg_stat_user_indexes
+          WHERE relname IN ('ledger_accounts', 'wallet_accounts')`,
+      );
+      return rows[0].n;
+    };
+    const before = await indexReads();
+    await db.query('BEGIN');
+    try {
+      await db.query('SELECT wallet_create_transfers($1::jsonb)', [
+        JSON.stringify([input('payer', 'payee', '1.00')]),
+      ]);
+    } finally {
+      await db.query('ROLLBACK');
+    }
+    const read = (await indexReads()) - before;
+    expect(read).toBeGreaterThan(0);
+    expect(read).toBeLessThan(extra / 10);
+  });
 });

@@ -2,7 +2,7 @@
 -- SELECT wallet_create_transfers($1::jsonb) with an array of TransferRequest; the answer is an array, in the same
 -- order, of TransferResult or {refused} (TransferGroupResult, src/modules/transfers/transfer-function.contract.ts).
 -- Guarantees: first every ledger row the group may touch (senders and the live accounts behind the
--- counterparty numbers) is locked in id order, so concurrent groups never deadlock on them; then each transfer
+-- counterparty numbers) is locked in id order (index probes: its cost grows with the group, not the accounts), so concurrent groups never deadlock on them; then each transfer
 -- is checked and applied on its own, in arrival order, against the balances and limits the earlier ones left
 -- (the same Idempotency-Key twice replays the first's answer); a refusal answers only its own request and
 -- writes nothing; the internal transfers' rows are written once for the group (wallet_write_internal). One
@@ -19,13 +19,16 @@ DECLARE
   v_item jsonb;
   v_locked uuid[];
 BEGIN
+  -- = ANY (ARRAY(…)): one index probe per account of the group, whatever the planner guesses of the JSON's
+  -- length (an IN (subquery) was planned as a scan of every account's key, decision 0035).
   SELECT array_agg(id) INTO v_locked FROM (
     SELECT id FROM ledger_accounts
-     WHERE id IN (SELECT (e->>'accountId')::uuid FROM jsonb_array_elements(p) AS e
-                  UNION
-                  SELECT w.id FROM wallet_accounts w
-                   WHERE w.cvu IN (SELECT e->'counterparty'->>'identifier' FROM jsonb_array_elements(p) AS e)
-                     AND w.status <> 'DELETED')
+     WHERE id = ANY (ARRAY(SELECT (e->>'accountId')::uuid FROM jsonb_array_elements(p) AS e
+                           UNION
+                           SELECT w.id FROM wallet_accounts w
+                            WHERE w.cvu = ANY (ARRAY(SELECT e->'counterparty'->>'identifier'
+                                                       FROM jsonb_array_elements(p) AS e))
+                              AND w.status <> 'DELETED'))
        AND kind = 'WALLET'
      ORDER BY id FOR UPDATE) l;
   FOR v_item IN SELECT e FROM jsonb_array_elements(p) AS e LOOP
