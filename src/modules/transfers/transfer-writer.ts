@@ -1,6 +1,7 @@
-import { Injectable } from '@nestjs/common';
-import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource, type EntityManager } from 'typeorm';
+import { Inject, Injectable } from '@nestjs/common';
+import type pg from 'pg';
+import type { EntityManager } from 'typeorm';
+import { PG_POOL } from '#common/database/pg-pool.js';
 import { pgErrorOf } from '#common/database/sql.js';
 import { toDb, type Money } from '#modules/wallet/money.js';
 import {
@@ -46,24 +47,35 @@ export interface StatusMove {
  */
 @Injectable()
 export class TransferWriter {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  /**
+   * The calls go straight to the pg pool under the DataSource as named statements: each connection parses and
+   * plans them once (TypeORM's query API sends unnamed ones, planned on every call, and adds its own per-call
+   * work), which is most of what a single transfer's latency has besides the function itself (decision 0035).
+   */
+  constructor(@Inject(PG_POOL) private readonly pool: pg.Pool) {}
 
   /** One transfer in one statement (autocommit); a refusal is raised (SQLSTATE WT400/WT403). */
   async create(request: EncodedTransferRequest): Promise<TransferResult> {
-    const [row] = (await withRetries(() =>
-      this.dataSource.query(`SELECT wallet_create_transfer($1::jsonb) AS result`, [request]),
-    )) as { result: TransferResult }[];
-    return row.result;
+    const { rows } = await withRetries(() =>
+      this.pool.query<{ result: TransferResult }>({
+        name: 'wallet_create_transfer',
+        text: `SELECT wallet_create_transfer($1::jsonb) AS result`,
+        values: [request],
+      }),
+    );
+    return rows[0].result;
   }
 
   /** A group in one statement, one transaction: an answer per request, in order; a refusal is returned. */
   async createGroup(requests: readonly EncodedTransferRequest[]): Promise<TransferGroupResult[]> {
-    const [row] = (await withRetries(() =>
-      this.dataSource.query(`SELECT wallet_create_transfers($1::jsonb) AS results`, [
-        encodeTransferGroup(requests),
-      ]),
-    )) as { results: TransferGroupResult[] }[];
-    return row.results;
+    const { rows } = await withRetries(() =>
+      this.pool.query<{ results: TransferGroupResult[] }>({
+        name: 'wallet_create_transfers',
+        text: `SELECT wallet_create_transfers($1::jsonb) AS results`,
+        values: [encodeTransferGroup(requests)],
+      }),
+    );
+    return rows[0].results;
   }
 
   /**
@@ -71,10 +83,14 @@ export class TransferWriter {
    * locks the original pair and both ledger rows itself. A refusal is raised (SQLSTATE WT400/WT403/WT404).
    */
   async reverse(request: EncodedReversalRequest): Promise<ReversalResult> {
-    const [row] = (await withRetries(() =>
-      this.dataSource.query(`SELECT wallet_reverse_transfer($1::jsonb) AS result`, [request]),
-    )) as { result: ReversalResult }[];
-    return row.result;
+    const { rows } = await withRetries(() =>
+      this.pool.query<{ result: ReversalResult }>({
+        name: 'wallet_reverse_transfer',
+        text: `SELECT wallet_reverse_transfer($1::jsonb) AS result`,
+        values: [request],
+      }),
+    );
+    return rows[0].result;
   }
 
   /**
