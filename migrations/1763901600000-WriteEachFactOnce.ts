@@ -30,7 +30,7 @@ export class WriteEachFactOnce1763901600000 implements MigrationInterface {
     // Every writer added to the month's row and the year's in the same statement: the months add up to the year.
     await queryRunner.query(`DELETE FROM "operated_amounts" WHERE "period" LIKE 'Y%'`);
     await queryRunner.query(
-      loadFunction('wallet_transfer_try', '78fb7ea4904210761218b67e92c06794b916b9cb19f706480411a1ff0eaf3272'),
+      loadFunction('wallet_transfer_try', '1210694859a22afb747d7d1f08d5c2678b091004427e517b0e9031fa086302f8'),
     );
     await queryRunner.query(
       loadFunction(

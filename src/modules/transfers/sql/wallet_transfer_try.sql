@@ -246,16 +246,18 @@ BEGIN
     v_route := 'EXTERNAL';
   END IF;
   v_created := now()::timestamp(3) with time zone; -- what created_at (timestamptz(3), default now()) stores
-  v_row := jsonb_build_object(
-    'id', v_id, 'clearing_id', NULL, 'movement_type', CASE WHEN v_internal THEN 'WITHDRAW' ELSE v_movement END,
-    'status', v_status, 'route', v_route, 'counterparty_name', v_cp->>'name',
-    'counterparty_tax_id', v_cp->>'taxId', 'counterparty_identifier_type', v_cp->>'identifierType',
-    'counterparty_identifier', v_cp->>'identifier', 'counterparty_account_id', recv.id,
-    'amount', v_amount::text, 'currency', acc.currency, 'fees', v_fee::text, 'taxes', v_tax::text,
-    'concept', p->>'concept', 'summary', p->>'summary', 'description', NULL, 'created_at', v_created,
-    'owner_type', acc.owner_type, 'owner_id', acc.owner_id, 'cvu', acc.cvu, 'owner_name', acc.owner_name,
-    'owner_tax_id', acc.owner_tax_id, 'owner_tax_id_type', acc.owner_tax_id_type,
-    'counterparty_owner_id', recv.owner_id);
+  -- Every value of the answer row is a string or null: jsonb_object builds it without looking up each value's
+  -- type as jsonb_build_object does; created_at is written as jsonb writes a timestamptz.
+  v_row := jsonb_object(
+    ARRAY['id', 'clearing_id', 'movement_type', 'status', 'route', 'counterparty_name', 'counterparty_tax_id',
+          'counterparty_identifier_type', 'counterparty_identifier', 'counterparty_account_id', 'amount', 'currency',
+          'fees', 'taxes', 'concept', 'summary', 'description', 'created_at', 'owner_type', 'owner_id', 'cvu',
+          'owner_name', 'owner_tax_id', 'owner_tax_id_type', 'counterparty_owner_id'],
+    ARRAY[v_id::text, NULL, CASE WHEN v_internal THEN 'WITHDRAW' ELSE v_movement END, v_status, v_route,
+          v_cp->>'name', v_cp->>'taxId', v_cp->>'identifierType', v_cp->>'identifier', recv.id::text,
+          v_amount::text, acc.currency, v_fee::text, v_tax::text, p->>'concept', p->>'summary', NULL,
+          to_jsonb(v_created) #>> '{}', acc.owner_type, acc.owner_id::text, acc.cvu, acc.owner_name,
+          acc.owner_tax_id, acc.owner_tax_id_type, recv.owner_id::text]);
 
   -- The key's claim, with its answer: the first write. A twin that committed first is answered instead.
   IF v_key IS NOT NULL THEN
