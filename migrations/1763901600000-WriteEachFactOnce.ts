@@ -29,8 +29,10 @@ export class WriteEachFactOnce1763901600000 implements MigrationInterface {
     );
     // Every writer added to the month's row and the year's in the same statement: the months add up to the year.
     await queryRunner.query(`DELETE FROM "operated_amounts" WHERE "period" LIKE 'Y%'`);
+    // wallet_transfer_try takes the group's running sums (p_group): a new signature.
+    await queryRunner.query(`DROP FUNCTION "wallet_transfer_try"(jsonb, uuid[], boolean)`);
     await queryRunner.query(
-      loadFunction('wallet_transfer_try', '1210694859a22afb747d7d1f08d5c2678b091004427e517b0e9031fa086302f8'),
+      loadFunction('wallet_transfer_try', '65bd837f031a6822b37c89615881e66dd7e65e027198c4aace0bd2fd23bead50'),
     );
     await queryRunner.query(
       loadFunction(
@@ -47,7 +49,7 @@ export class WriteEachFactOnce1763901600000 implements MigrationInterface {
     await queryRunner.query(
       loadFunction(
         'wallet_create_transfers',
-        'd989a259728d101d384f15477dc98cc34d2e53f522ed244f673a27b2f475fffb',
+        'ff493089db41e40b5d2e41b4731164bbdcef3c94d4993818a771ff678aab2308',
       ),
     );
     await queryRunner.query(
@@ -59,6 +61,7 @@ export class WriteEachFactOnce1763901600000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`DROP FUNCTION "wallet_transfer_try"(jsonb, uuid[], boolean, jsonb)`);
     await queryRunner.query(TRANSFER_TRY_BEFORE);
     await queryRunner.query(WRITE_INTERNAL_BEFORE);
     await queryRunner.query(REVERSE_TRANSFER_BEFORE);

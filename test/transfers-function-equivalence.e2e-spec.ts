@@ -341,6 +341,42 @@ describe('wallet_create_transfer(s): the leaner version answers and writes exact
         input('company', 'capped', '1.00'),
       ],
     ],
+    // Since 0035 a group of one month adds up its internal transfers' balances and operated amounts and writes
+    // them once: every later check must still see them, whatever kind of transfer it is.
+    [
+      'money received in the group is spent in it, internally and externally; holds see the sums',
+      () => [
+        input('payer', 'payee', '500.00'),
+        input('payee', 'company', '450.00'),
+        input('payee', EXTERNAL_CBU, '140.00'),
+        input('payee', EXTERNAL_CBU, '20.00'),
+        input('payer', EXTERNAL_CBU, '390.00'),
+        input('payer', 'payee', '5.00'),
+        input('company', 'payer', '900.00'),
+        input('company', 'payer', '30.00'),
+      ],
+    ],
+    [
+      'a receiver deposit limit reached across the group, with an external DEPOSIT between',
+      () => [
+        input('payer', 'capped', '20.00'),
+        input('payee', 'capped', '0.00'),
+        input('capped', EXTERNAL_CBU, '20.00', { movementType: 'DEPOSIT' }),
+        input('company', 'capped', '20.00'),
+        input('payer', 'capped', '10.00'),
+        input('payer', 'capped', '1.00'),
+      ],
+    ],
+    [
+      'a group across the end of a month: each transfer writes its own amounts',
+      () => [
+        input('limited', 'payee', '20.00'),
+        input('limited', 'payee', '20.00', { month: 'M1999-12', year: 'Y1999' }),
+        input('limited', 'payee', '20.00'),
+        input('payer', 'limited', '40.00', { month: 'M1999-12', year: 'Y1999' }),
+        input('limited', 'payee', '30.00'),
+      ],
+    ],
   ];
 
   it.each(groups)('group: %s', async (_name, make) => {

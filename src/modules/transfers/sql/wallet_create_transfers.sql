@@ -5,7 +5,8 @@
 -- counterparty numbers) is locked in id order (index probes: its cost grows with the group, not the accounts), so concurrent groups never deadlock on them; then each transfer
 -- is checked and applied on its own, in arrival order, against the balances and limits the earlier ones left
 -- (the same Idempotency-Key twice replays the first's answer); a refusal answers only its own request and
--- writes nothing; the internal transfers' rows are written once for the group (wallet_write_internal). One
+-- writes nothing; the internal transfers' rows are written once for the group (wallet_write_internal), and
+-- so are, for a group of one month, their balances and operated amounts (one UPDATE, one upsert: decision 0035). One
 -- transaction, one WAL flush for the whole group. Sequential scans are off while it runs (docs/decisions/0022).
 CREATE OR REPLACE FUNCTION public.wallet_create_transfers(p jsonb)
  RETURNS jsonb
@@ -18,6 +19,10 @@ DECLARE
   v_try record;
   v_item jsonb;
   v_locked uuid[];
+  v_group jsonb;
+  v_month text;
+  v_w wallet_internal_write;
+  v_d jsonb;
 BEGIN
   -- = ANY (ARRAY(…)): one index probe per account of the group, whatever the planner guesses of the JSON's
   -- length (an IN (subquery) was planned as a scan of every account's key, decision 0035).
@@ -31,15 +36,41 @@ BEGIN
                               AND w.status <> 'DELETED'))
        AND kind = 'WALLET'
      ORDER BY id FOR UPDATE) l;
+  -- A group of one month (all but one straddling a month's end) adds up what its internal transfers move, per
+  -- account [balance, withdrawals, deposits of the month], and writes balances and operated amounts once, after
+  -- the last one; each transfer's checks see the sum so far (wallet_transfer_try's p_group). Otherwise (NULL)
+  -- each transfer writes its own.
+  SELECT CASE WHEN count(DISTINCT e->>'month') = 1 THEN '{}'::jsonb END, min(e->>'month')
+    INTO v_group, v_month FROM jsonb_array_elements(p) AS e;
   FOR v_item IN SELECT e FROM jsonb_array_elements(p) AS e LOOP
-    v_try := wallet_transfer_try(v_item, v_locked, false);
+    v_try := wallet_transfer_try(v_item, v_locked, false, v_group);
     v_results := v_results || v_try.result;
     IF (v_try.write).id IS NOT NULL THEN
-      v_writes := v_writes || v_try.write;
+      v_w := v_try.write;
+      v_writes := v_writes || v_w;
+      IF v_group IS NOT NULL THEN
+        v_d := coalesce(v_group->(v_w.account_id::text), '[0, 0, 0]');
+        v_group := v_group || jsonb_build_object(v_w.account_id::text, jsonb_build_array(
+          (v_d->>0)::numeric - v_w.total, (v_d->>1)::numeric + v_w.amount, (v_d->>2)::numeric));
+        v_d := coalesce(v_group->(v_w.recv_id::text), '[0, 0, 0]');
+        v_group := v_group || jsonb_build_object(v_w.recv_id::text, jsonb_build_array(
+          (v_d->>0)::numeric + v_w.amount - v_w.tax, (v_d->>1)::numeric, (v_d->>2)::numeric + v_w.amount));
+      END IF;
     END IF;
   END LOOP;
   IF cardinality(v_writes) > 0 THEN
     PERFORM wallet_write_internal(v_writes);
+  END IF;
+  IF v_group <> '{}' THEN
+    -- The rows were locked above, in id order; = ANY (…) keeps it one index probe per account.
+    UPDATE ledger_accounts a SET balance = a.balance + (d.value->>0)::numeric
+      FROM jsonb_each(v_group) AS d
+     WHERE a.id = ANY (ARRAY(SELECT k::uuid FROM jsonb_object_keys(v_group) AS k)) AND a.id = d.key::uuid
+       AND a.kind = 'WALLET' AND (d.value->>0)::numeric <> 0;
+    INSERT INTO operated_amounts AS o (account_id, period, deposit, withdraw)
+    SELECT d.key::uuid, v_month, (d.value->>2)::numeric, (d.value->>1)::numeric FROM jsonb_each(v_group) AS d
+    ON CONFLICT (account_id, period) DO UPDATE
+       SET deposit = o.deposit + EXCLUDED.deposit, withdraw = o.withdraw + EXCLUDED.withdraw, updated_at = now();
   END IF;
   RETURN to_jsonb(v_results);
 END
