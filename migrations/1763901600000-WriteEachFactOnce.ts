@@ -29,10 +29,10 @@ export class WriteEachFactOnce1763901600000 implements MigrationInterface {
     );
     // Every writer added to the month's row and the year's in the same statement: the months add up to the year.
     await queryRunner.query(`DELETE FROM "operated_amounts" WHERE "period" LIKE 'Y%'`);
-    // wallet_transfer_try takes the group's running sums (p_group): a new signature.
+    // wallet_transfer_try takes the group's running sums (p_group_ids, p_group_sums): a new signature.
     await queryRunner.query(`DROP FUNCTION "wallet_transfer_try"(jsonb, uuid[], boolean)`);
     await queryRunner.query(
-      loadFunction('wallet_transfer_try', '65bd837f031a6822b37c89615881e66dd7e65e027198c4aace0bd2fd23bead50'),
+      loadFunction('wallet_transfer_try', 'e31866e08e5c153c1adc95166dbdfcc331428729e81eb54e637fa5cb16b43a9d'),
     );
     await queryRunner.query(
       loadFunction(
@@ -49,7 +49,7 @@ export class WriteEachFactOnce1763901600000 implements MigrationInterface {
     await queryRunner.query(
       loadFunction(
         'wallet_create_transfers',
-        'ff493089db41e40b5d2e41b4731164bbdcef3c94d4993818a771ff678aab2308',
+        'b3c71916ab883f1d8957a8139101d99f0699b30cf35af6c9af5ab5f6e41c24f3',
       ),
     );
     await queryRunner.query(
@@ -61,7 +61,7 @@ export class WriteEachFactOnce1763901600000 implements MigrationInterface {
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(`DROP FUNCTION "wallet_transfer_try"(jsonb, uuid[], boolean, jsonb)`);
+    await queryRunner.query(`DROP FUNCTION "wallet_transfer_try"(jsonb, uuid[], boolean, uuid[], numeric[])`);
     await queryRunner.query(TRANSFER_TRY_BEFORE);
     await queryRunner.query(WRITE_INTERNAL_BEFORE);
     await queryRunner.query(REVERSE_TRANSFER_BEFORE);

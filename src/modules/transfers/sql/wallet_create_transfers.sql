@@ -19,10 +19,11 @@ DECLARE
   v_try record;
   v_item jsonb;
   v_locked uuid[];
-  v_group jsonb;
+  v_ids uuid[];
+  v_sums numeric[];
   v_month text;
   v_w wallet_internal_write;
-  v_d jsonb;
+  v_g integer;
 BEGIN
   -- = ANY (ARRAY(…)): one index probe per account of the group, whatever the planner guesses of the JSON's
   -- length (an IN (subquery) was planned as a scan of every account's key, decision 0035).
@@ -37,38 +38,46 @@ BEGIN
        AND kind = 'WALLET'
      ORDER BY id FOR UPDATE) l;
   -- A group of one month (all but one straddling a month's end) adds up what its internal transfers move, per
-  -- account [balance, withdrawals, deposits of the month], and writes balances and operated amounts once, after
-  -- the last one; each transfer's checks see the sum so far (wallet_transfer_try's p_group). Otherwise (NULL)
-  -- each transfer writes its own.
-  SELECT CASE WHEN count(DISTINCT e->>'month') = 1 THEN '{}'::jsonb END, min(e->>'month')
-    INTO v_group, v_month FROM jsonb_array_elements(p) AS e;
+  -- account (v_ids; v_sums: balance, withdrawals, deposits of the month, three per account), and writes balances
+  -- and operated amounts once, after the last one; each transfer's checks see the sums so far
+  -- (wallet_transfer_try's p_group_ids, p_group_sums). Otherwise (v_ids NULL) each transfer writes its own.
+  SELECT CASE WHEN count(DISTINCT e->>'month') = 1 THEN '{}'::uuid[] END, min(e->>'month'),
+         array_fill(0::numeric, ARRAY[6 * count(*)::integer])
+    INTO v_ids, v_month, v_sums FROM jsonb_array_elements(p) AS e;
   FOR v_item IN SELECT e FROM jsonb_array_elements(p) AS e LOOP
-    v_try := wallet_transfer_try(v_item, v_locked, false, v_group);
+    v_try := wallet_transfer_try(v_item, v_locked, false, v_ids, v_sums);
     v_results := v_results || v_try.result;
     IF (v_try.write).id IS NOT NULL THEN
       v_w := v_try.write;
       v_writes := v_writes || v_w;
-      IF v_group IS NOT NULL THEN
-        v_d := coalesce(v_group->(v_w.account_id::text), '[0, 0, 0]');
-        v_group := v_group || jsonb_build_object(v_w.account_id::text, jsonb_build_array(
-          (v_d->>0)::numeric - v_w.total, (v_d->>1)::numeric + v_w.amount, (v_d->>2)::numeric));
-        v_d := coalesce(v_group->(v_w.recv_id::text), '[0, 0, 0]');
-        v_group := v_group || jsonb_build_object(v_w.recv_id::text, jsonb_build_array(
-          (v_d->>0)::numeric + v_w.amount - v_w.tax, (v_d->>1)::numeric, (v_d->>2)::numeric + v_w.amount));
+      IF v_ids IS NOT NULL THEN
+        v_g := array_position(v_ids, v_w.account_id);
+        IF v_g IS NULL THEN
+          v_ids := v_ids || v_w.account_id;
+          v_g := cardinality(v_ids);
+        END IF;
+        v_sums[3 * v_g - 2] := v_sums[3 * v_g - 2] - v_w.total;
+        v_sums[3 * v_g - 1] := v_sums[3 * v_g - 1] + v_w.amount;
+        v_g := array_position(v_ids, v_w.recv_id);
+        IF v_g IS NULL THEN
+          v_ids := v_ids || v_w.recv_id;
+          v_g := cardinality(v_ids);
+        END IF;
+        v_sums[3 * v_g - 2] := v_sums[3 * v_g - 2] + v_w.amount - v_w.tax;
+        v_sums[3 * v_g] := v_sums[3 * v_g] + v_w.amount;
       END IF;
     END IF;
   END LOOP;
   IF cardinality(v_writes) > 0 THEN
     PERFORM wallet_write_internal(v_writes);
   END IF;
-  IF v_group <> '{}' THEN
-    -- The rows were locked above, in id order; = ANY (…) keeps it one index probe per account.
-    UPDATE ledger_accounts a SET balance = a.balance + (d.value->>0)::numeric
-      FROM jsonb_each(v_group) AS d
-     WHERE a.id = ANY (ARRAY(SELECT k::uuid FROM jsonb_object_keys(v_group) AS k)) AND a.id = d.key::uuid
-       AND a.kind = 'WALLET' AND (d.value->>0)::numeric <> 0;
+  IF cardinality(v_ids) > 0 THEN
+    -- The rows were locked above, in id order; = ANY (v_ids) keeps it one index probe per account.
+    UPDATE ledger_accounts a SET balance = a.balance + d.amount
+      FROM (SELECT v_ids[i] AS id, v_sums[3 * i - 2] AS amount FROM generate_subscripts(v_ids, 1) AS i) d
+     WHERE a.id = ANY (v_ids) AND a.id = d.id AND a.kind = 'WALLET' AND d.amount <> 0;
     INSERT INTO operated_amounts AS o (account_id, period, deposit, withdraw)
-    SELECT d.key::uuid, v_month, (d.value->>2)::numeric, (d.value->>1)::numeric FROM jsonb_each(v_group) AS d
+    SELECT v_ids[i], v_month, v_sums[3 * i], v_sums[3 * i - 1] FROM generate_subscripts(v_ids, 1) AS i
     ON CONFLICT (account_id, period) DO UPDATE
        SET deposit = o.deposit + EXCLUDED.deposit, withdraw = o.withdraw + EXCLUDED.withdraw, updated_at = now();
   END IF;

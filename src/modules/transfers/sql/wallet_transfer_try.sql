@@ -16,8 +16,9 @@
 -- - operated amounts are kept per month only (the sender's withdrawals, the receiver's deposits); a year's is the
 --   sum of its months' rows (decision 0035);
 -- - an internal transfer moves both balances and both operated amounts here (single call), or leaves them to a
---   group given p_group (what the group's earlier internal transfers moved, per account: balance, withdrawals,
---   deposits of the month), which this function adds to what it reads for every check; it writes its entry,
+--   group given p_group_ids and p_group_sums (what the group's earlier internal transfers moved, per account:
+--   balance, withdrawals, deposits of the month), which this function adds to what it reads for every check;
+--   it writes its entry,
 --   postings, two transfer rows and the receiver's webhook event through wallet_write_internal: here (p_write
 --   true) or once per group (p_write false, rows in write);
 -- - an external WITHDRAW holds amount + fee + tax (ledger_post to HOLDS); the transfer row and its
@@ -26,7 +27,7 @@
 -- - no history row for the creation: COMMITING → the first status is implied by the transfer row (the view
 --   transfer_status_path, decision 0035); later clearing steps add their rows (TransferWriter.moveStatus).
 -- wallet_create_transfer and wallet_create_transfers are the only callers.
-CREATE OR REPLACE FUNCTION public.wallet_transfer_try(p jsonb, p_locked uuid[] DEFAULT NULL::uuid[], p_write boolean DEFAULT true, p_group jsonb DEFAULT NULL::jsonb, OUT result jsonb, OUT write wallet_internal_write)
+CREATE OR REPLACE FUNCTION public.wallet_transfer_try(p jsonb, p_locked uuid[] DEFAULT NULL::uuid[], p_write boolean DEFAULT true, p_group_ids uuid[] DEFAULT NULL::uuid[], p_group_sums numeric[] DEFAULT NULL::numeric[], OUT result jsonb, OUT write wallet_internal_write)
  RETURNS record
  LANGUAGE plpgsql
 AS $function$
@@ -139,8 +140,8 @@ BEGIN
         SELECT max(l.balance) FILTER (WHERE l.id = acc.id) INTO v_balance
           FROM (SELECT id, balance FROM ledger_accounts WHERE id IN (acc.id, recv.id) ORDER BY id FOR UPDATE) l;
       END IF;
-      -- In a group, what its earlier internal transfers moved (p_group, not written yet).
-      v_balance := v_balance + coalesce((p_group->(acc.id::text)->>0)::numeric, 0);
+      -- In a group, what its earlier internal transfers moved (p_group_sums, not written yet).
+      v_balance := v_balance + coalesce(p_group_sums[3 * array_position(p_group_ids, acc.id) - 2], 0);
       IF recv.status <> 'ACTIVE' THEN
         v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
           'message', 'the receiving account cannot receive money');
@@ -152,10 +153,10 @@ BEGIN
         EXIT checks;
       END IF;
     ELSIF acc.id = ANY (p_locked) THEN
-      v_balance := acc.balance + coalesce((p_group->(acc.id::text)->>0)::numeric, 0);
+      v_balance := acc.balance + coalesce(p_group_sums[3 * array_position(p_group_ids, acc.id) - 2], 0);
     ELSE
       SELECT balance INTO v_balance FROM ledger_accounts WHERE id = acc.id FOR UPDATE;
-      v_balance := v_balance + coalesce((p_group->(acc.id::text)->>0)::numeric, 0);
+      v_balance := v_balance + coalesce(p_group_sums[3 * array_position(p_group_ids, acc.id) - 2], 0);
     END IF;
 
     IF v_internal OR v_movement = 'WITHDRAW' THEN
@@ -198,11 +199,11 @@ BEGIN
               FROM transfers
              WHERE account_id IN (acc.id, recv.id) AND status IN ('COMMITING', 'INICIADO', 'EN_CURSO')) f;
     -- In a group (one month, wallet_create_transfers checks), its earlier internal transfers' operated amounts,
-    -- not written yet: p_group holds [balance, withdrawals, deposits] per account.
-    v_used := coalesce((p_group->(acc.id::text)->>CASE WHEN v_side = 'deposit' THEN 2 ELSE 1 END)::numeric, 0);
+    -- not written yet: p_group_sums holds balance, withdrawals, deposits of each account of p_group_ids.
+    v_used := coalesce(p_group_sums[3 * array_position(p_group_ids, acc.id) - CASE WHEN v_side = 'deposit' THEN 0 ELSE 1 END], 0);
     v_month_used := v_month_used + v_used;
     v_year_used := v_year_used + v_used;
-    v_used := coalesce((p_group->(recv.id::text)->>2)::numeric, 0);
+    v_used := coalesce(p_group_sums[3 * array_position(p_group_ids, recv.id)], 0);
     v_recv_month_used := v_recv_month_used + v_used;
     v_recv_year_used := v_recv_year_used + v_used;
     IF v_month_used + v_in_flight + v_amount > v_monthly THEN
@@ -291,9 +292,9 @@ BEGIN
     IF v_fee <> 0 THEN v_fee_account := ledger_system_account('FEE_REVENUE', acc.currency); END IF;
     IF v_tax <> 0 THEN v_tax_account := ledger_system_account('TAX_PAYABLE', acc.currency); END IF;
     -- Both balances, and wallet_add_operated of both accounts (the sender's withdrawals, the receiver's deposits of
-    -- the month): here for a single call or a group that spans two months; a group (p_group) adds them up from
-    -- write and writes them once, after its last transfer (wallet_create_transfers).
-    IF p_group IS NULL THEN
+    -- the month): here for a single call or a group that spans two months; a group (p_group_ids) adds them up
+    -- from write and writes them once, after its last transfer (wallet_create_transfers).
+    IF p_group_ids IS NULL THEN
       UPDATE ledger_accounts a SET balance = a.balance + d.amount
         FROM (VALUES (acc.id, -v_total), (recv.id, v_amount - v_tax)) AS d(account_id, amount)
        WHERE a.id = d.account_id AND a.kind = 'WALLET' AND d.amount <> 0;
