@@ -85,6 +85,28 @@ describe('MicroBatcher', () => {
     expect(await Promise.all(answers)).toEqual(['A-B!', 'B-C!', 'D-E!', 'C-A!', 'F-G!']);
   });
 
+  it('with extraCallMin, starts a call beyond the first only once that many items wait', async () => {
+    const { calls, run } = gatedRun();
+    const batcher = new MicroBatcher<string, string>({ max: 10, concurrency: 2, extraCallMin: 3, run });
+    const answers = [batcher.submit('a'), batcher.submit('b'), batcher.submit('c')];
+    // 'a' goes at once (idle); 'b' and 'c' wait: two items, fewer than three.
+    expect(calls.map((call) => call.items)).toEqual([['a']]);
+    answers.push(batcher.submit('d'));
+    // Three wait: the second call takes them while the first is in flight.
+    expect(calls.map((call) => call.items)).toEqual([['a'], ['b', 'c', 'd']]);
+    answers.push(batcher.submit('e'));
+    calls[0].finish();
+    await flush();
+    // One call in flight and one item waiting, fewer than three: 'e' waits until no call is in flight, then
+    // goes alone.
+    expect(calls).toHaveLength(2);
+    calls[1].finish();
+    await flush();
+    expect(calls.map((call) => call.items)).toEqual([['a'], ['b', 'c', 'd'], ['e']]);
+    calls[2].finish();
+    expect(await Promise.all(answers)).toEqual(['a!', 'b!', 'c!', 'd!', 'e!']);
+  });
+
   it('refuses an answer of the wrong length for every item', async () => {
     const batcher = new MicroBatcher<string, string>({
       max: 10,

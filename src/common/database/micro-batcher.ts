@@ -21,6 +21,11 @@ export interface MicroBatcherOptions<I, O> {
    * same turn (a queue worker taking several jobs) go together even at idle.
    */
   readonly gather?: boolean;
+  /**
+   * A call beyond the first starts only when at least this many items wait (default 1): under load a second call
+   * overlaps the first's commit while each stays large.
+   */
+  readonly extraCallMin?: number;
 }
 
 interface Pending<I, O> {
@@ -71,6 +76,7 @@ export class MicroBatcher<I, O> {
 
   private dispatchNow(): void {
     while (this.inFlight < this.options.concurrency && this.waiting.length > 0) {
+      if (this.inFlight > 0 && this.waiting.length < (this.options.extraCallMin ?? 1)) return;
       const batch = this.take();
       if (batch.length === 0) return; // everything waiting conflicts with a call in flight
       this.start(batch);

@@ -7,9 +7,14 @@ export interface TransfersConfig {
   readonly transferTaxRate: string;
   /**
    * Group commit of POST /wallet/transactions (docs/decisions/0015): at most `max` transfers per database call,
-   * at most `concurrency` calls in flight; requests arriving meanwhile wait for the next call.
+   * at most `concurrency` calls in flight, a call beyond the first only once `extraCallMin` requests wait
+   * (decision 0035); requests arriving meanwhile wait for the next call.
    */
-  readonly transferBatch: { readonly max: number; readonly concurrency: number };
+  readonly transferBatch: {
+    readonly max: number;
+    readonly concurrency: number;
+    readonly extraCallMin: number;
+  };
   /** The name this service shows as `entidadBancaria` of its own accounts. */
   readonly entityName: string;
   /** The simulated directory of other institutions' accounts (JSON). */
@@ -26,7 +31,8 @@ export function loadTransfersConfig({ str, int, problems }: EnvReaders): Transfe
     transferTaxRate,
     transferBatch: {
       max: int('TRANSFER_BATCH_MAX', 32, 1, 60),
-      concurrency: int('TRANSFER_BATCH_CONCURRENCY', 1, 1, 100),
+      concurrency: int('TRANSFER_BATCH_CONCURRENCY', 2, 1, 100),
+      extraCallMin: int('TRANSFER_BATCH_EXTRA_MIN', 10, 1, 60),
     },
     entityName: str('ENTITY_NAME') ?? 'Wallet Service',
     counterpartyDirectoryFile: path.resolve(

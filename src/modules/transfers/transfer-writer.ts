@@ -55,39 +55,30 @@ export class TransferWriter {
   constructor(@Inject(PG_POOL) private readonly pool: pg.Pool) {}
 
   /** One transfer in one statement (autocommit); a refusal is raised (SQLSTATE WT400/WT403). */
-  async create(request: EncodedTransferRequest): Promise<TransferResult> {
-    const { rows } = await withRetries(() =>
-      this.pool.query<{ result: TransferResult }>({
-        name: 'wallet_create_transfer',
-        text: `SELECT wallet_create_transfer($1::jsonb) AS result`,
-        values: [request],
-      }),
-    );
-    return rows[0].result;
+  create(request: EncodedTransferRequest): Promise<TransferResult> {
+    return this.call<TransferResult>('wallet_create_transfer', request);
   }
 
   /** A group in one statement, one transaction: an answer per request, in order; a refusal is returned. */
-  async createGroup(requests: readonly EncodedTransferRequest[]): Promise<TransferGroupResult[]> {
-    const { rows } = await withRetries(() =>
-      this.pool.query<{ results: TransferGroupResult[] }>({
-        name: 'wallet_create_transfers',
-        text: `SELECT wallet_create_transfers($1::jsonb) AS results`,
-        values: [encodeTransferGroup(requests)],
-      }),
-    );
-    return rows[0].results;
+  createGroup(requests: readonly EncodedTransferRequest[]): Promise<TransferGroupResult[]> {
+    return this.call<TransferGroupResult[]>('wallet_create_transfers', encodeTransferGroup(requests));
   }
 
   /**
    * A reversal or a return from the rail in one statement (autocommit), never grouped: wallet_reverse_transfer
    * locks the original pair and both ledger rows itself. A refusal is raised (SQLSTATE WT400/WT403/WT404).
    */
-  async reverse(request: EncodedReversalRequest): Promise<ReversalResult> {
+  reverse(request: EncodedReversalRequest): Promise<ReversalResult> {
+    return this.call<ReversalResult>('wallet_reverse_transfer', request);
+  }
+
+  /** `SELECT <fn>($1::jsonb)` as the named statement `<fn>`, retried on deadlock or serialization failure. */
+  private async call<T>(fn: MoneyFunction, input: string): Promise<T> {
     const { rows } = await withRetries(() =>
-      this.pool.query<{ result: ReversalResult }>({
-        name: 'wallet_reverse_transfer',
-        text: `SELECT wallet_reverse_transfer($1::jsonb) AS result`,
-        values: [request],
+      this.pool.query<{ result: T }>({
+        name: fn,
+        text: `SELECT ${fn}($1::jsonb) AS result`,
+        values: [input],
       }),
     );
     return rows[0].result;
@@ -139,6 +130,9 @@ export class TransferWriter {
     );
   }
 }
+
+/** The database functions TransferWriter calls (src/modules/transfers/sql/). */
+type MoneyFunction = 'wallet_create_transfer' | 'wallet_create_transfers' | 'wallet_reverse_transfer';
 
 /** Deadlocks and serialization failures are retried here (the whole call rolled back), never shown to the client. */
 async function withRetries<T>(work: () => Promise<T>): Promise<T> {
