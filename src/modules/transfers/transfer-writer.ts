@@ -72,12 +72,12 @@ export class TransferWriter {
     return this.call<ReversalResult>('wallet_reverse_transfer', request);
   }
 
-  /** `SELECT <fn>($1::jsonb)` as the named statement `<fn>`, retried on deadlock or serialization failure. */
+  /** One money function's call as its named statement, retried on deadlock or serialization failure. */
   private async call<T>(fn: MoneyFunction, input: string): Promise<T> {
     const { rows } = await withRetries(() =>
       this.pool.query<{ result: T }>({
         name: fn,
-        text: `SELECT ${fn}($1::jsonb) AS result`,
+        text: MONEY_CALLS[fn],
         values: [input],
       }),
     );
@@ -131,8 +131,13 @@ export class TransferWriter {
   }
 }
 
-/** The database functions TransferWriter calls (src/modules/transfers/sql/). */
-type MoneyFunction = 'wallet_create_transfer' | 'wallet_create_transfers' | 'wallet_reverse_transfer';
+/** The database functions TransferWriter calls (src/modules/transfers/sql/), each as its named statement. */
+const MONEY_CALLS = {
+  wallet_create_transfer: 'SELECT wallet_create_transfer($1::jsonb) AS result',
+  wallet_create_transfers: 'SELECT wallet_create_transfers($1::jsonb) AS result',
+  wallet_reverse_transfer: 'SELECT wallet_reverse_transfer($1::jsonb) AS result',
+} as const;
+type MoneyFunction = keyof typeof MONEY_CALLS;
 
 /** Deadlocks and serialization failures are retried here (the whole call rolled back), never shown to the client. */
 async function withRetries<T>(work: () => Promise<T>): Promise<T> {
