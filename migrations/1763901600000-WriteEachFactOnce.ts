@@ -49,7 +49,7 @@ export class WriteEachFactOnce1763901600000 implements MigrationInterface {
     await queryRunner.query(
       loadFunction(
         'wallet_create_transfers',
-        'b3c71916ab883f1d8957a8139101d99f0699b30cf35af6c9af5ab5f6e41c24f3',
+        'bbb430f5e81b75de0d6038de0d2cd1b280a9e01b4ecb40ddc13cf5acf8836e4a',
       ),
     );
     await queryRunner.query(

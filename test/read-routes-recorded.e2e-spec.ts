@@ -407,6 +407,21 @@ describe('read routes answer as recorded before the write-each-fact-once change'
       }
     };
 
+    // Each account as its application sees it and as its owner does; the loops below read a route for all of them
+    // or for some (in this order).
+    const VIEWS = [
+      ['a1', a1, tokenA],
+      ['a2', a2, tokenA],
+      ['ac', ac, tokenA],
+      ['a1, its owner', a1, userTokenU1],
+      ['a2, its owner', a2, userTokenU2],
+      ['ac, its company', ac, companyToken],
+      ['b1', b1, tokenB],
+      ['b1, its owner', b1, userTokenV],
+    ] as const;
+    const views = (...labels: (typeof VIEWS)[number][0][]) =>
+      VIEWS.filter(([label]) => labels.includes(label));
+
     // Accounts, and the owners' views that embed them.
     for (const [label, account] of [
       ['a1 (user U1)', a1],
@@ -425,16 +440,7 @@ describe('read routes answer as recorded before the write-each-fact-once change'
     await read('company, its own token', companyToken, `/v1/companies/${company}`);
 
     // Balances, now and at instants of the run.
-    for (const [label, account, token] of [
-      ['a1', a1, tokenA],
-      ['a2', a2, tokenA],
-      ['ac', ac, tokenA],
-      ['a1, its owner', a1, userTokenU1],
-      ['a2, its owner', a2, userTokenU2],
-      ['ac, its company', ac, companyToken],
-      ['b1', b1, tokenB],
-      ['b1, its owner', b1, userTokenV],
-    ] as const)
+    for (const [label, account, token] of VIEWS)
       await read(`balance ${label}`, token, `/v1/wallet/accounts/${account.uuid}/balance`);
     for (const [label, at] of [
       ['before the account existed', '2000-01-01T00:00:00Z'],
@@ -454,12 +460,7 @@ describe('read routes answer as recorded before the write-each-fact-once change'
     });
 
     // Limits, fees, operated amounts.
-    for (const [label, account, token] of [
-      ['a1', a1, tokenA],
-      ['a2', a2, tokenA],
-      ['ac', ac, tokenA],
-      ['b1', b1, tokenB],
-    ] as const) {
+    for (const [label, account, token] of views('a1', 'a2', 'ac', 'b1')) {
       await read(`limits ${label}`, token, `/v1/wallet/accounts/${account.uuid}/limits`);
       await read(`fees ${label}`, token, `/v1/wallet/accounts/${account.uuid}/fees`);
       await read(`operado ${label}`, token, `/v1/wallet/accounts/${account.uuid}/operado`);
@@ -490,14 +491,7 @@ describe('read routes answer as recorded before the write-each-fact-once change'
         query,
         ordered: TRANSFERS_NEWEST_FIRST,
       });
-    for (const [label, account, token] of [
-      ['a1', a1, tokenA],
-      ['a2', a2, tokenA],
-      ['ac', ac, tokenA],
-      ['a1, its owner', a1, userTokenU1],
-      ['ac, its company', ac, companyToken],
-      ['b1', b1, tokenB],
-    ] as const)
+    for (const [label, account, token] of views('a1', 'a2', 'ac', 'a1, its owner', 'ac, its company', 'b1'))
       await read(`transactions of ${label}`, token, `/v1/wallet/accounts/${account.uuid}/transactions`, {
         ordered: TRANSFERS_NEWEST_FIRST,
       });
@@ -552,13 +546,7 @@ describe('read routes answer as recorded before the write-each-fact-once change'
       await read(`reversals of ${label}`, token, `/v1/wallet/transactions/${uuid}/reversals`);
 
     // Statements.
-    for (const [label, account, token] of [
-      ['a1', a1, tokenA],
-      ['a2', a2, tokenA],
-      ['ac', ac, tokenA],
-      ['a1, its owner', a1, userTokenU1],
-      ['b1', b1, tokenB],
-    ] as const) {
+    for (const [label, account, token] of views('a1', 'a2', 'ac', 'a1, its owner', 'b1')) {
       await read(`statement ${label}`, token, `/v1/wallet/accounts/${account.uuid}/statement`);
       await read(`statement ${label}, CSV`, token, `/v1/wallet/accounts/${account.uuid}/statement`, {
         accept: 'text/csv',

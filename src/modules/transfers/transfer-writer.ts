@@ -50,7 +50,7 @@ export class TransferWriter {
   /**
    * The calls go straight to the pg pool under the DataSource as named statements: each connection parses and
    * plans them once (TypeORM's query API sends unnamed ones, planned on every call, and adds its own per-call
-   * work), which is most of what a single transfer's latency has besides the function itself (decision 0035).
+   * work; decision 0035).
    */
   constructor(@Inject(PG_POOL) private readonly pool: pg.Pool) {}
 

@@ -37,7 +37,7 @@ BEGIN
                               AND w.status <> 'DELETED'))
        AND kind = 'WALLET'
      ORDER BY id FOR UPDATE) l;
-  -- A group of one month (all but one straddling a month's end) adds up what its internal transfers move, per
+  -- A group of one month (every group but one that straddles a month's end) adds up what its internal transfers move, per
   -- account (v_ids; v_sums: balance, withdrawals, deposits of the month, three per account), and writes balances
   -- and operated amounts once, after the last one; each transfer's checks see the sums so far
   -- (wallet_transfer_try's p_group_ids, p_group_sums). Otherwise (v_ids NULL) each transfer writes its own.
