@@ -13,7 +13,7 @@
 // falls on both. BENCH_FN_BASE=none measures the head only.
 //
 // Settings (environment): BENCH_FN_S (seconds per measured phase, 10), BENCH_FN_ROUNDS (ABBA rounds, 1),
-// BENCH_FN_BATCH (transfers per call, 30), BENCH_FN_CONNS (comma list, "1,2"), BENCH_PGBENCH_S (20),
+// BENCH_FN_BATCH (transfers per call, 30; 1 = the single call, wallet_create_transfer), BENCH_FN_CONNS (comma list, "1,2"), BENCH_PGBENCH_S (20),
 // BENCH_FN_ACCOUNTS (1000), BENCH_FN_PREFILL (transfers written before measuring, 20000), BENCH_FN_PROFILE_CALLS (calls in the profiled round, 200), BENCH_FN_ONLY (a comma
 // list of pgbench, transfers, profile).
 import { createHash, randomInt, randomUUID } from 'node:crypto';
@@ -240,6 +240,26 @@ async function main() {
     });
   };
   const batchInput = () => `[${Array.from({ length: S.batch }, transferInput).join(',')}]`;
+  /**
+   * One call as TransferBatcher makes it: a group through wallet_create_transfers, or (BENCH_FN_BATCH=1) the
+   * single call's wallet_create_transfer, named statements both; the answers as an array.
+   */
+  const callOnce = async (client) => {
+    if (S.batch === 1) {
+      const { rows } = await client.query({
+        name: 'fn-bench-one',
+        text: 'SELECT wallet_create_transfer($1::jsonb) AS r',
+        values: [transferInput()],
+      });
+      return [rows[0].r];
+    }
+    const { rows } = await client.query({
+      name: 'fn-bench-group',
+      text: 'SELECT wallet_create_transfers($1::jsonb) AS r',
+      values: [batchInput()],
+    });
+    return rows[0].r;
+  };
 
   const clients = [];
   for (let i = 0; i < Math.max(...S.conns); i++) {
@@ -261,11 +281,9 @@ async function main() {
     await Promise.all(
       clients.slice(0, conns).map(async (client) => {
         while (performance.now() < deadline) {
-          const { rows } = await client.query('SELECT wallet_create_transfers($1::jsonb) AS r', [
-            batchInput(),
-          ]);
+          const answers = await callOnce(client);
           calls++;
-          for (const result of rows[0].r) {
+          for (const result of answers) {
             if (result.refused) refused++;
             else done++;
           }
@@ -303,7 +321,11 @@ async function main() {
     if (variant === current) return;
     if (variant === 'base') for (const M of [...newer].reverse()) await new M().down(runner);
     else for (const M of newer) await new M().up(runner);
-    for (const client of clients) await client.query('DISCARD ALL'); // no cached plans of the other variant
+    // No cached plans of the other variant (DISCARD ALL drops the named statements too: pg must parse them again).
+    for (const client of clients) {
+      await client.query('DISCARD ALL');
+      client.connection.parsedStatements = {};
+    }
     current = variant;
   };
   const variants = newer.length ? ['head', 'base'] : ['head'];
@@ -315,8 +337,7 @@ async function main() {
   // ANALYZE (with the statistics of empty tables, the cached generic plans scan transfers and operated_amounts
   // sequentially until autovacuum analyzes them).
   say(`prefill: ${S.prefill} transfers…`);
-  for (let done = 0; done < S.prefill; done += S.batch)
-    await clients[0].query('SELECT wallet_create_transfers($1::jsonb) AS r', [batchInput()]);
+  for (let done = 0; done < S.prefill; done += S.batch) await callOnce(clients[0]);
   await db.query('VACUUM ANALYZE');
   // Warm up (and prove that nothing is refused) on every variant.
   for (const variant of variants) {
@@ -404,8 +425,7 @@ async function main() {
       await client.query('SELECT pg_stat_statements_reset()');
       let done = 0;
       for (let i = 0; i < S.profileCalls; i++) {
-        const { rows } = await client.query('SELECT wallet_create_transfers($1::jsonb) AS r', [batchInput()]);
-        done += rows[0].r.length;
+        done += (await callOnce(client)).length;
       }
       await client.query(`SET pg_stat_statements.track = 'none'`);
       await client.query(`SET track_functions = 'none'`);

@@ -16,6 +16,7 @@ import { PostingsAtInsert1763901350000 } from './1763901350000-PostingsAtInsert.
 import { AuditTrail1763901400000 } from './1763901400000-AuditTrail.js';
 import { SharedRateLimit1763901500000 } from './1763901500000-SharedRateLimit.js';
 import { WriteEachFactOnce1763901600000 } from './1763901600000-WriteEachFactOnce.js';
+import { WebhookBatches1763901700000 } from './1763901700000-WebhookBatches.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -37,4 +38,5 @@ export const MIGRATIONS = [
   AuditTrail1763901400000,
   SharedRateLimit1763901500000,
   WriteEachFactOnce1763901600000,
+  WebhookBatches1763901700000,
 ];

@@ -229,10 +229,16 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
     await pollUntil('three requests in flight', () => receiver.requests.length === 3);
     await queue.pause(); // the next jobs stay queued until the flush
     const queued = await emitMany(t, appId, 7, 'queued');
-    await pollUntil('the relay to queue seven jobs', async () => {
-      // A paused queue reports its waiting jobs as 'paused': a count type BullMQ accepts but leaves out of JobType.
+    await pollUntil('the relay to queue the seven events', async () => {
+      // A paused queue reports its waiting jobs as 'paused': a state BullMQ accepts but leaves out of JobType.
+      // The relay puts fresh events in batch jobs ({events}); a retry or a sweep is a job of one ({eventId}).
       const waiting = ['wait', 'paused', 'prioritized'] as JobType[];
-      return (await queue.getJobCountByTypes(...waiting)) >= 7;
+      const jobs = await queue.getJobs(waiting);
+      const events = jobs.flatMap((job) => {
+        const data = job.data as { events?: string[]; eventId?: string };
+        return data.events ?? (data.eventId ? [data.eventId] : []);
+      });
+      return queued.every((id) => events.includes(id));
     });
     await queue.obliterate({ force: true });
     const left = await queue.getJobCounts();

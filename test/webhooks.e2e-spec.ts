@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { JSONWebKeySet } from 'jose';
 import request from 'supertest';
 import { ValidationFailedError } from '../src/common/errors/domain-errors.js';
+import { JOBS, QUEUES } from '../src/common/queue/queue-names.js';
+import { QueueFactory } from '../src/common/queue/queue.factory.js';
 import { AppsService } from '../src/modules/apps/apps.service.js';
 import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { WebhookDeliveryService } from '../src/modules/webhooks/webhook-delivery.service.js';
@@ -391,6 +393,19 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
       attempts.filter((row) => row.outcome !== 'delivered').every((row) => row.status_code === null),
     ).toBe(true);
     expect(attempts.length).toBeLessThanOrEqual(receiver.requests.length);
+    // The relay queued the burst as batch jobs of at most 50 events (not a job per event); each batch job
+    // completed once every one of its events had its outcome recorded.
+    const batches = (
+      await t.app.get(QueueFactory).queue(QUEUES.webhooks).getJobs(['completed', 'active', 'wait'])
+    ).filter(
+      (job) =>
+        job.name === JOBS.deliverWebhooks &&
+        (job.data as { events: string[] }).events.some((id) => ids.includes(id)),
+    );
+    const batched = batches.flatMap((job) => (job.data as { events: string[] }).events);
+    expect(new Set(batched)).toEqual(new Set(ids));
+    expect(batches.every((job) => (job.data as { events: string[] }).events.length <= 50)).toBe(true);
+    expect(batches.length).toBeLessThan(ids.length / 10);
   }, 90_000);
 
   it('records an outcome once: a repeated record changes nothing, a stale attempt leaves the event to its new holder', async () => {

@@ -16,6 +16,8 @@ export const JOBS = {
   sweepWebhooks: 'sweep-webhooks',
   pruneEvents: 'prune-events',
   deliverWebhook: 'deliver',
+  /** The events of one relayed batch of notices (fresh events), delivered by one job. */
+  deliverWebhooks: 'deliver-batch',
   verifyKycStep: 'verify-kyc-step',
   presentTransfer: 'present-transfer',
   settleTransfer: 'settle-transfer',

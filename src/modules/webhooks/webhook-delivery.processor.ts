@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { Job } from 'bullmq';
 import { JobProcessor, type JobHandler } from '#common/queue/job-processor.js';
 import { QUEUES } from '#common/queue/queue-names.js';
-import { WebhookDeliveryService, type DeliveryOutcome } from './webhook-delivery.service.js';
+import { WebhookDeliveryService } from './webhook-delivery.service.js';
 
 /**
  * Consumes delivery jobs. Retries are scheduled by the delivery service in the database, not by BullMQ.
@@ -14,7 +14,8 @@ import { WebhookDeliveryService, type DeliveryOutcome } from './webhook-delivery
 export class WebhookDeliveryProcessor implements JobHandler {
   constructor(private readonly delivery: WebhookDeliveryService) {}
 
-  process(job: Job<{ eventId: string }>): Promise<DeliveryOutcome> {
+  process(job: Job<{ eventId: string } | { events: string[] }>): Promise<unknown> {
+    if ('events' in job.data) return this.delivery.deliverAll(job.data.events);
     return this.delivery.deliver(job.data.eventId);
   }
 }

@@ -10,6 +10,7 @@ import { MicroBatcher } from '#common/database/micro-batcher.js';
 import { PG_POOL } from '#common/database/pg-pool.js';
 import { WebhookSender, type SendResult } from './webhook-sender.js';
 import { WebhookSigner } from './webhook-signer.js';
+import { Slots } from './slots.js';
 import { deliveryJobId } from './webhook-events.js';
 
 /** The content type the interface shows for webhook bodies (a compact JWS). */
@@ -19,7 +20,7 @@ interface ClaimedEvent {
   id: string;
   subject: string | null;
   payload: WebhookPayload;
-  /** This attempt's number; with the lease, it fences the outcome (see RECORD). */
+  /** This attempt's number; with the lease, it fences the outcome (webhook_record.sql). */
   attempts: number;
   url: string | null;
 }
@@ -48,113 +49,25 @@ interface FollowUp {
 }
 
 /**
- * Claims events in batches: each due, pending event that is first of its subject and not held by another
- * worker gets a lease and its attempt number bumped; the others that wait for an earlier event of their
- * subject are parked (next_attempt_at NULL) until that one is done. What delivery needs (payload, URL)
- * comes back in the same round trip. Every data-modifying CTE runs on one snapshot, and the two sets are
- * disjoint by the EXISTS / NOT EXISTS on the earlier event. Repeated after its commit was lost with the
- * connection, it claims nothing (the leases are taken): those jobs skip, and the events go out again once
- * the leases expire (the sweeper), as after a killed worker.
+ * The claim and record batches: database functions (src/modules/webhooks/sql/webhook_claim.sql and
+ * webhook_record.sql, which say what each guarantees), run with sequential scans off so that every input row
+ * stays a primary-key probe whatever the outbox's statistics were when the session planned them
+ * (docs/decisions/0036-webhook-batch-jobs.md).
  */
-const CLAIM = `
-WITH input AS (
-  SELECT DISTINCT unnest(string_to_array($1, ','))::uuid AS id, 'pending'::text AS pending
-), claimed AS (
-  UPDATE webhook_events e
-     SET lease_until = now() + ($2::int * interval '1 millisecond'),
-         attempts = attempts + 1, last_attempt_at = now()
-    FROM input i
-   WHERE e.id = i.id AND e.status = i.pending
-     AND (e.lease_until IS NULL OR e.lease_until < now())
-     AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= now() + interval '50 milliseconds')
-     AND NOT EXISTS (
-       SELECT 1 FROM webhook_events p
-        WHERE p.app_id = e.app_id AND p.subject = e.subject AND p.status = 'pending' AND p.seq < e.seq
-       OFFSET 0)
-  RETURNING e.id, e.app_id, e.subject, e.payload, e.attempts
-), parked AS (
-  UPDATE webhook_events e SET next_attempt_at = NULL
-    FROM input i
-   WHERE e.id = i.id AND e.status = i.pending
-     AND (e.lease_until IS NULL OR e.lease_until < now())
-     AND EXISTS (
-       SELECT 1 FROM webhook_events p
-        WHERE p.app_id = e.app_id AND p.subject = e.subject AND p.status = 'pending' AND p.seq < e.seq
-       OFFSET 0)
-  RETURNING e.id
-)
-SELECT c.id, c.subject, c.payload, c.attempts, a.webhook_url AS url
-  FROM claimed c LEFT JOIN applications a ON a.id = c.app_id`;
-
-/**
- * Records a batch of attempts in one statement (one commit):
- * - one webhook_attempts row per attempt; a repeated statement (retried after a connection was lost at
- *   commit) adds none twice (the same event, attempt and start time);
- * - the event's outcome (delivered; failed for good; or pending with the next attempt due after its
- *   delay and a new generation), only while this attempt still holds the event (status pending, the lease
- *   taken, the attempt number unchanged): a worker whose lease ran out while another took the event over
- *   records its attempt but leaves the event to the other; a repeated statement changes nothing;
- * - for each event done for good, the next pending event of its subject is scheduled (the same snapshot
- *   still shows the finished events pending, hence `p.id <> d.id`).
- * Answers the jobs to add: the retries (delay_ms > 0) and the woken events (delay_ms 0).
- */
-const RECORD = `
-WITH input AS (
-  SELECT i.*, 'pending'::text AS pending FROM jsonb_to_recordset($1::jsonb)
-      AS i(id uuid, attempt int, url text, started_ms float8, duration_ms int, status_code int, outcome text,
-           error text, retry_delay_ms int)
-), done AS (
-  UPDATE webhook_events e
-     SET status = CASE WHEN i.outcome = 'delivered' THEN 'delivered'
-                       WHEN i.retry_delay_ms IS NULL THEN 'failed' ELSE 'pending' END,
-         delivered_at = CASE WHEN i.outcome = 'delivered' THEN now() END,
-         lease_until = NULL,
-         next_attempt_at = CASE WHEN i.outcome = 'failed' AND i.retry_delay_ms IS NOT NULL
-                                THEN now() + i.retry_delay_ms * interval '1 millisecond' END,
-         last_error = i.error,
-         generation = e.generation + CASE WHEN i.outcome = 'failed' AND i.retry_delay_ms IS NOT NULL
-                                          THEN 1 ELSE 0 END
-    FROM input i
-   WHERE e.id = i.id AND e.status = i.pending AND e.lease_until IS NOT NULL AND e.attempts = i.attempt
-  RETURNING e.id, e.app_id, e.subject, e.status, e.generation, i.retry_delay_ms
-), attempts AS (
-  INSERT INTO webhook_attempts (event_id, attempt, url, started_at, duration_ms, status_code, outcome, error)
-  SELECT i.id, i.attempt, i.url, to_timestamp(i.started_ms / 1000), i.duration_ms, i.status_code, i.outcome,
-         i.error
-    FROM input i
-   WHERE NOT EXISTS (
-     SELECT 1 FROM webhook_attempts a
-      WHERE a.event_id = i.id AND a.attempt = i.attempt AND a.started_at = to_timestamp(i.started_ms / 1000)
-     OFFSET 0)
-), woken AS (
-  UPDATE webhook_events n SET next_attempt_at = now(), generation = n.generation + 1
-    FROM (SELECT DISTINCT nx.id
-            FROM done d
-           CROSS JOIN LATERAL (
-             SELECT p.id FROM webhook_events p
-              WHERE p.app_id = d.app_id AND p.subject = d.subject AND p.status = 'pending' AND p.id <> d.id
-              ORDER BY p.seq LIMIT 1) nx
-           WHERE d.status <> 'pending' AND d.subject IS NOT NULL) w
-   WHERE n.id = w.id AND n.status = 'pending'
-     AND (n.lease_until IS NULL OR n.lease_until < now())
-     AND (n.next_attempt_at IS NULL OR n.next_attempt_at <= now())
-  RETURNING n.id, n.generation
-)
-SELECT id, generation, retry_delay_ms AS delay_ms FROM done WHERE status = 'pending'
-UNION ALL
-SELECT id, generation, 0 FROM woken`;
-
-/*
- * On plans: the outbox's statistics lag behind a burst (20,000 rows committed at once look like a few dozen
- * pending ones until autovacuum analyses the table), and the planner then prefers scanning every pending
- * row through idx_webhook_events_pending and hashing. The batches are meant to look rows up by primary key,
- * one probe per input row, whatever the table holds: hence `e.status = i.pending` (a value from the input,
- * which no partial index predicate can match) and `OFFSET 0` in the [NOT] EXISTS subqueries (each kept a
- * per-row probe, planned on its own, so on the index that matches it, rather than turned into a join).
- */
+const CLAIM = 'SELECT * FROM webhook_claim($1, $2)';
+const RECORD = 'SELECT * FROM webhook_record($1::jsonb)';
 
 /** Claim and record batches: how large, how many at once (each holds a pool connection while it runs). */
 const BATCH = { max: 500, concurrency: 2, gather: true };
+/** Fresh events per delivery job (the relay's batches). */
+const FRESH_BATCH = 50;
+/**
+ * Deliveries in flight per worker process, from claim to record, and POSTs among them (as many as the 200
+ * delivery jobs of one event each were). A claimed event waits for at most 800 POSTs ahead of it: 12.5 s at a
+ * receiver that answers in a second on its 64 connections, within its lease (WEBHOOK_TIMEOUT_MS + 20 s).
+ */
+const DELIVERIES_IN_FLIGHT = 1000;
+const POSTS_IN_FLIGHT = 200;
 /** A batch statement that fails (connection terminated, deadlock, failover) is tried again after these. */
 const BATCH_RETRY_DELAYS_MS = [50, 250, 1000];
 
@@ -175,6 +88,8 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
   private readonly leaseMs: number;
   private readonly claims: MicroBatcher<string, ClaimedEvent | undefined>;
   private readonly records: MicroBatcher<Attempt, DeliveryOutcome>;
+  private readonly deliveries = new Slots(DELIVERIES_IN_FLIGHT);
+  private readonly posts = new Slots(POSTS_IN_FLIGHT);
 
   constructor(
     @Inject(PG_POOL) private readonly pool: pg.Pool,
@@ -207,9 +122,33 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
     await this.sender.close();
   }
 
+  /**
+   * One event's delivery: claim (batched), sign and POST, record (batched). In this process at most
+   * `DELIVERIES_IN_FLIGHT` deliveries run at once, whatever the jobs that asked for them (a batch job asks for
+   * up to FRESH_BATCH), and at most `POSTS_IN_FLIGHT` of them POST: the claims and records of many jobs batch
+   * together, while a receiver gets no more requests queued for its connections than when each delivery was
+   * a job of its own (the deadline counts that wait).
+   */
   async deliver(eventId: string): Promise<DeliveryOutcome> {
-    const event = await this.claims.submit(eventId);
-    if (!event) return 'skipped';
+    await this.deliveries.acquire();
+    try {
+      const event = await this.claims.submit(eventId);
+      if (!event) return 'skipped';
+      await this.posts.acquire();
+      let attempt: Attempt;
+      try {
+        attempt = await this.attempt(event);
+      } finally {
+        this.posts.release();
+      }
+      return await this.records.submit(attempt);
+    } finally {
+      this.deliveries.release();
+    }
+  }
+
+  /** Signs and POSTs a claimed event: the attempt to record. */
+  private async attempt(event: ClaimedEvent): Promise<Attempt> {
     const startedAtMs = Date.now();
     let result: SendResult;
     if (!event.url) {
@@ -242,7 +181,7 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
         'webhook attempt failed',
       );
     }
-    return this.records.submit({
+    return {
       id: event.id,
       attempt: event.attempts,
       url: event.url,
@@ -252,7 +191,33 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
       delivered,
       error,
       retryDelayMs,
-    });
+    };
+  }
+
+  /** The events of one batch job, each delivered as its own job would be; counts of each outcome. */
+  async deliverAll(eventIds: readonly string[]): Promise<Partial<Record<DeliveryOutcome, number>>> {
+    const outcomes = await Promise.all(eventIds.map((id) => this.deliver(id)));
+    const counts: Partial<Record<DeliveryOutcome, number>> = {};
+    for (const outcome of outcomes) counts[outcome] = (counts[outcome] ?? 0) + 1;
+    return counts;
+  }
+
+  /**
+   * Fresh events, as the relay gets their notices: one job per `WEBHOOK_RELAY_BATCH` of them (job id
+   * `<first event id>.<its generation>+<count>`, so a relay repeating the same notices adds nothing).
+   */
+  async enqueueFresh(events: readonly { eventId: string; generation: number }[]): Promise<void> {
+    if (events.length === 0) return;
+    const jobs = [];
+    for (let start = 0; start < events.length; start += FRESH_BATCH) {
+      const batch = events.slice(start, start + FRESH_BATCH);
+      jobs.push({
+        name: JOBS.deliverWebhooks,
+        data: { events: batch.map((event) => event.eventId) },
+        opts: { jobId: `${deliveryJobId(batch[0].eventId, batch[0].generation)}+${batch.length}` },
+      });
+    }
+    await this.queues.queue(QUEUES.webhooks).addBulk(jobs);
   }
 
   /** Delay before attempt `attempts + 1`: the configured schedule with ±10 % jitter, at least Retry-After. */
@@ -317,8 +282,8 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
   }
 
   /**
-   * A batch statement, tried again a few times (see CLAIM and RECORD for why that is safe), as a prepared
-   * statement on the TypeORM pool's connections (parsed and planned once per connection).
+   * A batch call, tried again a few times (webhook_claim.sql and webhook_record.sql say why that is safe), as
+   * a named statement on the pool's connections (parsed once per connection).
    */
   private async batchQuery<T>(what: 'claim' | 'record', sql: string, parameters: unknown[]): Promise<T[]> {
     for (let attempt = 0; ; attempt++) {

@@ -17,15 +17,17 @@ import { deliveryJobId, WEBHOOK_NOTIFY_CHANNEL } from './webhook-events.js';
  */
 const LIVE_STATES = new Set(['waiting', 'delayed', 'prioritized', 'waiting-children']);
 
-/** At most this many jobs per addBulk (one Redis pipeline, or one PostgreSQL transaction). */
+/** At most this many events per addBulk (20 batch jobs: one Redis pipeline, or one PostgreSQL transaction). */
 const RELAY_BATCH = 1000;
 
 /**
  * Moves committed outbox events into the queue (worker side only):
  * - the relay LISTENs for the outbox trigger's NOTIFY (sent on commit only)
- *   and enqueues a delivery job whose id is `<eventId>.<generation>`, so
- *   every worker may relay the same notice and the queue holds one job (the
- *   notices of one turn of the event loop go in one addBulk);
+ *   and enqueues the notices of one turn of the event loop as batch jobs of
+ *   up to 50 events (one addBulk; job id `<first event id>.<generation>+<n>`,
+ *   so workers relaying the same notices alike add one job). A notice two
+ *   workers batch differently is claimed by one of them: the other's
+ *   delivery of it skips (docs/decisions/0036-webhook-batch-jobs.md);
  * - the sweeper, on a timer that needs neither Redis nor the relay, finds
  *   pending events whose job the queue lost (Redis flushed or down when they
  *   were written, relay disconnected, worker killed) and enqueues them again.
@@ -152,7 +154,7 @@ export class WebhookRelay implements OnApplicationBootstrap, OnApplicationShutdo
     this.notices = [];
     for (let start = 0; start < notices.length; start += RELAY_BATCH) {
       const jobs = notices.slice(start, start + RELAY_BATCH);
-      this.delivery.enqueueMany(jobs).catch((error: unknown) =>
+      this.delivery.enqueueFresh(jobs).catch((error: unknown) =>
         // The events stay pending in the database; the sweeper enqueues them once the queue answers.
         this.logger.warn(
           { err: error, events: jobs.length, firstEventId: jobs[0].eventId },

@@ -13,7 +13,8 @@ import { WebhookEventEntity } from './webhook-event.entity.js';
 /** One delivery attempt: when, where, how long, what came back. */
 @Entity({ name: 'webhook_attempts' })
 @Check('CHK_webhook_attempts_outcome', `"outcome" IN ('delivered', 'failed')`)
-@Index('idx_webhook_attempts_event', ['eventId', 'attempt'])
+/** One row per attempt: a record statement repeated after a lost commit adds none (ON CONFLICT on this index). */
+@Index('UQ_webhook_attempts_event_attempt_start', ['eventId', 'attempt', 'startedAt'], { unique: true })
 export class WebhookAttemptEntity {
   @PrimaryGeneratedColumn('increment', { type: 'bigint', primaryKeyConstraintName: 'PK_webhook_attempts' })
   id: string;
