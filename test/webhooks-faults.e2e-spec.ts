@@ -214,6 +214,62 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
     expect(await stop(second, 'SIGTERM')).toEqual({ code: 0, signal: null });
   }, 120_000);
 
+  it('stops a worker during a burst once its started POSTs end; what it had not sent goes out from the next one, each once', async () => {
+    const t = await startTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ...isolatedRedisEnv(15) } });
+    apps.push(t);
+    const receiver = await receiverFor(() => ({ status: 200, delayMs: 300 }));
+    const { appId } = await registerClient(t.app, 'stopping');
+    await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
+    const workerEnv = childEnv({
+      ...FAST,
+      ...isolatedRedisEnv(15),
+      DATABASE_URL: t.databaseUrl,
+      DATA_DIR: t.dataDir,
+      LOG_LEVEL: 'info',
+    });
+    const first = start(process.execPath, [WORKER_JS], workerEnv);
+    await waitForOutput(first, '"msg":"worker running"');
+
+    // 1,500 events in one transaction: 30 batch jobs; the worker claims 1,000 of them (its bound) and POSTs
+    // 200 at a time to a receiver that answers each after 300 ms on 64 connections.
+    const webhooks = t.app.get(WebhooksService);
+    const ids = await t.dataSource.transaction(async (manager) => {
+      const emitted: string[] = [];
+      for (let n = 0; n < 1500; n++) {
+        emitted.push(
+          await webhooks.emit(manager, {
+            appId,
+            event: WEBHOOK_EVENTS.test,
+            data: { message: `burst ${n}` },
+          }),
+        );
+      }
+      return emitted;
+    });
+    await pollUntil('the first answers', () => receiver.acknowledged().length >= 64, 30_000);
+    expect(await stop(first, 'SIGTERM')).toEqual({ code: 0, signal: null });
+
+    // It ended with what it had started: most of the burst is still pending, none of it leased, and no event
+    // counts an attempt it did not make (a claim given back undid its attempt number).
+    const [left] = (await t.dataSource.query(
+      `SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending,
+              count(*) FILTER (WHERE lease_until IS NOT NULL)::int AS leased,
+              count(*) FILTER (WHERE attempts <> (SELECT count(*) FROM webhook_attempts a WHERE a.event_id = e.id))::int
+                AS phantom
+         FROM webhook_events e WHERE id = ANY($1)`,
+      [ids],
+    )) as { pending: number; leased: number; phantom: number }[];
+    expect(left.pending).toBeGreaterThan(500);
+    expect(left.leased).toBe(0);
+    expect(left.phantom).toBe(0);
+
+    const second = start(process.execPath, [WORKER_JS], workerEnv);
+    await waitForOutput(second, '"msg":"worker running"');
+    await pollUntil('all 1,500 events acknowledged', allAcknowledged(receiver, ids), 90_000);
+    await expectAllDeliveredOnce(t, receiver, ids);
+    expect(await stop(second, 'SIGTERM')).toEqual({ code: 0, signal: null });
+  }, 150_000);
+
   /**
    * The queue loses jobs it holds (flushed Redis, deleted jobs): three events are in flight at a slow
    * receiver and seven wait in the paused queue when every job is deleted. The sweeper enqueues

@@ -1,4 +1,4 @@
-import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import type pg from 'pg';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
@@ -81,7 +81,7 @@ const BATCH_RETRY_DELAYS_MS = [50, 250, 1000];
  *   with the same Webhook-Id); then the retries and the next events of finished subjects are enqueued.
  */
 @Injectable()
-export class WebhookDeliveryService implements OnApplicationShutdown {
+export class WebhookDeliveryService implements BeforeApplicationShutdown, OnApplicationShutdown {
   private readonly sender: WebhookSender;
   private readonly signer = new WebhookSigner();
   readonly maxAttempts: number;
@@ -89,6 +89,8 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
   private readonly claims: MicroBatcher<string, ClaimedEvent | undefined>;
   private readonly records: MicroBatcher<Attempt, DeliveryOutcome>;
   private readonly deliveries = new Slots(DELIVERIES_IN_FLIGHT);
+  /** Set once the worker stops: deliveries not yet POSTing end (see deliver). */
+  private stopping = false;
   private readonly posts = new Slots(POSTS_IN_FLIGHT);
 
   constructor(
@@ -117,6 +119,11 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
    * The consumers stop first (they wait for the jobs they run, whose POSTs need the connection pool),
    * then the pool closes.
    */
+  /** Before any consumer closes (they wait for their jobs): deliveries not yet POSTing end now. */
+  beforeApplicationShutdown(): void {
+    this.stopping = true;
+  }
+
   async onApplicationShutdown(): Promise<void> {
     await this.queues.closeWorkers();
     await this.sender.close();
@@ -128,15 +135,24 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
    * up to FRESH_BATCH), and at most `POSTS_IN_FLIGHT` of them POST: the claims and records of many jobs batch
    * together, while a receiver gets no more requests queued for its connections than when each delivery was
    * a job of its own (the deadline counts that wait).
+   *
+   * Once the worker is stopping, only the POSTs already started finish (as when each delivery was a job): an
+   * event not yet claimed is skipped, and one claimed but not yet sent is given back (its lease and attempt
+   * number undone). Either stays pending, and the sweeper of a running worker enqueues it again.
    */
   async deliver(eventId: string): Promise<DeliveryOutcome> {
     await this.deliveries.acquire();
     try {
+      if (this.stopping) return 'skipped';
       const event = await this.claims.submit(eventId);
       if (!event) return 'skipped';
       await this.posts.acquire();
       let attempt: Attempt;
       try {
+        if (this.stopping) {
+          await this.giveBack(event);
+          return 'skipped';
+        }
         attempt = await this.attempt(event);
       } finally {
         this.posts.release();
@@ -145,6 +161,18 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
     } finally {
       this.deliveries.release();
     }
+  }
+
+  /**
+   * Undoes a claim whose POST never started: no lease, the attempt number as it was, due now. Fenced on the
+   * attempt number, like the record: a claim taken over meanwhile is left alone.
+   */
+  private async giveBack(event: ClaimedEvent): Promise<void> {
+    await this.pool.query(
+      `UPDATE webhook_events SET lease_until = NULL, attempts = attempts - 1, next_attempt_at = now()
+        WHERE id = $1 AND status = 'pending' AND attempts = $2 AND lease_until IS NOT NULL`,
+      [event.id, event.attempts],
+    );
   }
 
   /** Signs and POSTs a claimed event: the attempt to record. */
@@ -196,9 +224,13 @@ export class WebhookDeliveryService implements OnApplicationShutdown {
 
   /** The events of one batch job, each delivered as its own job would be; counts of each outcome. */
   async deliverAll(eventIds: readonly string[]): Promise<Partial<Record<DeliveryOutcome, number>>> {
-    const outcomes = await Promise.all(eventIds.map((id) => this.deliver(id)));
+    // Every delivery ends before the job does (a failed one fails the job, whose events stay pending).
+    const settled = await Promise.allSettled(eventIds.map((id) => this.deliver(id)));
     const counts: Partial<Record<DeliveryOutcome, number>> = {};
-    for (const outcome of outcomes) counts[outcome] = (counts[outcome] ?? 0) + 1;
+    for (const one of settled) {
+      if (one.status === 'rejected') throw one.reason;
+      counts[one.value] = (counts[one.value] ?? 0) + 1;
+    }
     return counts;
   }
 
