@@ -9,6 +9,7 @@
 import { performance } from 'node:perf_hooks';
 import { Queue, Worker, createPostgresBackend } from 'bullmq';
 import { Redis } from 'ioredis';
+import { percentile } from './lib/report.mjs';
 
 const backend = process.env.BACKEND ?? 'redis';
 const url = process.env.URL;
@@ -111,7 +112,6 @@ await queue.close();
 for (const connection of redisConnections) connection.disconnect();
 
 latencies.sort((a, b) => a - b);
-const pct = (p) => latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)];
 console.log(
   JSON.stringify({
     backend,
@@ -121,8 +121,8 @@ console.log(
     drainJobsPerSec: jobs / measured.seconds,
     failed: measured.failed,
     latencySamples: latencies.length,
-    latencyP50Ms: pct(50),
-    latencyP99Ms: pct(99),
+    latencyP50Ms: percentile(latencies, 50),
+    latencyP99Ms: percentile(latencies, 99),
     latencyMeanMs: latencies.reduce((a, b) => a + b, 0) / latencies.length,
   }),
 );

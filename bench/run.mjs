@@ -22,7 +22,7 @@ import {
   stopChild,
   tail,
 } from './lib/procs.mjs';
-import { GOALS, fmt, goalsTable, judge, medianOf, table } from './lib/report.mjs';
+import { GOALS, fmt, goalsTable, judge, medianOf, percentile, table } from './lib/report.mjs';
 import { accessToken, createFundedAccounts, newKeyPair, transferBody } from './lib/service.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -887,7 +887,6 @@ async function main() {
       await sleep(10); // let the worker record the delivery: the next event starts at idle
     }
     latencies.sort((a, b) => a - b);
-    const pct = (p) => latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)];
 
     // Throughput: count events committed at once, timed until the receiver has acknowledged all of them.
     await sleep(500);
@@ -926,8 +925,8 @@ async function main() {
       deliveredPerSec: count / seconds,
       duplicates: state.requests - state.unique,
       latencySamples: latencies.length,
-      latencyP50Ms: pct(50),
-      latencyP99Ms: pct(99),
+      latencyP50Ms: percentile(latencies, 50),
+      latencyP99Ms: percentile(latencies, 99),
       latencyMeanMs: latencies.reduce((a, b) => a + b, 0) / latencies.length,
       workerCpuUsPerEvent: cpuUs / count,
       workerRssMiB: rssMiB(worker.pid),
@@ -1101,12 +1100,11 @@ function latencyOf(times) {
   if (times.length === 0)
     return { meanMs: Number.NaN, p50Ms: Number.NaN, p99Ms: Number.NaN, maxMs: Number.NaN };
   const sorted = Float64Array.from(times).sort();
-  const at = (q) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
   const round = (ms) => Math.round(ms * 1000) / 1000;
   return {
     meanMs: round(sorted.reduce((sum, ms) => sum + ms, 0) / sorted.length),
-    p50Ms: round(at(0.5)),
-    p99Ms: round(at(0.99)),
+    p50Ms: round(percentile(sorted, 50)),
+    p99Ms: round(percentile(sorted, 99)),
     maxMs: round(sorted[sorted.length - 1]),
   };
 }

@@ -395,16 +395,13 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
     expect(attempts.length).toBeLessThanOrEqual(receiver.requests.length);
     // The relay queued the burst as batch jobs of at most 50 events (not a job per event); each batch job
     // completed once every one of its events had its outcome recorded.
+    const eventsOf = (job: { data: unknown }) => (job.data as { events: string[] }).events;
     const batches = (
       await t.app.get(QueueFactory).queue(QUEUES.webhooks).getJobs(['completed', 'active', 'wait'])
-    ).filter(
-      (job) =>
-        job.name === JOBS.deliverWebhooks &&
-        (job.data as { events: string[] }).events.some((id) => ids.includes(id)),
-    );
-    const batched = batches.flatMap((job) => (job.data as { events: string[] }).events);
+    ).filter((job) => job.name === JOBS.deliverWebhooks && eventsOf(job).some((id) => ids.includes(id)));
+    const batched = batches.flatMap(eventsOf);
     expect(new Set(batched)).toEqual(new Set(ids));
-    expect(batches.every((job) => (job.data as { events: string[] }).events.length <= 50)).toBe(true);
+    expect(batches.every((job) => eventsOf(job).length <= 50)).toBe(true);
     expect(batches.length).toBeLessThan(ids.length / 10);
   }, 90_000);
 

@@ -21,6 +21,11 @@ export const GOALS = {
   rssGrowth: ['max', 0.05, 0.02, 'API RSS growth between two identical load rounds'],
 };
 
+/** The nearest-rank percentile `p` (0–100) of numbers sorted in ascending order. */
+export function percentile(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
 export function median(values) {
   const sorted = values.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((a, b) => a - b);
   if (sorted.length === 0) return null;

@@ -89,9 +89,9 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
   private readonly claims: MicroBatcher<string, ClaimedEvent | undefined>;
   private readonly records: MicroBatcher<Attempt, DeliveryOutcome>;
   private readonly deliveries = new Slots(DELIVERIES_IN_FLIGHT);
+  private readonly posts = new Slots(POSTS_IN_FLIGHT);
   /** Set once the worker stops: deliveries not yet POSTing end (see deliver). */
   private stopping = false;
-  private readonly posts = new Slots(POSTS_IN_FLIGHT);
 
   constructor(
     @Inject(PG_POOL) private readonly pool: pg.Pool,
@@ -115,15 +115,15 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
     });
   }
 
-  /**
-   * The consumers stop first (they wait for the jobs they run, whose POSTs need the connection pool),
-   * then the pool closes.
-   */
   /** Before any consumer closes (they wait for their jobs): deliveries not yet POSTing end now. */
   beforeApplicationShutdown(): void {
     this.stopping = true;
   }
 
+  /**
+   * The consumers stop first (they wait for the jobs they run, whose POSTs need the connection pool),
+   * then the pool closes.
+   */
   async onApplicationShutdown(): Promise<void> {
     await this.queues.closeWorkers();
     await this.sender.close();
@@ -235,7 +235,7 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
   }
 
   /**
-   * Fresh events, as the relay gets their notices: one job per `WEBHOOK_RELAY_BATCH` of them (job id
+   * Fresh events, as the relay gets their notices: one job per `FRESH_BATCH` of them (job id
    * `<first event id>.<its generation>+<count>`, so a relay repeating the same notices adds nothing).
    */
   async enqueueFresh(events: readonly { eventId: string; generation: number }[]): Promise<void> {
