@@ -1,6 +1,18 @@
 import { Writable } from 'node:stream';
+import pg from 'pg';
 import pino from 'pino';
-import { REDACTED_PATHS } from './logging.js';
+import { LOG_SERIALIZERS, REDACTED_PATHS } from './logging.js';
+
+function sink(): { lines: string[]; stream: Writable } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  return { lines, stream };
+}
 
 describe('log redaction', () => {
   it('never writes credentials', () => {
@@ -39,5 +51,57 @@ describe('log redaction', () => {
     }
     expect(output).not.toContain('"d":"private"');
     expect(output).toContain('[redacted]');
+  });
+});
+
+describe('error fields', () => {
+  it("write an error's own scalar fields and causes, never the objects hung on it", () => {
+    const { lines, stream } = sink();
+    const logger = pino({ serializers: LOG_SERIALIZERS }, stream);
+    // What pg-pool emits when PostgreSQL ends an idle connection (57P01): the error carries the pg client.
+    const client = new pg.Client({
+      connectionString: 'postgres://wallet:s3cret-pass@db.internal:5432/wallet',
+    });
+    const error = Object.assign(new Error('terminating connection due to administrator command'), {
+      code: '57P01',
+      severity: 'FATAL',
+      detail: 'Key (email)=(juana@example.com) already exists.',
+      client,
+      cause: Object.assign(new Error('socket closed'), {
+        errno: -104,
+        socket: { remoteAddress: '10.0.0.9' },
+      }),
+    });
+    logger.warn({ queue: 'events', err: error }, 'queue connection error');
+
+    const line = JSON.parse(lines.join('')) as { err: Record<string, unknown>; queue: string };
+    expect(line.queue).toBe('events');
+    expect(line.err).toMatchObject({
+      type: 'Error',
+      // pino folds the cause's message and stack into the error's own.
+      message: 'terminating connection due to administrator command: socket closed',
+      code: '57P01',
+      severity: 'FATAL',
+    });
+    expect(line.err.stack).toContain('terminating connection');
+    expect(Object.keys(line.err).sort()).toEqual(['code', 'message', 'severity', 'stack', 'type']);
+    const output = lines.join('');
+    for (const leaked of [
+      'db.internal',
+      's3cret-pass',
+      'juana@example.com',
+      '10.0.0.9',
+      'processID',
+      'secretKey',
+    ]) {
+      expect(output).not.toContain(leaked);
+    }
+  });
+
+  it('leave a value that is not an error as it is', () => {
+    const { lines, stream } = sink();
+    const logger = pino({ serializers: LOG_SERIALIZERS }, stream);
+    logger.warn({ err: 'a plain reason' }, 'failed');
+    expect(JSON.parse(lines.join('')).err).toBe('a plain reason');
   });
 });

@@ -20,6 +20,41 @@ export const REDACTED_PATHS = [
   '*.privateJwk',
 ];
 
+/** Error fields kept out of logs: a PostgreSQL error's `detail` quotes the row's values (`Key (email)=(…)`). */
+const UNLOGGED_ERROR_FIELDS = new Set(['detail']);
+
+/**
+ * An error as a log field (pino's `err`): what pino's own serializer writes (type, message, stack, and the
+ * error's own enumerable fields; the causes' messages and stacks folded into its own), keeping only the fields
+ * whose values are strings, numbers or booleans (an AggregateError's errors the same way). Objects that
+ * libraries hang on errors never reach the log: a pg client (its connection parameters, backend process id
+ * and cancel key), a socket, an HTTP request with its headers.
+ */
+export function errorField(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  return scalarFields(pino.stdSerializers.err(error) as unknown as Record<string, unknown>, true);
+}
+
+function scalarFields(serialized: Record<string, unknown>, top: boolean): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(serialized)) {
+    if (UNLOGGED_ERROR_FIELDS.has(name)) continue;
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+      kept[name] = value;
+    } else if (name === 'aggregateErrors' && Array.isArray(value) && top) {
+      kept[name] = value
+        .slice(0, 10)
+        .map((one: unknown) =>
+          one && typeof one === 'object' ? scalarFields(one as Record<string, unknown>, false) : one,
+        );
+    }
+  }
+  return kept;
+}
+
+/** The serializers of every logger of the service. */
+export const LOG_SERIALIZERS = { err: errorField };
+
 /** A request id per request: the caller's X-Request-Id when well-formed, else a new uuid; echoed back. */
 export function requestId(request: IncomingMessage, response: ServerResponse): string {
   const incoming = request.headers['x-request-id'];
@@ -29,13 +64,18 @@ export function requestId(request: IncomingMessage, response: ServerResponse): s
 }
 
 /**
- * The process's root logger: JSON lines at `LOG_LEVEL`, credentials redacted, errors under `err` (pino's own
- * serializer). No request or response serializers: the access line writes the fields it means (decision 0016).
+ * The process's root logger: JSON lines at `LOG_LEVEL`, credentials redacted, errors under `err` (errorField).
+ * No request or response serializers: the access line writes the fields it means (decision 0016).
  * The CLI keeps stdout for its JSON answers, so its logs go to stderr.
  */
 export function rootLogger(config: AppConfig, base: Record<string, string | number>): Logger {
   return pino(
-    { level: config.logLevel, base, redact: { paths: REDACTED_PATHS, censor: '[redacted]' } },
+    {
+      level: config.logLevel,
+      base,
+      serializers: LOG_SERIALIZERS,
+      redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    },
     base.role === 'cli' ? pino.destination(2) : pino.destination(1),
   );
 }
