@@ -17,6 +17,7 @@ import {
   onCleanup,
   rssMiB,
   run,
+  schedulerWatch,
   serverCpuMicros,
   startProcess,
   stopChild,
@@ -651,8 +652,11 @@ async function main() {
     if (S.warmupS > 0) await attempt(S.warmupS);
     const cpuBefore = cpuOf();
     const pgCpuBefore = serverCpuMicros(pgHandle.pid);
+    // The event loops that serve: the API processes of API_PROCESSES=N, else the one process.
+    const scheduler = schedulerWatch(pids.length > 1 ? pids.slice(1) : pids);
     times = [];
     const result = await attempt(S.durationS);
+    const sched = scheduler();
     const cpuUs = cpuOf() - cpuBefore;
     const pgCpuUs = serverCpuMicros(pgHandle.pid) - pgCpuBefore;
     const ok = result['2xx'];
@@ -667,6 +671,9 @@ async function main() {
       cpuUsPerRequest: ok > 0 ? cpuUs / ok : null,
       // Every process of the PostgreSQL server (backends, WAL writer, checkpointer…) over the measured part.
       pgCpuUsPerRequest: ok > 0 ? pgCpuUs / ok : null,
+      // Shares of the measured part's wall time: the API's event loop on a CPU, and runnable but waiting for
+      // one (every process of the machine shares its cores); the machine's idle share.
+      ...sched,
     };
   }
 
@@ -894,8 +901,10 @@ async function main() {
     await admin.query('CHECKPOINT');
     say(`webhooks on ${backend}: ${count} events…`);
     const cpuBefore = cpuMicros(worker.pid);
+    const scheduler = schedulerWatch([worker.pid]);
     const { ids, committedAt } = await emit(count);
     const state = await waitReceived(count, Math.max(180_000, count * 20));
+    const sched = scheduler();
     const cpuUs = cpuMicros(worker.pid) - cpuBefore;
     const seconds = (state.lastAt - committedAt) / 1000;
     // Every one of them recorded as delivered, none failed, no attempt refused.
@@ -929,6 +938,8 @@ async function main() {
       latencyP99Ms: percentile(latencies, 99),
       latencyMeanMs: latencies.reduce((a, b) => a + b, 0) / latencies.length,
       workerCpuUsPerEvent: cpuUs / count,
+      // The worker's event loop on a CPU and waiting for one, and the machine's idle share, over the burst.
+      ...sched,
       workerRssMiB: rssMiB(worker.pid),
     };
     say(
@@ -987,6 +998,12 @@ async function main() {
     lines.push(goalsTable(result.ratios));
     lines.push('');
     const row = (what, value, unit = '', digits = 0) => [what, `${fmt(value, digits)} ${unit}`.trim()];
+    const percent = (share) => fmt(typeof share === 'number' ? 100 * share : undefined, 0);
+    // An event loop's shares of the measured wall time, and the machine's idle share beside them.
+    const shares = (what, phase) => [
+      what,
+      `${percent(phase?.loopOnCpu)} % / ${percent(phase?.loopWaitingForCpu)} % (machine idle ${percent(phase?.machineIdle)} %)`,
+    ];
     const u = r.round1 ?? {};
     lines.push(
       table([
@@ -1033,8 +1050,11 @@ async function main() {
           '(3 updates, 1 insert)',
         ),
         row('API CPU per ping', u.ping?.cpuUsPerRequest, 'µs'),
+        shares('API event loop on a CPU / waiting for one (transfers uniform)', u.transfersUniform),
+        shares('API event loop on a CPU / waiting for one (transfer, 1 connection)', u.transfersC1),
         row('webhooks delivered (Redis)', r.webhooksRedis?.deliveredPerSec, '/s'),
         row('raw BullMQ drain (Redis)', r.rawBullmqRedis?.drainJobsPerSec, 'jobs/s'),
+        shares('worker event loop on a CPU / waiting for one (webhook burst, Redis)', r.webhooksRedis),
         row('webhook commit→receiver p99 (Redis)', r.webhooksRedis?.latencyP99Ms, 'ms', 2),
         row('raw BullMQ add→completed p99 (Redis)', r.rawBullmqRedis?.latencyP99Ms, 'ms', 2),
         row('webhooks delivered (PG queue)', r.webhooksPostgres?.deliveredPerSec, '/s'),

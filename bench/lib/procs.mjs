@@ -165,6 +165,47 @@ export function cpuMicros(pid) {
   return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLK_TCK;
 }
 
+/**
+ * What the scheduler says of a process's main thread (a Node process's event loop): nanoseconds on a CPU and
+ * nanoseconds runnable but waiting for one (/proc/PID/schedstat).
+ */
+export function schedNanos(pid) {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/schedstat`, 'utf8').trim().split(/\s+/).map(Number);
+    return { run, wait };
+  } catch {
+    return { run: Number.NaN, wait: Number.NaN }; // a kernel without schedstats: the shares read NaN
+  }
+}
+
+/** The machine's CPU time so far, in clock ticks (/proc/stat): idle (idle + iowait) and the total. */
+export function machineTicks() {
+  const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return { idle: cpu[3] + cpu[4], total: cpu.slice(0, 8).reduce((sum, one) => sum + one, 0) };
+}
+
+/**
+ * Over a measured part: the share of its wall time the event loops of `pids` were on a CPU and were waiting
+ * for one (each process's main thread, averaged over the processes), and the machine's idle share. Start it
+ * before, call the function it returns after.
+ */
+export function schedulerWatch(pids) {
+  const started = process.hrtime.bigint();
+  const before = pids.map(schedNanos);
+  const machine = machineTicks();
+  return () => {
+    const wallNs = Number(process.hrtime.bigint() - started) * pids.length;
+    const after = pids.map(schedNanos);
+    const now = machineTicks();
+    const sum = (key) => after.reduce((total, one, n) => total + one[key] - before[n][key], 0);
+    return {
+      loopOnCpu: sum('run') / wallNs,
+      loopWaitingForCpu: sum('wait') / wallNs,
+      machineIdle: (now.idle - machine.idle) / (now.total - machine.total),
+    };
+  };
+}
+
 /** utime + stime (µs) of the postmaster and every process it forked (backends, WAL writer, checkpointer…). */
 export function serverCpuMicros(postmasterPid) {
   let total = 0;
