@@ -91,6 +91,15 @@ describe('a standard client (oauth4webapi) over HTTP on 127.0.0.1', () => {
     expect(jwks.keys.length).toBeGreaterThan(0);
   });
 
+  it("is discovered at RFC 8414's own address, the well-known suffix before the issuer's path (algorithm oauth2)", async () => {
+    const issuer = new URL(base);
+    const response = await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure });
+    expect(new URL(response.url).pathname).toBe('/.well-known/oauth-authorization-server/v1');
+    expect(response.status).toBe(200);
+    expect(response.headers.get('cache-control')).toBe('public, max-age=300');
+    expect(await oauth.processDiscoveryResponse(issuer, response)).toStrictEqual(as);
+  });
+
   it('gets a token with private_key_jwt (ES256, the registered key, its defaults) and calls a CC route with it', async () => {
     // oauth4webapi's own assertion: aud = the issuer (draft-ietf-oauth-rfc7523bis), accepted (decision 0024).
     const auth = oauth.PrivateKeyJwt({ key: await cryptoKey(client), kid: client.keyId });
@@ -436,6 +445,29 @@ describe('the RFC 6749 form at both token routes', () => {
       token_endpoint: `${TEST_BASE_URL}oauth/token`,
       jwks_uri: `${TEST_BASE_URL}.well-known/jwks.json`,
     });
+  });
+
+  it("answers RFC 8414's own address (query kept) as the prefixed route, and only that address outside the prefix", async () => {
+    const prefixed = await request(t.http).get('/v1/.well-known/oauth-authorization-server');
+    const rootForm = await request(t.http).get('/.well-known/oauth-authorization-server/v1?x=1');
+    expect(rootForm.status).toBe(200);
+    expect(rootForm.body).toStrictEqual(prefixed.body);
+    expect(rootForm.headers['cache-control']).toBe('public, max-age=300');
+    expect(rootForm.headers['x-request-id']).toEqual(expect.any(String));
+    for (const path of [
+      '/.well-known/oauth-authorization-server',
+      '/.well-known/oauth-authorization-server/v1/',
+      '/.well-known/oauth-authorization-server/v2',
+      '/.well-known/jwks.json',
+      '/.well-known/openid-configuration/v1',
+    ]) {
+      const response = await request(t.http).get(path);
+      expect({ path, status: response.status, body: response.body as unknown }).toStrictEqual({
+        path,
+        status: 404,
+        body: { name: 'NotFoundError', message: 'Resource not found', detail: { item: path } },
+      });
+    }
   });
 });
 

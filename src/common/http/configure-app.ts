@@ -58,8 +58,19 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): ()
   );
   // Nest's own not-found handler lives under the prefix: answer everything else here, in the same body.
   const prefix = `/${config.routePrefix}`;
+  // RFC 8414 §3.1: the metadata of an issuer with a path (`{base_url}` ends in `/v1/`) is at the well-known
+  // suffix put before that path, where standard clients look for it (oauth4webapi's `algorithm: 'oauth2'`);
+  // it is the prefixed route's answer (decision 0024).
+  const metadataPath = `${prefix}/.well-known/oauth-authorization-server`;
+  const rootFormMetadataPath = `/.well-known/oauth-authorization-server${prefix}`;
   app.use((request: IncomingMessage & { path: string }, response: ServerResponse, next: () => void) => {
     if (request.path === prefix || request.path.startsWith(`${prefix}/`)) return next();
+    if (request.path === rootFormMetadataPath) {
+      const url = request.url ?? '';
+      const query = url.indexOf('?');
+      request.url = query === -1 ? metadataPath : metadataPath + url.slice(query);
+      return next();
+    }
     response.statusCode = 404;
     response.setHeader('Content-Type', 'application/json; charset=utf-8');
     response.end(
