@@ -1011,6 +1011,23 @@ describe('audit trail', () => {
       const future = new Date(Date.now() + 3_600_000).toISOString();
       expect((await get({ resource: user, from: future })).body).toEqual([]);
       expect(((await get({ resource: user, to: future })).body as unknown[]).length).toBe(4);
+      // To the microsecond, in any offset: from a record's own instant (inclusive) it comes first; to it
+      // (exclusive), only the records before it.
+      const rows = (await t.dataSource.query(
+        `SELECT id::text AS id, at = lag(at) OVER (ORDER BY at, id) AS same,
+                to_char((at AT TIME ZONE 'UTC') - interval '3 hours', 'YYYY-MM-DD"T"HH24:MI:SS.US') || '-03:00' AS local
+           FROM audit_records WHERE app_id = $1 AND resource_id = $2 ORDER BY at, id`,
+        [app.appId, user],
+      )) as { id: string; same: boolean | null; local: string }[];
+      const n = rows.findIndex((row) => row.same === false);
+      expect(n).toBeGreaterThan(0);
+      const ids = (body: unknown) => (body as { id: string }[]).map((record) => record.id);
+      expect(ids((await get({ resource: user, from: rows[n].local })).body)).toEqual(
+        rows.slice(n).map((row) => row.id),
+      );
+      expect(ids((await get({ resource: user, to: rows[n].local })).body)).toEqual(
+        rows.slice(0, n).map((row) => row.id),
+      );
 
       // A user token is refused (client credentials only).
       const userToken = bearer(await subjectToken(app, user));
@@ -1021,6 +1038,9 @@ describe('audit trail', () => {
       for (const [query, path] of [
         [{ from: 'yesterday' }, 'from'],
         [{ to: '2026-13-45T00:00:00Z' }, 'to'],
+        // RFC 3339 only, as a statement's period: no offset would mean the server's time zone.
+        [{ from: '2026-11-25T10:00:00' }, 'from'],
+        [{ to: '2026-11-25' }, 'to'],
         [{ after: 'not-a-cursor' }, 'after'],
       ] as const) {
         const response = await request(t.http).get('/v1/audit').query(query).set('Authorization', client());

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ValidationFailedError } from '#common/errors/domain-errors.js';
+import { parseInstant } from '#common/http/instant.js';
 import {
   decodeMicrosecondCursor,
   DEFAULT_PAGE_SIZE,
@@ -43,14 +44,6 @@ const COLUMNS = `id::text AS id, at, app_id, principal_type, principal, action, 
 const encode = (row: AuditRow) => encodeMicrosecondCursor(row.at_us, row.id);
 const RECORD_ID = /^\d{1,19}$/;
 
-function instant(value: string | undefined, param: string): Date | undefined {
-  if (value === undefined) return undefined;
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime()))
-    throw ValidationFailedError.single(param, 'invalid', `${param} is not a date`);
-  return date;
-}
-
 /**
  * The audit trail's reading side (docs/decisions/0032-audit-trail.md), and `record` for a change that is not in
  * the database (a signing key's file). Records are written by `auditAppend` in the changing transaction.
@@ -71,8 +64,8 @@ export class AuditService {
         'after and cursor name the same position; give one',
       );
     }
-    const from = instant(query.from, 'from');
-    const to = instant(query.to, 'to');
+    const from = query.from === undefined ? undefined : parseInstant(query.from, 'from');
+    const to = query.to === undefined ? undefined : parseInstant(query.to, 'to');
     const cursor = query.after ?? query.cursor;
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     const params: unknown[] = [limit + 1];

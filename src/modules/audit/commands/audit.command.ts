@@ -34,12 +34,15 @@ export class AuditListCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ flags: '--from <time>', description: 'ISO 8601: at or after this time' })
+  @Option({
+    flags: '--from <time>',
+    description: 'RFC 3339 (e.g. 2026-11-25T00:00:00-03:00): at or after this time',
+  })
   parseFrom(value: string): string {
     return value;
   }
 
-  @Option({ flags: '--to <time>', description: 'ISO 8601: before this time' })
+  @Option({ flags: '--to <time>', description: 'RFC 3339: before this time' })
   parseTo(value: string): string {
     return value;
   }

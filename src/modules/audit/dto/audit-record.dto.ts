@@ -1,5 +1,5 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsISO8601, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsOptional, IsString, MaxLength } from 'class-validator';
 import { PageQueryDto } from '#common/http/pagination.js';
 
 /** `GET /v1/audit?resource=&from=&to=&after=&limit=` (`cursor` too, as on every list route). */
@@ -9,13 +9,14 @@ export class AuditQueryDto extends PageQueryDto {
   @IsString()
   resource?: string;
 
+  /** RFC 3339 date-times, as a statement's period (checked by the service, so the error names the parameter). */
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @MaxLength(64)
   @IsString()
   from?: string;
 
   @IsOptional()
-  @IsISO8601({ strict: true })
+  @MaxLength(64)
   @IsString()
   to?: string;
 
