@@ -17,6 +17,7 @@ import { AuditTrail1763901400000 } from './1763901400000-AuditTrail.js';
 import { SharedRateLimit1763901500000 } from './1763901500000-SharedRateLimit.js';
 import { WriteEachFactOnce1763901600000 } from './1763901600000-WriteEachFactOnce.js';
 import { WebhookBatches1763901700000 } from './1763901700000-WebhookBatches.js';
+import { WalletBalanceNotNegative1763901800000 } from './1763901800000-WalletBalanceNotNegative.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   SharedRateLimit1763901500000,
   WriteEachFactOnce1763901600000,
   WebhookBatches1763901700000,
+  WalletBalanceNotNegative1763901800000,
 ];

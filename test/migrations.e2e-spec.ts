@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
 import { dataSourceOptions } from '../src/data-source.js';
@@ -66,5 +67,30 @@ describe('migrations and entities', () => {
 
     // The round trip leaves the same schema the entities describe.
     await expectNoDrift();
+  });
+
+  it('stops at WalletBalanceNotNegative while a wallet balance is negative, naming it; applies once mended', async () => {
+    const name = 'WalletBalanceNotNegative1763901800000';
+    for (;;) {
+      const applied = await appliedMigrations(dataSource);
+      await dataSource.undoLastMigration({ transaction: 'each' });
+      if (applied[applied.length - 1] === name) break;
+    }
+    const id = randomUUID();
+    await dataSource.query(
+      `INSERT INTO ledger_accounts (id, kind, code, currency, balance) VALUES ($1, 'WALLET', 'WALLET', 'ARS', -5)`,
+      [id],
+    );
+    try {
+      await expect(dataSource.runMigrations({ transaction: 'each' })).rejects.toThrow(
+        `wallet accounts with a negative balance (the first 1): ${id} -5.000000`,
+      );
+      expect(await appliedMigrations(dataSource)).not.toContain(name);
+      await dataSource.query(`UPDATE ledger_accounts SET balance = 0 WHERE id = $1`, [id]);
+      await dataSource.runMigrations({ transaction: 'each' });
+      await expect(appliedMigrations(dataSource)).resolves.toEqual(allMigrations);
+    } finally {
+      await dataSource.query(`DELETE FROM ledger_accounts WHERE id = $1`, [id]);
+    }
   });
 });

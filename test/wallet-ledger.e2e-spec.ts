@@ -349,6 +349,40 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
       ).rejects.toThrow(/CHK_postings_amount/);
     });
 
+    it('refuses a negative wallet balance, whoever writes it, and leaves the entry out; system rows are not concerned', async () => {
+      const { account } = await someEntry(); // 3.33
+      await expect(
+        t.dataSource.query(`UPDATE ledger_accounts SET balance = -0.01 WHERE id = $1`, [account.uuid]),
+      ).rejects.toThrow(/CHK_ledger_accounts_wallet_not_negative/);
+      // A balanced entry that takes more than the balance: the wallet's UPDATE fails, and the entry with it.
+      const before = await postingCount();
+      await expect(
+        t.dataSource.transaction((manager) =>
+          ledger.post(manager, {
+            appId: app.appId,
+            kind: 'TEST',
+            actor: 'test',
+            lines: [
+              { accountId: account.uuid, amount: new Money('-3.34'), currency: 'ARS' },
+              { accountId: ADJUSTMENTS, amount: new Money('3.34'), currency: 'ARS' },
+            ],
+          }),
+        ),
+      ).rejects.toThrow(/CHK_ledger_accounts_wallet_not_negative/);
+      expect(await postingCount()).toBe(before);
+      expect(
+        await t.dataSource.query(`SELECT balance::text AS balance FROM ledger_accounts WHERE id = $1`, [
+          account.uuid,
+        ]),
+      ).toStrictEqual([{ balance: '3.330000' }]);
+      // Down to exactly zero is allowed.
+      await putBalance(account.uuid, { balance: 0 }).expect(200);
+      // The constraint is about wallets: a system row's column (which keeps no cached balance) may hold any value.
+      const [system] = await systemPair();
+      await t.dataSource.query(`UPDATE ledger_accounts SET balance = -1 WHERE id = $1`, [system]);
+      await t.dataSource.query(`UPDATE ledger_accounts SET balance = 0 WHERE id = $1`, [system]);
+    });
+
     it('an unbalanced entry fails at commit (deferred), and leaves nothing behind', async () => {
       const account = await open();
       const entryId = randomUUID();

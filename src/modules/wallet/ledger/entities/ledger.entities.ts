@@ -17,6 +17,8 @@ import { SchemaDeclaration } from '#common/database/schema-declaration.js';
   writtenBy: 'LedgerService; the functions ledger_system_account, ledger_post and wallet_transfer_try',
 })
 @Check('CHK_ledger_accounts_kind', `"kind" IN ('WALLET', 'SYSTEM')`)
+/** A wallet's balance is never negative (decision 0037); system accounts go negative by design. */
+@Check('CHK_ledger_accounts_wallet_not_negative', `"kind" <> 'WALLET' OR "balance" >= 0`)
 export class LedgerAccountEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_ledger_accounts' }) id: string;
   @Column('text') kind: 'WALLET' | 'SYSTEM';
