@@ -167,6 +167,8 @@ describe('wallet statements and balance as of a time (real database)', () => {
     ownerX = await createOwner(t.http, tokenA);
     x = await openAccount(t.http, tokenA, appA.appId, ownerX);
     y = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+    // y is the other side of the raw entries below: funded, so none takes it below zero (decision 0037).
+    await setBalance(t.http, tokenA, y.uuid, 100_000);
     checkpoints.push(await checkpoint(x.uuid));
 
     // A new history each run; the seed is printed so a failure can be replayed with STATEMENT_SEED=<seed>.
@@ -183,6 +185,10 @@ describe('wallet statements and balance as of a time (real database)', () => {
         const response = await postTransfer(t.http, tokenA, transferBody(x.uuid, y.cvu, step.amount));
         expect(response.status).toBe(201);
       } else {
+        // No commit leaves a wallet below zero (decision 0037): fund x first when the entry takes from it.
+        if (step.amount < 0 && (await liveBalance(x.uuid)) < -step.amount) {
+          await setBalance(t.http, tokenA, x.uuid, 1000);
+        }
         await t.dataSource.query(
           `SELECT ledger_post($1, 'TEST', $2, $3, 'test:statement', ARRAY[$4::uuid, $5::uuid], ARRAY[$6::numeric, -$6::numeric], 'ARS')`,
           [appA.appId, `ref-${randomUUID()}`, step.description, x.uuid, y.uuid, String(step.amount)],

@@ -11,14 +11,16 @@ import {
 } from 'typeorm';
 import { SchemaDeclaration } from '#common/database/schema-declaration.js';
 
-/** An account of the ledger: a wallet account (cached balance) or a system account (no cached balance). */
+/**
+ * An account of the ledger: a wallet account (cached balance) or a system account (no cached balance). A
+ * deferred constraint trigger (ledger_accounts_wallet_not_negative, decision 0037) refuses a commit that
+ * leaves a wallet's balance below zero.
+ */
 @SchemaDeclaration({
   name: 'ledger_accounts',
   writtenBy: 'LedgerService; the functions ledger_system_account, ledger_post and wallet_transfer_try',
 })
 @Check('CHK_ledger_accounts_kind', `"kind" IN ('WALLET', 'SYSTEM')`)
-/** A wallet's balance is never negative (decision 0037); system accounts go negative by design. */
-@Check('CHK_ledger_accounts_wallet_not_negative', `"kind" <> 'WALLET' OR "balance" >= 0`)
 export class LedgerAccountEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_ledger_accounts' }) id: string;
   @Column('text') kind: 'WALLET' | 'SYSTEM';
