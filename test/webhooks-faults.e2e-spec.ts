@@ -150,6 +150,36 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
     return receiver;
   };
 
+  /**
+   * The API side only (no relay, sweeper or delivery in this process), on Redis database `redisDb` of its own:
+   * it registers the application `name`, whose webhook URL is a receiver answering with `responder`, and emits
+   * through WebhooksService in real transactions. `workerEnv` is what a real `node dist/src/worker.js` gets to
+   * run on the same database and queue, and on the same DATA_DIR (so it signs with the key this app publishes).
+   */
+  const withWorkerProcesses = async (
+    redisDb: number,
+    name: string,
+    responder: Responder,
+    workerExtra: Record<string, string> = {},
+  ) => {
+    const t = await startTestApp({
+      env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ...isolatedRedisEnv(redisDb) },
+    });
+    apps.push(t);
+    const receiver = await receiverFor(responder);
+    const { appId } = await registerClient(t.app, name);
+    await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
+    const workerEnv = childEnv({
+      ...FAST,
+      ...isolatedRedisEnv(redisDb),
+      DATABASE_URL: t.databaseUrl,
+      DATA_DIR: t.dataDir,
+      LOG_LEVEL: 'info',
+      ...workerExtra,
+    });
+    return { t, receiver, appId, workerEnv };
+  };
+
   afterEach(async () => {
     for (const child of started) {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
@@ -167,24 +197,13 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
   });
 
   it('delivers every event when the worker is killed mid-delivery and another one starts', async () => {
-    // The API side only (no relay, sweeper or delivery in this process): it registers the application and
-    // emits through WebhooksService in real transactions. The workers are the real `node dist/src/worker.js`
-    // on the same database and queue, and on the same DATA_DIR, so they sign with the key this app publishes.
-    const t = await startTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ...isolatedRedisEnv(13) } });
-    apps.push(t);
     // The first request is held open and never answered; every later one is acknowledged.
-    const receiver = await receiverFor((req) => (req.index === 0 ? 'hang' : { status: 200 }));
-    const { appId } = await registerClient(t.app, 'faults');
-    await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
-
-    const workerEnv = childEnv({
-      ...FAST,
-      ...isolatedRedisEnv(13),
-      DATABASE_URL: t.databaseUrl,
-      DATA_DIR: t.dataDir,
-      WEBHOOK_TIMEOUT_MS: '5000',
-      LOG_LEVEL: 'info',
-    });
+    const { t, receiver, appId, workerEnv } = await withWorkerProcesses(
+      13,
+      'faults',
+      (req) => (req.index === 0 ? 'hang' : { status: 200 }),
+      { WEBHOOK_TIMEOUT_MS: '5000' },
+    );
     const first = start(process.execPath, [WORKER_JS], workerEnv);
     await waitForOutput(first, '"msg":"worker running"');
 
@@ -215,18 +234,10 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
   }, 120_000);
 
   it('stops a worker during a burst once its started POSTs end; what it had not sent goes out from the next one, each once', async () => {
-    const t = await startTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ...isolatedRedisEnv(15) } });
-    apps.push(t);
-    const receiver = await receiverFor(() => ({ status: 200, delayMs: 300 }));
-    const { appId } = await registerClient(t.app, 'stopping');
-    await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
-    const workerEnv = childEnv({
-      ...FAST,
-      ...isolatedRedisEnv(15),
-      DATABASE_URL: t.databaseUrl,
-      DATA_DIR: t.dataDir,
-      LOG_LEVEL: 'info',
-    });
+    const { t, receiver, appId, workerEnv } = await withWorkerProcesses(15, 'stopping', () => ({
+      status: 200,
+      delayMs: 300,
+    }));
     const first = start(process.execPath, [WORKER_JS], workerEnv);
     await waitForOutput(first, '"msg":"worker running"');
 
