@@ -4,6 +4,8 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { actorOf, type Principal } from '#common/auth/principal.js';
 import { ReadDatabase } from '#common/database/read-database.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
+import { handOver } from '#common/queue/hand-over.js';
 import { ForbiddenError, NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, type Page } from '#common/http/pagination.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
@@ -56,7 +58,10 @@ export class TransfersService {
     private readonly batcher: TransferBatcher,
     private readonly writer: TransferWriter,
     @Inject(CLEARING_RAIL) private readonly rail: ClearingRail,
-  ) {}
+    private readonly logger: PinoLogger,
+  ) {
+    this.logger.setContext('TransfersService');
+  }
 
   async create(
     principal: Principal,
@@ -124,8 +129,11 @@ export class TransfersService {
     });
     const result = await this.batcher.create(parameters, accountId, counterParty.identifier);
     if ('replay' in result) return createdView(result.replay);
-    // After commit: if this hand-over is lost, the clearing recovery sweep submits the transfer again.
-    if (result.submit) await this.rail.submit(result.row.id).catch(() => undefined);
+    // After commit: should this hand-over fail or be late, the clearing recovery sweep submits the transfer.
+    if (result.submit) {
+      const transferId = result.row.id;
+      await handOver(() => this.rail.submit(transferId), this.logger, 'an external transfer', { transferId });
+    }
     return createdView(result.row);
   }
 

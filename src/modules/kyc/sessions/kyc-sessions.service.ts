@@ -3,6 +3,8 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
+import { handOver } from '#common/queue/hand-over.js';
 import { ForbiddenError, NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { DocumentEntity } from '../documents/entities/document.entity.js';
 import type { OwnerType } from '../owners/kyc-owners.port.js';
@@ -32,7 +34,10 @@ export class KycSessionsService {
     @InjectDataSource() private readonly dataSource: DataSource,
     private readonly owners: KycOwners,
     @Inject(KYC_PROVIDER) private readonly provider: KycProvider,
-  ) {}
+    private readonly logger: PinoLogger,
+  ) {
+    this.logger.setContext('KycSessionsService');
+  }
 
   async start(principal: Principal, ownerType: OwnerType, ownerId: string): Promise<KycSessionDto> {
     const id = randomUUID();
@@ -133,8 +138,13 @@ export class KycSessionsService {
       });
       return now;
     });
-    // After commit. If this enqueue is lost, the worker's recovery sweep submits the step again.
-    await this.provider.submit({ sessionId: id, step: stepKind, submittedAt });
+    // After commit: should this hand-over fail or be late, the worker's recovery sweep submits the step again.
+    await handOver(
+      () => this.provider.submit({ sessionId: id, step: stepKind, submittedAt }),
+      this.logger,
+      'a KYC step',
+      { sessionId: id, step: stepKind },
+    );
     return this.get(principal, id);
   }
 

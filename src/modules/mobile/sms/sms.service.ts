@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { PinoLogger } from '#common/logging/pino-logger.js';
+import { handOver } from '#common/queue/hand-over.js';
 import { DataSource, type EntityManager, type FindOptionsWhere } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
 import { tenantWhere } from '#common/auth/tenancy.js';
@@ -65,15 +66,8 @@ export class SmsService {
         outcome: 'created',
       });
     });
-    try {
-      await this.queue.enqueueSubmit(messageId);
-    } catch (error) {
-      // The message is stored as QUEUED: the worker's sweeper enqueues it once the queue answers.
-      this.logger.warn(
-        { messageId, err: (error as Error).message },
-        'could not enqueue an SMS; the sweeper will',
-      );
-    }
+    // The message is stored as QUEUED: should this hand-over fail or be late, the worker's sweeper enqueues it.
+    await handOver(() => this.queue.enqueueSubmit(messageId), this.logger, 'an SMS', { messageId });
     this.logger.info({ messageId, appId: principal.appId }, 'SMS accepted');
     return { messageId };
   }

@@ -1,0 +1,113 @@
+import request from 'supertest';
+import { HAND_OVER_TIMEOUT_MS } from '../src/common/queue/hand-over.js';
+import { accessToken, registerClient } from './support/auth.js';
+import { kill, startRedis, type Running } from './support/bank.js';
+import { bearer } from './support/identity.js';
+import { freePort } from './support/processes.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
+import { DIRECTORY, pollUntil, postTransfer, transferBody, transferStatus } from './support/transfers.js';
+import { createOwner, openAccount, setBalance } from './support/wallet.js';
+
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+);
+
+/**
+ * Redis stopped while requests hand committed changes over to the queue (docs/decisions/0038): an external
+ * transfer (the clearing rail's submit), an SMS (its submit job) and a KYC step (the provider's submit) are
+ * answered at once (within the hand-over's deadline), not when Redis is back; and once it is back, with nothing
+ * in it, each of them is processed. Its own redis-server on a free port, whatever TEST_QUEUE_BACKEND says.
+ */
+describe('requests that hand over to the queue while Redis is down', () => {
+  let t: TestApp;
+  let redis: Running | undefined;
+  let redisPort: number;
+
+  beforeAll(async () => {
+    redisPort = await freePort();
+    redis = await startRedis(redisPort);
+    t = await startTestApp({
+      runWorker: true,
+      env: {
+        REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+        CLEARING_SIM_DELAY_MS: '50',
+        KYC_SIM_DELAY_MS: '50',
+        SMS_SIM_DELIVERY_DELAY_MS: '50',
+      },
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+    if (redis) await kill(redis);
+  });
+
+  it('answers each at once, and processes each once Redis is back', async () => {
+    const client = await registerClient(t.app, 'outage');
+    const token = await accessToken(t.http, client);
+    const auth = { Authorization: bearer(token) };
+    const userId = await createOwner(t.http, token);
+    const account = await openAccount(t.http, token, client.appId, userId);
+    await setBalance(t.http, token, account.uuid, 1000);
+    const document = await request(t.http)
+      .post(`/v1/users/${userId}/documents`)
+      .set(auth)
+      .field('documentType', 'DNI_FRONT')
+      .attach('file', PNG, 'front.png');
+    expect(document.status).toBe(201);
+    const session = await request(t.http)
+      .post('/v1/kyc/sessions')
+      .set(auth)
+      .send({ ownerType: 'USER', ownerId: userId });
+    expect(session.status).toBe(201);
+
+    await kill(redis!);
+    redis = undefined;
+
+    const timed = async <T>(call: () => PromiseLike<T>): Promise<{ answer: T; ms: number }> => {
+      const started = Date.now();
+      const answer = await call();
+      return { answer, ms: Date.now() - started };
+    };
+    const transfer = await timed(() =>
+      postTransfer(t.http, token, transferBody(account.uuid, DIRECTORY.nacion.number, 100)),
+    );
+    const sms = await timed(() =>
+      request(t.http).post('/v1/mobile/sms').set(auth).send({ dnis: '541123456789', message: 'Hola' }),
+    );
+    const step = await timed(() =>
+      request(t.http)
+        .post(`/v1/kyc/sessions/${session.body.uuid}/steps/DOCUMENT_FRONT`)
+        .set(auth)
+        .send({ documentUuid: document.body.uuid }),
+    );
+    // Answered with success after the hand-over's deadline at most, not held until Redis is back.
+    expect([transfer.answer.status, sms.answer.status, step.answer.status]).toEqual([201, 200, 202]);
+    for (const { ms } of [transfer, sms, step]) expect(ms).toBeLessThan(HAND_OVER_TIMEOUT_MS + 2_000);
+    expect(transfer.answer.body.status).toBe('INICIADO');
+
+    // Redis back on the same port, empty: the jobs handed over late (or again by the sweeps) run.
+    redis = await startRedis(redisPort);
+    const transferId = transfer.answer.body.uuid as string;
+    const smsId = sms.answer.body.message_id as string;
+    const settled = await pollUntil(
+      async () => {
+        const [message] = (await t.dataSource.query('SELECT status FROM sms_messages WHERE id = $1', [
+          smsId,
+        ])) as { status: string }[];
+        const [kycStep] = (await t.dataSource.query(
+          `SELECT status FROM kyc_session_steps WHERE session_id = $1 AND step = 'DOCUMENT_FRONT'`,
+          [session.body.uuid],
+        )) as { status: string }[];
+        return {
+          transfer: await transferStatus(t.dataSource, transferId),
+          sms: message.status,
+          kyc: kycStep.status,
+        };
+      },
+      (state) => state.transfer === 'ACREDITADO' && state.sms === 'DELIVRD' && state.kyc === 'SUCCESS',
+      30_000,
+    );
+    expect(settled).toEqual({ transfer: 'ACREDITADO', sms: 'DELIVRD', kyc: 'SUCCESS' });
+  }, 90_000);
+});
