@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { HAND_OVER_TIMEOUT_MS } from '../src/common/queue/hand-over.js';
-import { accessToken, registerClient } from './support/auth.js';
+import { accessToken, clientAssertion, registerClient } from './support/auth.js';
 import { kill, startRedis, type Running } from './support/bank.js';
 import { bearer } from './support/identity.js';
 import { freePort } from './support/processes.js';
@@ -110,4 +110,55 @@ describe('requests that hand over to the queue while Redis is down', () => {
     );
     expect(settled).toEqual({ transfer: 'ACREDITADO', sms: 'DELIVRD', kyc: 'SUCCESS' });
   }, 90_000);
+});
+
+/**
+ * The token endpoint's rate limit counts in Redis when the deployment has one (decision 0033). While Redis is
+ * down it counts in the process (decision 0038): tokens are still issued, and still limited.
+ */
+describe('the token rate limit while Redis is down', () => {
+  const LIMIT = 4;
+  let t: TestApp;
+  let redis: Running | undefined;
+  let port: number;
+
+  beforeAll(async () => {
+    port = await freePort();
+    redis = await startRedis(port);
+    t = await startTestApp({
+      env: { REDIS_URL: `redis://127.0.0.1:${port}`, TOKEN_RATE_LIMIT_PER_MINUTE: String(LIMIT) },
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+    if (redis) await kill(redis);
+  });
+
+  it('issues tokens within the limit and refuses the one past it, answering at once; then counts in Redis again', async () => {
+    const client = await registerClient(t.app, 'outage-tokens');
+    const token = async () => {
+      const started = Date.now();
+      const response = await request(t.http)
+        .post('/v1/oauth/app/token')
+        .send({ appId: client.appId, token: await clientAssertion(client), grantType: 'client_credentials' });
+      return { status: response.status, ms: Date.now() - started };
+    };
+    expect((await token()).status).toBe(200); // counted in Redis
+    await kill(redis!);
+    redis = undefined;
+    const answers = [];
+    for (let i = 0; i <= LIMIT; i++) answers.push(await token());
+    expect(answers.map((answer) => answer.status)).toEqual([...Array(LIMIT).fill(200), 429]);
+    for (const { ms } of answers) expect(ms).toBeLessThan(2_000);
+
+    // Redis back, empty: the shared count takes over again (this process's own is past the limit, and would
+    // refuse).
+    redis = await startRedis(port);
+    let after = await token();
+    for (let tries = 0; after.status !== 200 && tries < 50; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      after = await token();
+    }
+    expect(after.status).toBe(200);
+  });
 });

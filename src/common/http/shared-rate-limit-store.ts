@@ -1,7 +1,14 @@
 import { Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
-import type { ClientRateLimitInfo, IncrementResponse, Options, Store } from 'express-rate-limit';
+import {
+  MemoryStore,
+  type ClientRateLimitInfo,
+  type IncrementResponse,
+  type Options,
+  type Store,
+} from 'express-rate-limit';
 import { Redis } from 'ioredis';
 import type pg from 'pg';
+import { PinoLogger } from '../logging/pino-logger.js';
 import { PG_POOL } from '../database/pg-pool.js';
 import { QUEUE_CONNECTION, type QueueConnection } from '../queue/queue.factory.js';
 
@@ -112,6 +119,81 @@ export class RedisRateLimitStore implements Store {
   }
 }
 
+/** What both the Redis store and express-rate-limit's MemoryStore answer. */
+type CountingStore = Pick<RedisRateLimitStore, 'increment' | 'get' | 'decrement' | 'resetKey'>;
+
+/** Connection states in which a command would only wait for Redis (ioredis's `status`). */
+const REDIS_DOWN = new Set(['reconnecting', 'close', 'end']);
+
+/**
+ * The Redis counters, and this process's own while Redis does not answer (docs/decisions/0038): a limit whose
+ * store fails would fail every request it guards (the token endpoint answered 500 to everyone), and one that
+ * let everything through would not limit. While Redis is down (its connection reconnecting) or a command fails,
+ * the hit is counted in a MemoryStore of this process: the limit holds per process until Redis answers again,
+ * then the shared count takes over. A change of state is logged once, never a hit.
+ */
+export class FallbackRateLimitStore implements Store {
+  readonly localKeys = false;
+  private readonly local = new MemoryStore();
+  private counting: 'shared' | 'local' = 'shared';
+
+  constructor(
+    private readonly shared: RedisRateLimitStore,
+    private readonly redis: Redis,
+    private readonly onChange: (counting: 'shared' | 'local', error?: unknown) => void,
+  ) {}
+
+  get prefix(): string {
+    return this.shared.prefix;
+  }
+
+  init(options: Options): void {
+    this.shared.init(options);
+    this.local.init(options);
+  }
+
+  increment(key: string): Promise<IncrementResponse> {
+    return this.either((store) => store.increment(key));
+  }
+
+  get(key: string): Promise<ClientRateLimitInfo | undefined> {
+    return this.either((store) => store.get(key));
+  }
+
+  decrement(key: string): Promise<void> {
+    return this.either((store) => store.decrement(key));
+  }
+
+  resetKey(key: string): Promise<void> {
+    return this.either((store) => store.resetKey(key));
+  }
+
+  shutdown(): void {
+    this.local.shutdown();
+  }
+
+  private async either<T>(call: (store: CountingStore) => Promise<T>): Promise<T> {
+    if (!REDIS_DOWN.has(this.redis.status)) {
+      try {
+        const value = await call(this.shared);
+        this.count('shared');
+        return value;
+      } catch (error) {
+        this.count('local', error);
+      }
+    } else {
+      this.count('local');
+    }
+    return call(this.local);
+  }
+
+  private count(counting: 'shared' | 'local', error?: unknown): void {
+    if (counting === this.counting) return;
+    this.counting = counting;
+    this.onChange(counting, error);
+  }
+}
+
 /**
  * The express-rate-limit stores that count across processes: in Redis when the deployment has one
  * (REDIS_URL, under QUEUE_PREFIX), else in PostgreSQL. One Redis connection per process for all of them.
@@ -122,17 +204,34 @@ export class SharedRateLimitStores implements OnApplicationShutdown {
   private pruner?: NodeJS.Timeout;
   private readonly postgresStores: PostgresRateLimitStore[] = [];
 
+  private readonly fallbacks: FallbackRateLimitStore[] = [];
+
   constructor(
     @Inject(QUEUE_CONNECTION) private readonly connection: QueueConnection,
     @Inject(PG_POOL) private readonly pool: pg.Pool,
-  ) {}
+    private readonly logger: PinoLogger,
+  ) {
+    this.logger.setContext('RateLimit');
+  }
 
   /** A store whose keys start with `name` (one name per limit). */
   store(name: string): Store {
     if (this.connection.kind === 'redis') {
       // Few retries: a token request waits on this, and a Redis that is down fails the request, never hangs it.
       this.redis ??= new Redis(this.connection.url, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
-      return new RedisRateLimitStore(this.redis, `${this.connection.prefix ?? 'wallet'}:rl:${name}:`);
+      const store = new FallbackRateLimitStore(
+        new RedisRateLimitStore(this.redis, `${this.connection.prefix ?? 'wallet'}:rl:${name}:`),
+        this.redis,
+        (counting, error) =>
+          counting === 'local'
+            ? this.logger.warn(
+                { limit: name, err: error },
+                'Redis does not answer: rate limit counted in this process',
+              )
+            : this.logger.info({ limit: name }, 'Redis answers again: rate limit counted across processes'),
+      );
+      this.fallbacks.push(store);
+      return store;
     }
     const store = new PostgresRateLimitStore(this.pool, `${name}:`);
     this.postgresStores.push(store);
@@ -145,6 +244,7 @@ export class SharedRateLimitStores implements OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     if (this.pruner) clearInterval(this.pruner);
+    for (const store of this.fallbacks) store.shutdown();
     if (this.redis) await this.redis.quit().catch(() => this.redis?.disconnect());
   }
 }
