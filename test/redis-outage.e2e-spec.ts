@@ -4,7 +4,7 @@ import { accessToken, clientAssertion, registerClient } from './support/auth.js'
 import { kill, startRedis, type Running } from './support/bank.js';
 import { bearer } from './support/identity.js';
 import { freePort } from './support/processes.js';
-import { startTestApp, type TestApp } from './support/test-app.js';
+import { startTestApp, type TestApp, type TestAppOptions } from './support/test-app.js';
 import { DIRECTORY, pollUntil, postTransfer, transferBody, transferStatus } from './support/transfers.js';
 import { createOwner, openAccount, setBalance } from './support/wallet.js';
 
@@ -13,6 +13,33 @@ const PNG = Buffer.from(
   'base64',
 );
 
+/** A test app on a redis-server of its own (a free port), which a test stops and starts again (same port, empty). */
+function onOwnRedis(options: TestAppOptions) {
+  const state: { t?: TestApp; redis?: Running; port?: number } = {};
+  beforeAll(async () => {
+    state.port = await freePort();
+    state.redis = await startRedis(state.port);
+    state.t = await startTestApp({
+      ...options,
+      env: { ...options.env, REDIS_URL: `redis://127.0.0.1:${state.port}` },
+    });
+  });
+  afterAll(async () => {
+    await state.t?.close();
+    if (state.redis) await kill(state.redis);
+  });
+  return {
+    app: () => state.t!,
+    stopRedis: async () => {
+      await kill(state.redis!);
+      state.redis = undefined;
+    },
+    startRedis: async () => {
+      state.redis = await startRedis(state.port!);
+    },
+  };
+}
+
 /**
  * Redis stopped while requests hand committed changes over to the queue (docs/decisions/0038): an external
  * transfer (the clearing rail's submit), an SMS (its submit job) and a KYC step (the provider's submit) are
@@ -20,29 +47,13 @@ const PNG = Buffer.from(
  * in it, each of them is processed. Its own redis-server on a free port, whatever TEST_QUEUE_BACKEND says.
  */
 describe('requests that hand over to the queue while Redis is down', () => {
-  let t: TestApp;
-  let redis: Running | undefined;
-  let redisPort: number;
-
-  beforeAll(async () => {
-    redisPort = await freePort();
-    redis = await startRedis(redisPort);
-    t = await startTestApp({
-      runWorker: true,
-      env: {
-        REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-        CLEARING_SIM_DELAY_MS: '50',
-        KYC_SIM_DELAY_MS: '50',
-        SMS_SIM_DELIVERY_DELAY_MS: '50',
-      },
-    });
-  });
-  afterAll(async () => {
-    await t?.close();
-    if (redis) await kill(redis);
+  const own = onOwnRedis({
+    runWorker: true,
+    env: { CLEARING_SIM_DELAY_MS: '50', KYC_SIM_DELAY_MS: '50', SMS_SIM_DELIVERY_DELAY_MS: '50' },
   });
 
   it('answers each at once, and processes each once Redis is back', async () => {
+    const t = own.app();
     const client = await registerClient(t.app, 'outage');
     const token = await accessToken(t.http, client);
     const auth = { Authorization: bearer(token) };
@@ -61,8 +72,7 @@ describe('requests that hand over to the queue while Redis is down', () => {
       .send({ ownerType: 'USER', ownerId: userId });
     expect(session.status).toBe(201);
 
-    await kill(redis!);
-    redis = undefined;
+    await own.stopRedis();
 
     const timed = async <T>(call: () => PromiseLike<T>): Promise<{ answer: T; ms: number }> => {
       const started = Date.now();
@@ -87,7 +97,7 @@ describe('requests that hand over to the queue while Redis is down', () => {
     expect(transfer.answer.body.status).toBe('INICIADO');
 
     // Redis back on the same port, empty: the jobs handed over late (or again by the sweeps) run.
-    redis = await startRedis(redisPort);
+    await own.startRedis();
     const transferId = transfer.answer.body.uuid as string;
     const smsId = sms.answer.body.message_id as string;
     const settled = await pollUntil(
@@ -118,23 +128,10 @@ describe('requests that hand over to the queue while Redis is down', () => {
  */
 describe('the token rate limit while Redis is down', () => {
   const LIMIT = 4;
-  let t: TestApp;
-  let redis: Running | undefined;
-  let port: number;
-
-  beforeAll(async () => {
-    port = await freePort();
-    redis = await startRedis(port);
-    t = await startTestApp({
-      env: { REDIS_URL: `redis://127.0.0.1:${port}`, TOKEN_RATE_LIMIT_PER_MINUTE: String(LIMIT) },
-    });
-  });
-  afterAll(async () => {
-    await t?.close();
-    if (redis) await kill(redis);
-  });
+  const own = onOwnRedis({ env: { TOKEN_RATE_LIMIT_PER_MINUTE: String(LIMIT) } });
 
   it('issues tokens within the limit and refuses the one past it, answering at once; then counts in Redis again', async () => {
+    const t = own.app();
     const client = await registerClient(t.app, 'outage-tokens');
     const token = async () => {
       const started = Date.now();
@@ -144,8 +141,7 @@ describe('the token rate limit while Redis is down', () => {
       return { status: response.status, ms: Date.now() - started };
     };
     expect((await token()).status).toBe(200); // counted in Redis
-    await kill(redis!);
-    redis = undefined;
+    await own.stopRedis();
     const answers = [];
     for (let i = 0; i <= LIMIT; i++) answers.push(await token());
     expect(answers.map((answer) => answer.status)).toEqual([...Array(LIMIT).fill(200), 429]);
@@ -153,7 +149,7 @@ describe('the token rate limit while Redis is down', () => {
 
     // Redis back, empty: the shared count takes over again (this process's own is past the limit, and would
     // refuse).
-    redis = await startRedis(port);
+    await own.startRedis();
     let after = await token();
     for (let tries = 0; after.status !== 200 && tries < 50; tries++) {
       await new Promise((resolve) => setTimeout(resolve, 200));
