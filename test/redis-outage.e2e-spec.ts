@@ -8,6 +8,8 @@ import { startTestApp, type TestApp, type TestAppOptions } from './support/test-
 import { DIRECTORY, pollUntil, postTransfer, transferBody, transferStatus } from './support/transfers.js';
 import { createOwner, openAccount, setBalance } from './support/wallet.js';
 
+const METRICS_TOKEN = 'operator-token-for-tests';
+
 const PNG = Buffer.from(
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
   'base64',
@@ -128,7 +130,7 @@ describe('requests that hand over to the queue while Redis is down', () => {
  */
 describe('the token rate limit while Redis is down', () => {
   const LIMIT = 4;
-  const own = onOwnRedis({ env: { TOKEN_RATE_LIMIT_PER_MINUTE: String(LIMIT) } });
+  const own = onOwnRedis({ env: { TOKEN_RATE_LIMIT_PER_MINUTE: String(LIMIT), METRICS_TOKEN } });
 
   it('issues tokens within the limit and refuses the one past it, answering at once; then counts in Redis again', async () => {
     const t = own.app();
@@ -156,5 +158,33 @@ describe('the token rate limit while Redis is down', () => {
       after = await token();
     }
     expect(after.status).toBe(200);
+  });
+
+  it('serves the metrics without the queue gauge, and says not ready, at once; the gauge is back with Redis', async () => {
+    const t = own.app();
+    const metrics = async () => {
+      const started = Date.now();
+      const response = await request(t.http)
+        .get('/v1/metrics')
+        .set('Authorization', `Bearer ${METRICS_TOKEN}`);
+      return { status: response.status, text: response.text, ms: Date.now() - started };
+    };
+    expect((await metrics()).text).toContain('webhook_queue_jobs{state="waiting"}');
+    await own.stopRedis();
+    const down = await metrics();
+    expect(down.status).toBe(200);
+    expect(down.ms).toBeLessThan(3_000);
+    expect(down.text).toContain('webhook_events{status="pending"}'); // read from PostgreSQL
+    expect(down.text).not.toContain('webhook_queue_jobs{');
+    const ready = await request(t.http).get('/v1/health/ready');
+    expect(ready.status).toBe(503);
+
+    await own.startRedis();
+    let back = await metrics();
+    for (let tries = 0; !back.text.includes('webhook_queue_jobs{') && tries < 50; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      back = await metrics();
+    }
+    expect(back.text).toContain('webhook_queue_jobs{state="waiting"}');
   });
 });

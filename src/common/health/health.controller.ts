@@ -2,6 +2,7 @@ import { Controller, Get, Inject, Optional } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
+import { within } from '../async/within.js';
 import { Public } from '../auth/auth.decorator.js';
 import { ServiceUnavailableError } from '../errors/domain-errors.js';
 import { QueueFactory } from '../queue/queue.factory.js';
@@ -14,21 +15,10 @@ interface CheckResult {
 
 async function timed(check: () => Promise<unknown>, timeoutMs = 2000): Promise<CheckResult> {
   const started = Date.now();
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    await Promise.race([
-      check(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
-      }),
-    ]);
-    return { status: 'up', latencyMs: Date.now() - started };
-  } catch (error) {
-    return { status: 'down', message: error instanceof Error ? error.message : 'unreachable' };
-  } finally {
-    // A check that answered leaves no timer behind to hold the process (or a Jest worker) open.
-    clearTimeout(timer);
-  }
+  const outcome = await within(timeoutMs, check);
+  if ('value' in outcome) return { status: 'up', latencyMs: Date.now() - started };
+  const message = 'error' in outcome ? outcome.error.message : `timed out after ${timeoutMs} ms`;
+  return { status: 'down', message };
 }
 
 @ApiTags('Operations')

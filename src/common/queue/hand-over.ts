@@ -1,3 +1,5 @@
+import { within } from '../async/within.js';
+
 /**
  * How long a request waits for the hand-over that follows its committed change (docs/decisions/0038).
  * A queue that answers takes a job in about a millisecond; one that is down (Redis stopped, its connection
@@ -24,22 +26,15 @@ export async function handOver(
   fields: Record<string, unknown>,
   timeoutMs = HAND_OVER_TIMEOUT_MS,
 ): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), timeoutMs);
-  });
-  try {
-    // race() subscribes to the work too: a rejection after the deadline is handled, not unhandled.
-    const outcome = await Promise.race([Promise.resolve().then(work), late]);
-    if (outcome !== 'late') return true;
+  const outcome = await within(timeoutMs, work);
+  if ('value' in outcome) return true;
+  if ('error' in outcome) {
+    log.warn({ ...fields, err: outcome.error }, `${what} could not be handed over; its recovery sweep will`);
+  } else {
     log.warn(
       { ...fields, timeoutMs },
       `${what} not handed over within ${timeoutMs} ms; its recovery sweep will`,
     );
-  } catch (error) {
-    log.warn({ ...fields, err: error }, `${what} could not be handed over; its recovery sweep will`);
-  } finally {
-    clearTimeout(timer);
   }
   return false;
 }

@@ -1,10 +1,14 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
+import { within } from '#common/async/within.js';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { Gauge } from 'prom-client';
 import { DataSource } from 'typeorm';
 import { MetricsRegistry } from '#common/metrics/metrics.registry.js';
 import { QUEUES } from '#common/queue/queue-names.js';
 import { QueueFactory } from '#common/queue/queue.factory.js';
+
+/** How long a scrape waits for the queue's counts (docs/decisions/0038). */
+const QUEUE_READ_TIMEOUT_MS = 1_000;
 
 /**
  * Webhook health for /v1/metrics, computed at scrape time from the outbox (the
@@ -43,10 +47,13 @@ export class WebhookMetrics implements OnModuleInit {
       labelNames: ['state'],
       registers,
       async collect() {
-        const counts = await queues
-          .queue(QUEUES.webhooks)
-          .getJobCounts('waiting', 'active', 'delayed', 'failed');
-        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+        // A queue that does not answer (Redis down) must not hold the whole scrape: no samples this time
+        // (readiness reports the queue down), rather than the last ones as if they were current.
+        const counts = await within(QUEUE_READ_TIMEOUT_MS, () =>
+          queues.queue(QUEUES.webhooks).getJobCounts('waiting', 'active', 'delayed', 'failed'),
+        );
+        this.reset();
+        if ('value' in counts) for (const [state, n] of Object.entries(counts.value)) this.set({ state }, n);
       },
     });
     new Gauge({
