@@ -469,6 +469,23 @@ describe('the RFC 6749 form at both token routes', () => {
       });
     }
   });
+
+  it('reads the form at a token route written in other letter cases, as Express routes it', async () => {
+    // Express matches paths without regard to case: the route found must get its form parser and error style.
+    const response = await form('/v1/OAuth/App/Token', await standard());
+    expect(response.status).toBe(200);
+    expect(response.body).toStrictEqual({
+      access_token: expect.any(String),
+      token_type: 'Bearer',
+      expires_in: 900,
+    });
+    // A refusal there is written in the route's own style (RFC 6749 §5.2), not the JSON error body.
+    expectRfcError(
+      await form('/v1/OAUTH/TOKEN', await standard({ client_assertion: undefined })),
+      400,
+      'invalid_request',
+    );
+  });
 });
 
 describe('the token rate limit with forms (TOKEN_RATE_LIMIT_PER_MINUTE: 3 here)', () => {

@@ -69,7 +69,9 @@ export class RouteCatalog implements OnModuleInit {
               errorStyle,
               formBody,
               handler: `${type.name}.${name}`,
-              pattern: new RegExp(`^${path.replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`),
+              // Without regard to case, as Express routes (its default, kept): a request that reaches a route gets
+              // that route's error style and body parser.
+              pattern: new RegExp(`^${path.replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`, 'i'),
             });
           }
         }
