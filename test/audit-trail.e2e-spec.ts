@@ -14,6 +14,7 @@ import { childEnv, CLI_JS, runNode } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { DIRECTORY, transferBody } from './support/transfers.js';
 import { accountBody, createOwner, limitsOf, openAccount, setBalance } from './support/wallet.js';
+import { freshKeyPair } from './support/keys.js';
 
 /**
  * The audit trail (docs/decisions/0032-audit-trail.md). Every POST/PUT/PATCH/DELETE operation of the OpenAPI
@@ -1071,12 +1072,7 @@ describe('audit trail', () => {
     it('records application and key changes as cli:<OS user>, and audit list prints them as JSON', async () => {
       const keyFile = `${t.dataDir}/audit-key.pem`;
       const { writeFileSync } = await import('node:fs');
-      const { generateKeyPairSync } = await import('node:crypto');
-      const pem = (): string =>
-        generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey.export({
-          type: 'spki',
-          format: 'pem',
-        }) as string;
+      const pem = (): string => freshKeyPair().publicPem;
       writeFileSync(keyFile, pem());
       const created = await cliJson<{ appId: string; keyId: string }>([
         'apps',

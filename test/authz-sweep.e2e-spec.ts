@@ -1,4 +1,4 @@
-import { createHmac, generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
+import { createHmac, randomUUID, type KeyObject } from 'node:crypto';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import { SignJWT, type JWTPayload } from 'jose';
 import request from 'supertest';
@@ -16,6 +16,7 @@ import { bearer } from './support/identity.js';
 import { DIRECTORY, transferBody } from './support/transfers.js';
 import { createOwner, openAccount, setBalance } from './support/wallet.js';
 import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
+import { freshKeyPair } from './support/keys.js';
 
 /**
  * Suite 4 (issue 9): the authorization sweep. Every case is derived from the
@@ -368,7 +369,7 @@ describe('authorization sweep generated from the OpenAPI document', () => {
     const servicePublic = await signing.publicKey(serviceKid);
     if (!servicePublic) throw new Error('the current signing key is not published');
     servicePublicPem = servicePublic.export({ type: 'spki', format: 'pem' }) as string;
-    strangerKey = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    strangerKey = freshKeyPair().privateKey;
 
     userA1 = await createOwner(t.http, tokenA, 'USER');
     userA2 = await createOwner(t.http, tokenA, 'USER');

@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -6,6 +6,7 @@ import { calculateJwkThumbprint, type JWK } from 'jose';
 import pg from 'pg';
 import { createTestDatabase } from './support/database.js';
 import { childEnv, CLI_JS, runNode, type ProcessResult } from './support/processes.js';
+import { freshKeyPair } from './support/keys.js';
 
 /**
  * The admin CLI as operators run it: the compiled entry point in its own
@@ -57,9 +58,8 @@ describe('admin CLI (node dist/src/cli.js)', () => {
     return file;
   };
 
-  const p256 = () => generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const publicPem = (key: ReturnType<typeof p256>) =>
-    key.publicKey.export({ type: 'spki', format: 'pem' }) as string;
+  const p256 = () => freshKeyPair('P-256');
+  const publicPem = (key: ReturnType<typeof p256>) => key.publicPem;
   const publicJwk = (key: ReturnType<typeof p256>) => key.publicKey.export({ format: 'jwk' }) as JWK;
   const thumbprint = (jwk: JWK) =>
     calculateJwkThumbprint({ kty: jwk.kty, crv: jwk.crv, x: jwk.x, y: jwk.y }, 'sha256');
@@ -252,16 +252,8 @@ describe('admin CLI (node dist/src/cli.js)', () => {
       Number((await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
 
     const goodKeyFile = () => writeKeyFile(publicPem(p256()));
-    const rsaPublic = () =>
-      generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey.export({
-        type: 'spki',
-        format: 'pem',
-      }) as string;
-    const p384Public = () =>
-      generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey.export({
-        type: 'spki',
-        format: 'pem',
-      }) as string;
+    const rsaPublic = () => freshKeyPair('rsa-2048').publicPem;
+    const p384Public = () => freshKeyPair('P-384').publicPem;
 
     // name → [arguments, what stderr must say]
     const cases: Record<string, () => [string[], RegExp]> = {

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +16,7 @@ import {
   waitFor,
   type ProcessResult,
 } from './support/processes.js';
+import { freshKeyPair } from './support/keys.js';
 
 /**
  * `npm start` with no DATABASE_URL: the API runs the embedded PostgreSQL under
@@ -44,8 +44,7 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     chmodSync(dataDir, 0o755); // the server runs as the postgres user when we are root
     clusterDir = path.join(dataDir, 'postgres');
     keyFile = path.join(dataDir, 'client-key.pem');
-    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    writeFileSync(keyFile, publicKey.export({ type: 'spki', format: 'pem' }) as string);
+    writeFileSync(keyFile, freshKeyPair().publicPem);
   });
 
   afterAll(async () => {

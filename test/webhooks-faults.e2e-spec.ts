@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +32,7 @@ import {
   WebhookReceiver,
   type Responder,
 } from './support/webhook-receiver.js';
+import { freshKeyPair } from './support/keys.js';
 
 const WORKER_JS = path.join(ROOT, 'dist/src/worker.js');
 const FAST = {
@@ -374,8 +374,7 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
     const postmasters = () => postmastersOf(clusterDir);
     try {
       const keyFile = path.join(dataDir, 'client-key.pem');
-      const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-      writeFileSync(keyFile, publicKey.export({ type: 'spki', format: 'pem' }) as string);
+      writeFileSync(keyFile, freshKeyPair().publicPem);
       const receiver = await receiverFor();
       const port = await freePort();
       const env = childEnv({

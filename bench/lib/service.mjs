@@ -1,10 +1,18 @@
 // Talking to the service under test: client application keys, access tokens, funded accounts, request bodies.
-import { generateKeyPairSync, randomInt } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, randomInt } from 'node:crypto';
 import { SignJWT } from 'jose';
 
+/**
+ * Generated as PEM and read back: node 20 can deadlock exporting a key that generateKeyPairSync returned while
+ * the collector finalizes its job (test/support/keys.ts).
+ */
 export function newKeyPair() {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  return { privateKey, publicPem: publicKey.export({ type: 'spki', format: 'pem' }) };
+  const { privateKey, publicKey } = generateKeyPairSync('ec', {
+    namedCurve: 'P-256',
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+  });
+  return { privateKey: createPrivateKey(privateKey), publicPem: publicKey };
 }
 
 /** A client-credentials access token (POST /v1/oauth/app/token with an ES256 assertion). */

@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
+import { randomUUID, type KeyObject } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { SignJWT, type JWTPayload } from 'jose';
 import request from 'supertest';
@@ -6,6 +6,7 @@ import type { Server } from 'node:http';
 import { AppsService } from '../../src/modules/apps/apps.service.js';
 import { cliActor } from '../../src/modules/audit/audit-trail.js';
 import { TEST_BASE_URL } from './test-app.js';
+import { freshKeyPair } from './keys.js';
 
 export interface KeyPair {
   privateKey: KeyObject;
@@ -13,8 +14,8 @@ export interface KeyPair {
 }
 
 export function newKeyPair(): KeyPair {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  return { privateKey, publicPem: publicKey.export({ type: 'spki', format: 'pem' }) as string };
+  const { privateKey, publicPem } = freshKeyPair();
+  return { privateKey, publicPem };
 }
 
 export interface TestClient {

@@ -1,8 +1,9 @@
-import { createHash, generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { createHash, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { ValidationFailedError, type ValidationItem } from '#common/errors/domain-errors.js';
+import { freshKeyPair } from '../../../test/support/keys.js';
 import { keyObjectFromJwk, parsePublicKey } from './public-key.js';
 
-const ecKeyPair = () => generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const ecKeyPair = () => freshKeyPair('P-256');
 
 const pem = (key: KeyObject) => key.export({ type: 'spki', format: 'pem' }) as string;
 const jwkText = (key: KeyObject) => JSON.stringify(key.export({ format: 'jwk' }));
@@ -81,28 +82,12 @@ describe('parsePublicKey', () => {
         privateMessage,
       ],
       ['a private JWK (has d)', () => JSON.stringify(privateKey.export({ format: 'jwk' })), privateMessage],
-      [
-        'an RSA public key',
-        () => pem(generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey),
-        notP256,
-      ],
-      [
-        'an RSA public JWK',
-        () => jwkText(generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey),
-        notP256,
-      ],
-      [
-        'a P-384 public key',
-        () => pem(generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey),
-        notP256,
-      ],
-      [
-        'a P-384 public JWK',
-        () => jwkText(generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey),
-        notP256,
-      ],
-      ['an Ed25519 public key', () => pem(generateKeyPairSync('ed25519').publicKey), notP256],
-      ['an Ed25519 public JWK', () => jwkText(generateKeyPairSync('ed25519').publicKey), notP256],
+      ['an RSA public key', () => freshKeyPair('rsa-2048').publicPem, notP256],
+      ['an RSA public JWK', () => jwkText(freshKeyPair('rsa-2048').publicKey), notP256],
+      ['a P-384 public key', () => freshKeyPair('P-384').publicPem, notP256],
+      ['a P-384 public JWK', () => jwkText(freshKeyPair('P-384').publicKey), notP256],
+      ['an Ed25519 public key', () => freshKeyPair('ed25519').publicPem, notP256],
+      ['an Ed25519 public JWK', () => jwkText(freshKeyPair('ed25519').publicKey), notP256],
       ['garbage', () => 'not a key at all', notAKey],
       ['an empty string', () => '', notAKey],
       ['broken JSON', () => '{"kty":"EC",', notAKey],
