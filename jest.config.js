@@ -18,6 +18,12 @@ const common = {
 export default {
   ...common,
   testMatch: ['<rootDir>/src/**/*.spec.ts', '<rootDir>/test/**/*.e2e-spec.ts'],
+  // Suites about Redis itself (stopping it under the service) run with the Redis suites (`npm run test:redis`),
+  // so that `npm test` needs no redis-server.
+  testPathIgnorePatterns:
+    process.env.TEST_QUEUE_BACKEND === 'redis'
+      ? ['/node_modules/']
+      : ['/node_modules/', '/test/redis-faults\\.'],
   // Two cores: two workers keep the suite fast without starving the database server.
   maxWorkers: 2,
 };

@@ -46,7 +46,7 @@ function onOwnRedis(options: TestAppOptions) {
  * Redis stopped while requests hand committed changes over to the queue (docs/decisions/0038): an external
  * transfer (the clearing rail's submit), an SMS (its submit job) and a KYC step (the provider's submit) are
  * answered at once (within the hand-over's deadline), not when Redis is back; and once it is back, with nothing
- * in it, each of them is processed. Its own redis-server on a free port, whatever TEST_QUEUE_BACKEND says.
+ * in it, each of them is processed. Its own redis-server on a free port (run by `npm run test:redis`, jest.config.js).
  */
 describe('requests that hand over to the queue while Redis is down', () => {
   const own = onOwnRedis({
