@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { WebhookAnnouncer } from './webhook-announcer.js';
 import { WebhookMetrics } from './webhook-metrics.js';
 import { WebhooksService } from './webhooks.service.js';
 import { EventsFeedController } from './events-feed.controller.js';
@@ -7,7 +8,7 @@ import { EventsFeedService } from './events-feed.service.js';
 /** The outbox's producer side (what feature modules import to emit events in their transactions) and the events feed. */
 @Module({
   controllers: [EventsFeedController],
-  providers: [WebhooksService, WebhookMetrics, EventsFeedService],
-  exports: [WebhooksService],
+  providers: [WebhooksService, WebhookAnnouncer, WebhookMetrics, EventsFeedService],
+  exports: [WebhooksService, WebhookAnnouncer],
 })
 export class WebhooksModule {}
