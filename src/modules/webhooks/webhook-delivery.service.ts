@@ -182,7 +182,7 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
     if (!event.url) {
       result = { error: 'no webhook URL is configured for the application', durationMs: 0 };
     } else {
-      const body = this.signer.sign(await this.signingKeys.current(), event.payload);
+      const body = await this.signer.sign(await this.signingKeys.current(), event.payload);
       result = await this.sender.send(event.url, body, {
         'Content-Type': WEBHOOK_CONTENT_TYPE,
         'Webhook-Id': event.id,

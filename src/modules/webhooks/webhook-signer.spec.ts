@@ -26,7 +26,7 @@ describe('WebhookSigner', () => {
 
   it('writes the compact JWS jose writes (same protected header and payload bytes) and it verifies as ES256', async () => {
     const signer = new WebhookSigner();
-    const jws = signer.sign(key, payload);
+    const jws = await signer.sign(key, payload);
     const byJose = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
       .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: 'JWT' })
       .sign(key.privateKey);
@@ -43,13 +43,13 @@ describe('WebhookSigner', () => {
 
   it('signs again with the cached key, and with a new key (rotation) under its kid', async () => {
     const signer = new WebhookSigner();
-    const first = signer.sign(key, payload);
-    const second = signer.sign(key, { ...payload, timestamp: 1 });
+    const first = await signer.sign(key, payload);
+    const second = await signer.sign(key, { ...payload, timestamp: 1 });
     await expect(compactVerify(second, publicKey, { algorithms: ['ES256'] })).resolves.toBeDefined();
     expect(first.split('.')[0]).toBe(second.split('.')[0]);
 
     const rotated = await generateKeyPair('ES256');
-    const jws = signer.sign({ ...key, kid: 'kid-2', privateKey: rotated.privateKey }, payload);
+    const jws = await signer.sign({ ...key, kid: 'kid-2', privateKey: rotated.privateKey }, payload);
     const verified = await compactVerify(jws, rotated.publicKey, { algorithms: ['ES256'] });
     expect(verified.protectedHeader.kid).toBe('kid-2');
     await expect(compactVerify(jws, publicKey, { algorithms: ['ES256'] })).rejects.toThrow();
