@@ -832,7 +832,7 @@ async function main() {
     const client = db;
     await client.query('BEGIN');
     const { rows } = await client.query(
-      // What WebhooksService.emit writes, count rows at once.
+      // What WebhooksService.emit writes (the outbox trigger NOTIFYs the relay on commit), count rows at once.
       `INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at)
        SELECT gen_random_uuid(), $1, 'transfer_update', s.subject,
               jsonb_build_object('event', 'transfer_update', 'timestamp', extract(epoch FROM now())::bigint,
@@ -844,20 +844,7 @@ async function main() {
       [webhooksClient.appId, count],
     );
     await client.query('COMMIT');
-    const committedAt = nowMs();
-    // Announced after the commit, as the service's producers announce theirs (WebhookAnnouncer, decision 0039):
-    // comma lists of notices `<id>.0` in a transaction of its own that does not wait for its flush.
-    const notices = rows.map((row) => `${row.id}.0`);
-    const payloads = [];
-    for (let start = 0; start < notices.length; start += 150) {
-      payloads.push(notices.slice(start, start + 150).join(','));
-    }
-    await client.query(
-      `SELECT set_config('synchronous_commit', 'off', true), pg_notify('webhook_events', payload)
-         FROM unnest($1::text[]) AS payload`,
-      [payloads],
-    );
-    return { ids: rows.map((row) => row.id), committedAt };
+    return { ids: rows.map((row) => row.id), committedAt: nowMs() };
   }
 
   async function waitReceived(count, timeoutMs) {

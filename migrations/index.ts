@@ -18,7 +18,6 @@ import { SharedRateLimit1763901500000 } from './1763901500000-SharedRateLimit.js
 import { WriteEachFactOnce1763901600000 } from './1763901600000-WriteEachFactOnce.js';
 import { WebhookBatches1763901700000 } from './1763901700000-WebhookBatches.js';
 import { WalletBalanceNotNegative1763901800000 } from './1763901800000-WalletBalanceNotNegative.js';
-import { AnnounceAfterCommit1763901900000 } from './1763901900000-AnnounceAfterCommit.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -42,5 +41,4 @@ export const MIGRATIONS = [
   WriteEachFactOnce1763901600000,
   WebhookBatches1763901700000,
   WalletBalanceNotNegative1763901800000,
-  AnnounceAfterCommit1763901900000,
 ];

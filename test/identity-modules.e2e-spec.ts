@@ -47,7 +47,7 @@ const config = loadConfig({
     QueueFactory,
     MetricsRegistry,
   ],
-  exports: [APP_CONFIG, DataSource, QUEUE_CONNECTION, PG_POOL, ReadDatabase, QueueFactory, MetricsRegistry],
+  exports: [APP_CONFIG, DataSource, QUEUE_CONNECTION, ReadDatabase, QueueFactory, MetricsRegistry],
 })
 class UnconnectedInfrastructure {}
 

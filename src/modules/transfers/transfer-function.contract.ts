@@ -81,11 +81,9 @@ export interface TransferViewRow {
 
 /**
  * What a created transfer answers: its row (submit: an external transfer, to hand to the clearing rail after
- * commit; events: the ids of the outbox events it wrote, announced after commit, decision 0039), or the stored
- * answer of its Idempotency-Key (replay).
+ * commit), or the stored answer of its Idempotency-Key (replay).
  */
-export type TransferResult =
-  { replay: TransferViewRow } | { row: TransferViewRow; submit: boolean; events: string[] };
+export type TransferResult = { replay: TransferViewRow } | { row: TransferViewRow; submit: boolean };
 
 /**
  * A refusal: WT400 is a validation error at `path` of type `type`, WT403 a forbidden request with reason
@@ -154,11 +152,8 @@ export interface ReversalViewRow extends TransferViewRow {
   reversal_of: string;
 }
 
-/**
- * What wallet_reverse_transfer answers (events: the ids of the outbox events it wrote, announced after commit);
- * a refusal is raised (WT400/WT403/WT404).
- */
-export type ReversalResult = { row: ReversalViewRow; events: string[] } | { replay: ReversalViewRow };
+/** What wallet_reverse_transfer answers; a refusal is raised (WT400/WT403/WT404). */
+export type ReversalResult = { row: ReversalViewRow } | { replay: ReversalViewRow };
 
 /** A ReversalRequest as the JSON text sent. */
 export type EncodedReversalRequest = string & { readonly __contract: 'ReversalRequest' };

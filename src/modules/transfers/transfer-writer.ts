@@ -4,8 +4,6 @@ import type { EntityManager } from 'typeorm';
 import { PG_POOL } from '#common/database/pg-pool.js';
 import { pgErrorOf } from '#common/database/sql.js';
 import { toDb, type Money } from '#modules/wallet/money.js';
-import { WebhookAnnouncer } from '#modules/webhooks/webhook-announcer.js';
-import { eventNotice } from '#modules/webhooks/webhook-events.js';
 import {
   encodeTransferGroup,
   type EncodedReversalRequest,
@@ -54,48 +52,24 @@ export class TransferWriter {
    * plans them once (TypeORM's query API sends unnamed ones, planned on every call, and adds its own per-call
    * work; decision 0035).
    */
-  constructor(
-    @Inject(PG_POOL) private readonly pool: pg.Pool,
-    private readonly announcer: WebhookAnnouncer,
-  ) {}
+  constructor(@Inject(PG_POOL) private readonly pool: pg.Pool) {}
 
   /** One transfer in one statement (autocommit); a refusal is raised (SQLSTATE WT400/WT403). */
-  async create(request: EncodedTransferRequest): Promise<TransferResult> {
-    const result = await this.call<TransferResult>('wallet_create_transfer', request);
-    this.announce([result]);
-    return result;
+  create(request: EncodedTransferRequest): Promise<TransferResult> {
+    return this.call<TransferResult>('wallet_create_transfer', request);
   }
 
   /** A group in one statement, one transaction: an answer per request, in order; a refusal is returned. */
-  async createGroup(requests: readonly EncodedTransferRequest[]): Promise<TransferGroupResult[]> {
-    const results = await this.call<TransferGroupResult[]>(
-      'wallet_create_transfers',
-      encodeTransferGroup(requests),
-    );
-    this.announce(results);
-    return results;
+  createGroup(requests: readonly EncodedTransferRequest[]): Promise<TransferGroupResult[]> {
+    return this.call<TransferGroupResult[]>('wallet_create_transfers', encodeTransferGroup(requests));
   }
 
   /**
    * A reversal or a return from the rail in one statement (autocommit), never grouped: wallet_reverse_transfer
    * locks the original pair and both ledger rows itself. A refusal is raised (SQLSTATE WT400/WT403/WT404).
    */
-  async reverse(request: EncodedReversalRequest): Promise<ReversalResult> {
-    const result = await this.call<ReversalResult>('wallet_reverse_transfer', request);
-    this.announce([result]);
-    return result;
-  }
-
-  /**
-   * The outbox events the calls wrote, announced to the relay now that they have committed (decision 0039): on
-   * the next turn of the event loop, so the answers waiting for these results are written first.
-   */
-  private announce(results: readonly object[]): void {
-    const notices: string[] = [];
-    for (const result of results) {
-      if ('events' in result) for (const id of result.events as string[]) notices.push(eventNotice(id));
-    }
-    if (notices.length > 0) setImmediate(() => this.announcer.announce(notices));
+  reverse(request: EncodedReversalRequest): Promise<ReversalResult> {
+    return this.call<ReversalResult>('wallet_reverse_transfer', request);
   }
 
   /** One money function's call as its named statement, retried on deadlock or serialization failure. */

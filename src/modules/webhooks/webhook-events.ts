@@ -7,13 +7,7 @@ export const WEBHOOK_EVENTS = {
 
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[keyof typeof WEBHOOK_EVENTS];
 
-/**
- * The NOTIFY channel on which committed outbox events are announced to the relay (WebhookAnnouncer, decision
- * 0039); the payload is a comma list of notices.
- */
+/** The NOTIFY channel the outbox trigger speaks on; payload `<eventId>.<generation>`. */
 export const WEBHOOK_NOTIFY_CHANNEL = 'webhook_events';
-
-/** An event's notice: `<eventId>.<generation>` (generation 0 for an event just written). */
-export const eventNotice = (eventId: string, generation = 0) => `${eventId}.${generation}`;
 
 export const deliveryJobId = (eventId: string, generation: number) => `${eventId}.${generation}`;

@@ -22,10 +22,7 @@ const RELAY_BATCH = 1000;
 
 /**
  * Moves committed outbox events into the queue (worker side only):
- * - the relay LISTENs for the announcements of committed events
- *   (WebhookAnnouncer: a NOTIFY whose payload is a comma list of notices
- *   `<eventId>.<generation>`, sent after the writing transaction committed,
- *   docs/decisions/0039-announce-after-commit.md)
+ * - the relay LISTENs for the outbox trigger's NOTIFY (sent on commit only)
  *   and enqueues the notices of one turn of the event loop as batch jobs of
  *   up to 50 events (one addBulk; job id `<first event id>.<generation>+<n>`,
  *   so workers relaying the same notices alike add one job). A notice two
@@ -33,8 +30,7 @@ const RELAY_BATCH = 1000;
  *   delivery of it skips (docs/decisions/0036-webhook-batch-jobs.md);
  * - the sweeper, on a timer that needs neither Redis nor the relay, finds
  *   pending events whose job the queue lost (Redis flushed or down when they
- *   were written, relay disconnected, worker killed, announcement lost with
- *   the process that committed them) and enqueues them again.
+ *   were written, relay disconnected, worker killed) and enqueues them again.
  */
 @Injectable()
 export class WebhookRelay implements OnApplicationBootstrap, OnApplicationShutdown {
@@ -146,15 +142,11 @@ export class WebhookRelay implements OnApplicationBootstrap, OnApplicationShutdo
     this.reconnectDelayMs = Math.min(this.reconnectDelayMs * 2, 30_000);
   }
 
-  private relay(payload: string): void {
-    const first = this.notices.length === 0;
-    for (const notice of payload.split(',')) {
-      const dot = notice.lastIndexOf('.');
-      if (dot <= 0) continue;
-      this.notices.push({ eventId: notice.slice(0, dot), generation: Number(notice.slice(dot + 1)) });
-    }
-    // The announcements that arrive in one turn (many events announced at once) go to the queue together.
-    if (first && this.notices.length > 0) setImmediate(() => this.flushNotices());
+  private relay(notice: string): void {
+    const dot = notice.lastIndexOf('.');
+    this.notices.push({ eventId: notice.slice(0, dot), generation: Number(notice.slice(dot + 1)) });
+    // A transaction that writes many events delivers its NOTIFYs at once: they go to the queue together.
+    if (this.notices.length === 1) setImmediate(() => this.flushNotices());
   }
 
   private flushNotices(): void {

@@ -14,7 +14,7 @@ interface Prepared {
  * the header encoded once per key, and the signature in the JWS form (r‖s, `ieee-p1363`). jose goes
  * through WebCrypto (a job on the thread pool with its own key handling per signature); this is ≈7× cheaper.
  * The ECDSA itself (≈25 µs here) runs on libuv's thread pool (node:crypto's `sign` with a callback), not on
- * the worker's event loop, which every delivery passes through (decision 0040: 7 µs of the loop per signature
+ * the worker's event loop, which every delivery passes through (decision 0039: 7 µs of the loop per signature
  * instead of 25).
  */
 export class WebhookSigner {

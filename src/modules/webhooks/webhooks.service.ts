@@ -6,8 +6,7 @@ import { NotFoundError, ValidationFailedError } from '#common/errors/domain-erro
 import { ApplicationEntity } from '#modules/apps/entities/application.entity.js';
 import { WebhookAttemptEntity } from './entities/webhook-attempt.entity.js';
 import { WebhookEventEntity, type WebhookEventStatus } from './entities/webhook-event.entity.js';
-import { WebhookAnnouncer } from './webhook-announcer.js';
-import { eventNotice, WEBHOOK_EVENTS, type WebhookEventName } from './webhook-events.js';
+import { WEBHOOK_EVENTS, WEBHOOK_NOTIFY_CHANNEL, type WebhookEventName } from './webhook-events.js';
 
 export interface EmitInput {
   appId: string;
@@ -44,16 +43,12 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The outbox's producer side. `emit` writes the event with the caller's
- * transaction manager, so the event exists exactly when the change commits,
- * and is announced to the relay once it has (WebhookAnnouncer); producers
- * never touch the queue (the relay does).
+ * transaction manager, so the event exists exactly when the change commits;
+ * producers never touch the queue (the relay does, after commit).
  */
 @Injectable()
 export class WebhooksService {
-  constructor(
-    @InjectDataSource() private readonly dataSource: DataSource,
-    private readonly announcer: WebhookAnnouncer,
-  ) {}
+  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   async emit(manager: EntityManager, input: EmitInput): Promise<string> {
     const id = randomUUID();
@@ -63,7 +58,6 @@ export class WebhooksService {
        VALUES ($1, $2, $3, $4, $5, 'pending', now())`,
       [id, input.appId, input.event, input.subject ?? null, JSON.stringify(payload)],
     );
-    this.announcer.afterCommit(manager, [eventNotice(id)]);
     return id;
   }
 
@@ -151,7 +145,10 @@ export class WebhooksService {
         if (!exists) throw new NotFoundError(eventId, 'Webhook event not found');
         throw ValidationFailedError.single('eventId', 'invalid', 'the event is still pending delivery');
       }
-      this.announcer.afterCommit(manager, [eventNotice(eventId, updated[0].generation)]);
+      await manager.query('SELECT pg_notify($1, $2)', [
+        WEBHOOK_NOTIFY_CHANNEL,
+        `${eventId}.${updated[0].generation}`,
+      ]);
     });
     return { eventId, status: 'pending' };
   }

@@ -1,7 +1,6 @@
 -- Money back along a settled transfer (docs/decisions/0031-reversals.md): p is a ReversalRequest
--- (src/modules/transfers/transfer-function.contract.ts), the answer a ReversalResult: {row, events} (the new transfer
--- as the caller sees it, reversal_of included, and the ids of the outbox events written, which the caller announces
--- once the transaction has committed: decision 0039) or {replay} (its Idempotency-Key's stored answer). Two kinds:
+-- (src/modules/transfers/transfer-function.contract.ts), the answer a ReversalResult: {row} (the new transfer as
+-- the caller sees it, reversal_of included) or {replay} (its Idempotency-Key's stored answer). Two kinds:
 -- - 'reversal' (POST /wallet/transactions/{uuid}/reversals): an INTERNAL transfer, ACREDITADO, addressed by either
 --   of its two rows by the application of the account that received it; the receiver's new WITHDRAW and the
 --   original sender's new DEPOSIT (INTERNAL, ACREDITADO, linked to each other), each with reversal_of = the
@@ -47,7 +46,6 @@ DECLARE
   v_rd uuid := gen_random_uuid();
   v_created timestamptz;
   v_row jsonb;
-  v_events uuid[];
   v_refusal jsonb;
   v_answer jsonb;
   v_unanswered boolean := false;
@@ -262,16 +260,13 @@ BEGIN
   END IF;
 
   -- A transfer_update for each new row, to the application of its account (as wallet_write_internal writes it).
-  WITH written AS (
-    INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at)
-    SELECT gen_random_uuid(), x.app_id, 'transfer_update', x.id::text,
-           jsonb_build_object('event', 'transfer_update', 'timestamp', floor(extract(epoch FROM now()))::bigint,
-             'data', jsonb_build_object('uuid', x.id, 'movementType', x.movement_type,
-                                        'backStatus', 'PENDING', 'newStatus', 'ACCEPTED')),
-           'pending', now()
-      FROM transfers x WHERE x.id IN (v_rw, v_rd) ORDER BY x.movement_type DESC
-    RETURNING id)
-  SELECT array_agg(id) INTO v_events FROM written;
+  INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at)
+  SELECT gen_random_uuid(), x.app_id, 'transfer_update', x.id::text,
+         jsonb_build_object('event', 'transfer_update', 'timestamp', floor(extract(epoch FROM now()))::bigint,
+           'data', jsonb_build_object('uuid', x.id, 'movementType', x.movement_type,
+                                      'backStatus', 'PENDING', 'newStatus', 'ACCEPTED')),
+         'pending', now()
+    FROM transfers x WHERE x.id IN (v_rw, v_rd) ORDER BY x.movement_type DESC;
   IF v_return THEN
     PERFORM audit_append(taker.app_id, p->>'auditActor', p->>'route', 'transfer', v_rd::text, 'ACREDITADO', p->>'requestId');
   ELSE
@@ -281,6 +276,6 @@ BEGIN
   IF v_unanswered THEN
     UPDATE idempotency_keys SET response_status = 201, response_body = v_row WHERE app_id = v_app AND key = v_key;
   END IF;
-  RETURN jsonb_build_object('row', v_row, 'events', to_jsonb(v_events));
+  RETURN jsonb_build_object('row', v_row);
 END
 $function$

@@ -1,6 +1,5 @@
 -- One transfer of POST /wallet/transactions, checked and applied: the request p is a TransferRequest
--- (src/modules/transfers/transfer-function.contract.ts). result is {row, submit, events} (a new transfer, with the
--- ids of the outbox events it writes, which the caller announces once the transaction has committed: decision 0039),
+-- (src/modules/transfers/transfer-function.contract.ts). result is {row, submit} (a new transfer),
 -- {replay} (its Idempotency-Key's stored answer) or {refused} (code, path, type, message); write holds an
 -- internal transfer's rows for wallet_write_internal.
 -- Guarantees:
@@ -44,7 +43,6 @@ DECLARE
   v_year_last text := 'M' || substr(p->>'year', 2) || '-12';
   v_id uuid := gen_random_uuid();
   v_deposit uuid;
-  v_event uuid;
   v_internal boolean;
   v_units integer;
   v_fee numeric;
@@ -258,7 +256,6 @@ BEGIN
     v_status := 'ACREDITADO';
     v_route := 'INTERNAL';
     v_deposit := gen_random_uuid();
-    v_event := gen_random_uuid();
   ELSE
     v_status := 'INICIADO';
     v_route := 'EXTERNAL';
@@ -312,7 +309,7 @@ BEGIN
                  v_cp->>'taxId', v_cp->>'identifierType', v_cp->>'identifier', v_cp->>'branch', v_amount,
                  acc.currency, v_fee, v_tax, v_total, p->>'concept', p->>'summary', p->>'actor', acc.owner_name,
                  acc.owner_tax_id, acc.cvu, v_fee_account, v_tax_account, p->>'requestId',
-                 p->>'route', v_event)::wallet_internal_write;
+                 p->>'route')::wallet_internal_write;
     IF p_write THEN
       PERFORM wallet_write_internal(ARRAY[write]);
     END IF;
@@ -334,8 +331,7 @@ BEGIN
   IF v_unanswered THEN
     UPDATE idempotency_keys SET response_status = 201, response_body = v_row WHERE app_id = v_app AND key = v_key;
   END IF;
-  result := jsonb_build_object('row', v_row, 'submit', NOT v_internal,
-                               'events', CASE WHEN v_internal THEN jsonb_build_array(v_event) ELSE '[]'::jsonb END);
+  result := jsonb_build_object('row', v_row, 'submit', NOT v_internal);
 END
 $function$
 
