@@ -7,8 +7,9 @@
 //
 // Phases (AB_PHASES, comma list): c1 (internal transfers at 1 connection: mean latency), uniform (internal
 // transfers between random accounts at 32 connections: transfers/s). Settings: AB_ROUNDS (8), AB_S (6 measured
-// seconds per load, after 2 s of warm-up), AB_ACCOUNTS (1000). Each load reports the API's CPU per transfer and
-// the PostgreSQL server's (every process). Exits 1 when any answer is not 2xx.
+// seconds per load, after 2 s of warm-up), AB_ACCOUNTS (1000), AB_ENV_A and AB_ENV_B (`NAME=value …`, extra
+// environment of one side's API: the same checkout twice with two settings). Each load reports the API's CPU per
+// transfer and the PostgreSQL server's (every process). Exits 1 when any answer is not 2xx.
 import { randomInt } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -143,8 +144,14 @@ async function main() {
     ]);
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}/v1/`;
+    const extra = Object.fromEntries(
+      env(`AB_ENV_${name.toUpperCase()}`, '')
+        .split(/\s+/)
+        .filter(Boolean)
+        .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
+    );
     const child = await startProcess(`API ${name}`, process.execPath, [path.join(dir, 'dist/src/main.js')], {
-      env: { ...serviceEnv, PORT: String(port), PUBLIC_BASE_URL: baseUrl },
+      env: { ...serviceEnv, ...extra, PORT: String(port), PUBLIC_BASE_URL: baseUrl },
       cwd: dir,
       logFile: path.join(tmp, `api-${name}.log`),
     });
