@@ -26,4 +26,7 @@ export default {
       : ['/node_modules/', '/test/redis-faults\\.'],
   // Two cores: two workers keep the suite fast without starving the database server.
   maxWorkers: 2,
+  // Every failure printed again at the end of the run, whatever the number of suites: CI keeps the tail of
+  // a long log, and a failure's message must be in it.
+  reporters: [['default', { summaryThreshold: 0 }]],
 };

@@ -1,6 +1,4 @@
 import { createHmac, randomUUID, webcrypto } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import net from 'node:net';
 import { decodeJwt } from 'jose';
 import * as oauth from 'oauth4webapi';
 import request from 'supertest';
@@ -13,6 +11,7 @@ import {
   type TestClient,
 } from './support/auth.js';
 import { bearer, expectValidation } from './support/identity.js';
+import { freePort } from './support/processes.js';
 import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
 
 /**
@@ -25,15 +24,6 @@ const JWT_BEARER = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 const TOKEN_ROUTES = ['/v1/oauth/token', '/v1/oauth/app/token'];
 /** RFC 6749 §5.2: error_description is printable ASCII without `"` and `\`. */
 const DESCRIPTION = /^[\x20\x21\x23-\x5b\x5d-\x7e]+$/;
-
-/** A port nobody listens on now, so the base URL (and the assertions' aud) can name it before the app starts. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** The client's registered key as the CryptoKey oauth4webapi signs with. */
 const cryptoKey = (client: TestClient) =>

@@ -6,25 +6,14 @@
 // the compiled code in dist/: the same code production runs.
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { buildIfNeeded, root } from '../../scripts/build-if-needed.mjs';
+import { freePort } from './free-port.mjs';
 
 export const TEMPLATE_DB = 'wallet_template';
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function startRedis() {
   const port = await freePort();

@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 
 /** The repository root (tests run from it); dist/ is built by the global setup. */
+export { freePort } from './free-port.mjs';
+
 export const ROOT = process.cwd();
 export const MAIN_JS = path.join(ROOT, 'dist/src/main.js');
 export const CLI_JS = path.join(ROOT, 'dist/src/cli.js');
@@ -51,17 +52,6 @@ export function runNode(
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       resolve({ code, signal, stdout, stderr });
-    });
-  });
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
     });
   });
 }
