@@ -121,12 +121,12 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
   }
 
   /**
-   * The consumers stop first (they wait for the jobs they run, whose POSTs need the connection pool),
-   * then the pool closes.
+   * The consumers stop first (they wait for the jobs they run, whose POSTs need the connection pool and
+   * whose signatures need the signing thread), then the pool and the thread close.
    */
   async onApplicationShutdown(): Promise<void> {
     await this.queues.closeWorkers();
-    await this.sender.close();
+    await Promise.all([this.sender.close(), this.signer.close()]);
   }
 
   /**

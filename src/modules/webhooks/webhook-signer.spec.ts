@@ -39,6 +39,7 @@ describe('WebhookSigner', () => {
     expect(JSON.parse(new TextDecoder().decode(verified.payload))).toEqual(payload);
     // jose's own signature verifies the same way (same format).
     await expect(compactVerify(byJose, publicKey, { algorithms: ['ES256'] })).resolves.toBeDefined();
+    await signer.close();
   });
 
   it('signs again with the cached key, and with a new key (rotation) under its kid', async () => {
@@ -53,5 +54,35 @@ describe('WebhookSigner', () => {
     const verified = await compactVerify(jws, rotated.publicKey, { algorithms: ['ES256'] });
     expect(verified.protectedHeader.kid).toBe('kid-2');
     await expect(compactVerify(jws, publicKey, { algorithms: ['ES256'] })).rejects.toThrow();
+    await signer.close();
+  });
+
+  it('answers each signature to its own caller when many wait at once', async () => {
+    const signer = new WebhookSigner();
+    const payloads = Array.from({ length: 300 }, (_, i) => ({ ...payload, timestamp: i }));
+    const signed = await Promise.all(payloads.map((one) => signer.sign(key, one)));
+    for (const [i, jws] of signed.entries()) {
+      const verified = await compactVerify(jws, publicKey, { algorithms: ['ES256'] });
+      expect(JSON.parse(new TextDecoder().decode(verified.payload))).toEqual(payloads[i]);
+    }
+    await signer.close();
+  });
+
+  it('fails what waits when the signing thread ends, and signs again on a new thread (with every key)', async () => {
+    const signer = new WebhookSigner();
+    await signer.sign(key, payload); // the thread holds the key
+    const waiting = Array.from({ length: 2000 }, (_, i) => signer.sign(key, { ...payload, timestamp: i }));
+    await signer.close();
+    const outcomes = await Promise.allSettled(waiting);
+    const failed = outcomes.filter((one) => one.status === 'rejected');
+    expect(failed.length).toBeGreaterThan(0);
+    for (const one of failed) expect(String(one.reason)).toMatch(/the webhook signing thread exited/);
+    for (const one of outcomes)
+      if (one.status === 'fulfilled')
+        await expect(compactVerify(one.value, publicKey, { algorithms: ['ES256'] })).resolves.toBeDefined();
+
+    const again = await signer.sign(key, payload);
+    await expect(compactVerify(again, publicKey, { algorithms: ['ES256'] })).resolves.toBeDefined();
+    await signer.close();
   });
 });
