@@ -11,13 +11,21 @@
 // environment of one side's API: the same checkout twice with two settings). Each load reports the API's CPU per
 // transfer and the PostgreSQL server's (every process). Exits 1 when any answer is not 2xx.
 import { randomInt } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
-import { cleanup, cpuMicros, freePort, onCleanup, run, serverCpuMicros, startProcess } from './lib/procs.mjs';
+import {
+  cpuMicros,
+  freePort,
+  onCleanup,
+  run,
+  runScript,
+  scratchDir,
+  serverCpuMicros,
+  startProcess,
+} from './lib/procs.mjs';
 import { accessToken, createFundedAccounts, newKeyPair, transferBody } from './lib/service.mjs';
 
 const [dirA, dirB] = process.argv.slice(2).map((dir) => dir && path.resolve(dir));
@@ -33,20 +41,9 @@ const S = {
   phases: env('AB_PHASES', 'c1,uniform').split(','),
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'wallet-ab-'));
-chmodSync(tmp, 0o755);
-onCleanup(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = scratchDir('wallet-ab-');
 
-let exitCode = 0;
-try {
-  await main();
-} catch (error) {
-  process.stderr.write(`\nab failed: ${error?.stack ?? error}\n`);
-  exitCode = 1;
-} finally {
-  await cleanup();
-}
-process.exit(exitCode);
+await runScript('ab', main);
 
 async function main() {
   const { ensureEmbeddedPostgres } = await import(

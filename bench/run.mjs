@@ -1,7 +1,7 @@
 // npm run bench: measures the service against references taken in the same run on the same machine, checks
 // that every run was right (no non-2xx, no deadlock, money conserved, ledger verifies), prints the ratios
 // against the goals and writes bench/results/latest.json. See bench/README.md for what each figure is.
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -10,14 +10,15 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import {
-  cleanup,
   childPids,
   cpuMicros,
   freePort,
   onCleanup,
   rssMiB,
   run,
+  runScript,
   schedulerWatch,
+  scratchDir,
   serverCpuMicros,
   startProcess,
   stopChild,
@@ -100,25 +101,16 @@ function findPgbench() {
 const { buildIfNeeded } = await import(pathToFileURL(path.join(ROOT, 'scripts/build-if-needed.mjs')).href);
 buildIfNeeded();
 const pgbench = findPgbench();
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'wallet-bench-'));
-chmodSync(tmp, 0o755); // the embedded server runs as the postgres user when we are root
-onCleanup(() => {
-  if (process.env.BENCH_KEEP_TMP === '1') say(`kept ${tmp}`);
-  else rmSync(tmp, { recursive: true, force: true });
+const tmp = scratchDir('wallet-bench-', {
+  keep: process.env.BENCH_KEEP_TMP === '1',
+  onKept: (dir) => say(`kept ${dir}`),
 });
 mkdirSync(RESULTS_DIR, { recursive: true });
 
-let exitCode;
-try {
+await runScript('bench', async () => {
   await main();
-  exitCode = failures.length ? 1 : 0;
-} catch (error) {
-  process.stderr.write(`\nbench failed: ${error?.stack ?? error}\n`);
-  exitCode = 1;
-} finally {
-  await cleanup();
-}
-process.exit(exitCode);
+  return failures.length ? 1 : 0;
+});
 
 async function main() {
   say(`settings: ${JSON.stringify(S)}`);

@@ -17,13 +17,12 @@
 // BENCH_FN_ACCOUNTS (1000), BENCH_FN_PREFILL (transfers written before measuring, 20000), BENCH_FN_PROFILE_CALLS (calls in the profiled round, 200), BENCH_FN_ONLY (a comma
 // list of pgbench, transfers, profile).
 import { createHash, randomInt, randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, chmodSync } from 'node:fs';
-import os from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { cleanup, onCleanup, run, serverCpuMicros } from './lib/procs.mjs';
+import { onCleanup, run, runScript, scratchDir, serverCpuMicros } from './lib/procs.mjs';
 import { transferBody } from './lib/service.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -46,20 +45,9 @@ const say = (message) =>
 
 const { buildIfNeeded } = await import(pathToFileURL(path.join(ROOT, 'scripts/build-if-needed.mjs')).href);
 buildIfNeeded();
-const tmp = mkdtempSync(path.join(os.tmpdir(), 'wallet-fn-bench-'));
-chmodSync(tmp, 0o755);
-onCleanup(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = scratchDir('wallet-fn-bench-');
 
-let exitCode = 0;
-try {
-  await main();
-} catch (error) {
-  process.stderr.write(`\ntransfer-function bench failed: ${error?.stack ?? error}\n`);
-  exitCode = 1;
-} finally {
-  await cleanup();
-}
-process.exit(exitCode);
+await runScript('transfer-function bench', main);
 
 function pgbenchBinary() {
   if (process.env.BENCH_PGBENCH) return process.env.BENCH_PGBENCH;

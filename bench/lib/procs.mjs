@@ -1,8 +1,10 @@
 // Child processes of the benchmark: start, wait for readiness, read CPU and memory from /proc, and stop every
 // one of them on any exit path (normal end, failure, SIGINT/SIGTERM), so a run leaves nothing behind.
 import { spawn, fork, execFileSync } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const children = new Set();
@@ -32,6 +34,33 @@ export async function freePort() {
 /** Registers work to run at exit (last registered runs first). */
 export function onCleanup(fn) {
   cleanups.push(fn);
+}
+
+/**
+ * A temporary directory that others can enter (the embedded server runs as the postgres user when we are
+ * root), removed at exit unless `keep` (then `onKept(dir)` is told).
+ */
+export function scratchDir(prefix, { keep = false, onKept = () => undefined } = {}) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  chmodSync(dir, 0o755);
+  onCleanup(() => (keep ? onKept(dir) : rmSync(dir, { recursive: true, force: true })));
+  return dir;
+}
+
+/**
+ * Runs a script's `main` (which answers its exit code, or nothing for 0), then the cleanups whatever happened,
+ * and exits; a throw is printed under `label` and exits 1.
+ */
+export async function runScript(label, main) {
+  let exitCode = 1;
+  try {
+    exitCode = (await main()) ?? 0;
+  } catch (error) {
+    process.stderr.write(`\n${label} failed: ${error?.stack ?? error}\n`);
+  } finally {
+    await cleanup();
+  }
+  process.exit(exitCode);
 }
 
 /** Stops every child still running, then runs the cleanups. Safe to call more than once. */

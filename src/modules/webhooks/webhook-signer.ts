@@ -6,9 +6,8 @@ import type { SigningKey } from '#modules/auth/signing-keys.service.js';
 interface Prepared {
   /** base64url of the protected header, then a dot. */
   headerPart: string;
-  /** The key's number in the signing thread. */
+  /** The key's number in the signing thread: its index in `keys`. */
   slot: number;
-  keyObject: KeyObject;
 }
 
 /** An item of a batch for the signing thread: a key to keep, or an input to sign with a kept key. */
@@ -68,7 +67,7 @@ parentPort.on('message', (batch) => {
  */
 export class WebhookSigner {
   private readonly prepared = new WeakMap<CryptoKey, Prepared>();
-  private readonly keys = new Map<number, KeyObject>();
+  private readonly keys: KeyObject[] = [];
   private thread?: Worker;
   /** The key slots the current thread holds (a new thread is sent each key again). */
   private held = new Set<number>();
@@ -83,11 +82,9 @@ export class WebhookSigner {
       const header = JSON.stringify({ alg: 'ES256', kid: key.kid, typ: 'JWT' });
       prepared = {
         headerPart: `${Buffer.from(header).toString('base64url')}.`,
-        slot: this.keys.size,
-        keyObject: KeyObject.from(key.privateKey as webcrypto.CryptoKey),
+        slot: this.keys.push(KeyObject.from(key.privateKey as webcrypto.CryptoKey)) - 1,
       };
       this.prepared.set(key.privateKey, prepared);
-      this.keys.set(prepared.slot, prepared.keyObject);
     }
     const input = prepared.headerPart + Buffer.from(JSON.stringify(payload)).toString('base64url');
     const id = this.nextId++;
@@ -109,7 +106,7 @@ export class WebhookSigner {
     const items: Item[] = [];
     for (const { slot } of batch) {
       if (this.held.has(slot)) continue;
-      items.push({ slot, key: this.keys.get(slot)! });
+      items.push({ slot, key: this.keys[slot] });
       this.held.add(slot);
     }
     items.push(...batch);
