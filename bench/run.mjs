@@ -920,6 +920,11 @@ async function main() {
       [ids],
     );
     if (attempts[0].n > 0) fail(`webhooks on ${backend}: ${attempts[0].n} attempts not delivered`);
+    // The burst's shape: when the first event and the first tenth arrived, and the rate between the tenth and
+    // the ninetieth percentile arrivals (the pipeline full), beside the whole burst's rate.
+    const { times } = await ask({ type: 'times', ids });
+    const arrivals = times.map((at) => at - committedAt).sort((a, b) => a - b);
+    const [p10, p90] = [percentile(arrivals, 10), percentile(arrivals, 90)];
     const result = {
       events: count,
       seconds,
@@ -929,6 +934,9 @@ async function main() {
       latencyP50Ms: percentile(latencies, 50),
       latencyP99Ms: percentile(latencies, 99),
       latencyMeanMs: latencies.reduce((a, b) => a + b, 0) / latencies.length,
+      firstArrivalMs: arrivals[0],
+      tenthArrivedMs: p10,
+      steadyPerSec: (0.8 * count) / ((p90 - p10) / 1000),
       workerCpuUsPerEvent: cpuUs / count,
       // The worker's event loop on a CPU and waiting for one, and the machine's idle share, over the burst.
       ...sched,
@@ -936,7 +944,9 @@ async function main() {
     };
     say(
       `  ${result.deliveredPerSec.toFixed(0)} webhooks/s (${seconds.toFixed(1)} s); commit→receiver p50 ` +
-        `${result.latencyP50Ms.toFixed(1)} ms, p99 ${result.latencyP99Ms.toFixed(1)} ms; worker RSS ${result.workerRssMiB.toFixed(0)} MiB`,
+        `${result.latencyP50Ms.toFixed(1)} ms, p99 ${result.latencyP99Ms.toFixed(1)} ms; worker RSS ${result.workerRssMiB.toFixed(0)} MiB; ` +
+        `burst: first at ${result.firstArrivalMs.toFixed(0)} ms, a tenth at ${result.tenthArrivedMs.toFixed(0)} ms, ` +
+        `${result.steadyPerSec.toFixed(0)}/s from the tenth to the ninetieth percentile`,
     );
     await stopChild(worker);
     return result;
@@ -1045,6 +1055,11 @@ async function main() {
         shares('API event loop on a CPU / waiting for one (transfers uniform)', u.transfersUniform),
         shares('API event loop on a CPU / waiting for one (transfer, 1 connection)', u.transfersC1),
         row('webhooks delivered (Redis)', r.webhooksRedis?.deliveredPerSec, '/s'),
+        row(
+          'webhook burst (Redis): a tenth arrived after / rate p10→p90',
+          r.webhooksRedis?.tenthArrivedMs,
+          `ms / ${fmt(r.webhooksRedis?.steadyPerSec, 0)} /s`,
+        ),
         row('raw BullMQ drain (Redis)', r.rawBullmqRedis?.drainJobsPerSec, 'jobs/s'),
         shares('worker event loop on a CPU / waiting for one (webhook burst, Redis)', r.webhooksRedis),
         row('webhook commit→receiver p99 (Redis)', r.webhooksRedis?.latencyP99Ms, 'ms', 2),
