@@ -18,6 +18,7 @@ import { SharedRateLimit1763901500000 } from './1763901500000-SharedRateLimit.js
 import { WriteEachFactOnce1763901600000 } from './1763901600000-WriteEachFactOnce.js';
 import { WebhookBatches1763901700000 } from './1763901700000-WebhookBatches.js';
 import { WalletBalanceNotNegative1763901800000 } from './1763901800000-WalletBalanceNotNegative.js';
+import { TimeOrderedIds1763901900000 } from './1763901900000-TimeOrderedIds.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -41,4 +42,5 @@ export const MIGRATIONS = [
   WriteEachFactOnce1763901600000,
   WebhookBatches1763901700000,
   WalletBalanceNotNegative1763901800000,
+  TimeOrderedIds1763901900000,
 ];

@@ -69,6 +69,33 @@ describe('migrations and entities', () => {
     await expectNoDrift();
   });
 
+  it('TimeOrderedIds down gives the money path its random ids back, and up the time-ordered ones', async () => {
+    const definitions = async () =>
+      (await dataSource.query(
+        `SELECT p.proname AS name, pg_get_functiondef(p.oid) AS definition FROM pg_proc p
+           JOIN pg_namespace n ON n.oid = p.pronamespace
+          WHERE n.nspname = 'public' AND p.proname IN ('wallet_transfer_try', 'wallet_write_internal')
+          ORDER BY p.proname`,
+      )) as { name: string; definition: string }[];
+    const calls = (rows: { definition: string }[], call: string) =>
+      rows.map((row) => row.definition.split(call).length - 1);
+    const after = await definitions();
+    expect(calls(after, 'uuidv7()')).toEqual([3, 1]);
+    expect(calls(after, 'gen_random_uuid()')).toEqual([0, 0]);
+    for (;;) {
+      const applied = await appliedMigrations(dataSource);
+      await dataSource.undoLastMigration({ transaction: 'each' });
+      if (applied[applied.length - 1] === 'TimeOrderedIds1763901900000') break;
+    }
+    const before = await definitions();
+    expect(calls(before, 'uuidv7()')).toEqual([0, 0]);
+    expect(before.map((row) => row.definition)).toEqual(
+      after.map((row) => row.definition.replaceAll('uuidv7()', 'gen_random_uuid()')),
+    );
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await definitions()).toEqual(after);
+  });
+
   it('stops at WalletBalanceNotNegative while a wallet balance is negative, naming it; applies once mended', async () => {
     const name = 'WalletBalanceNotNegative1763901800000';
     for (;;) {

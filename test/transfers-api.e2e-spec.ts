@@ -176,6 +176,28 @@ describe('transfers: API (real database)', () => {
       expectNotFound(await get(`/v1/wallet/transactions/${transferId}`, tokenB), transferId);
     });
 
+    it("an internal transfer's new rows have time-ordered ids (UUID version 7: decision 0042)", async () => {
+      const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+      const second = await send(transferBody(sender.uuid, receiver.cvu, 1));
+      expect(second.status).toBe(201);
+      const secondId = (second.body as { uuid: string }).uuid;
+      const rows = (await t.dataSource.query(
+        `SELECT t.id::text AS id, t.linked_transfer_id::text AS deposit, e.id::text AS entry, w.id::text AS event
+           FROM transfers t
+           JOIN journal_entries e ON e.reference = t.id::text
+           JOIN webhook_events w ON w.subject = t.linked_transfer_id::text
+          WHERE t.id = ANY($1::uuid[]) ORDER BY t.created_at, t.id`,
+        [[transferId, secondId]],
+      )) as { id: string; deposit: string; entry: string; event: string }[];
+      expect(rows.map((row) => row.id)).toEqual([transferId, secondId]);
+      for (const row of rows) for (const id of Object.values(row)) expect(id).toMatch(V7);
+      // The leading 48 bits are the creation time in milliseconds: a later transfer's id sorts after.
+      expect(secondId.replace(/-/g, '').slice(0, 12) >= transferId.replace(/-/g, '').slice(0, 12)).toBe(true);
+      // And the id is accepted wherever an id is read.
+      expect((await get(`/v1/wallet/transactions/${secondId}`)).status).toBe(200);
+      expect((await get(`/v1/wallet/transactions/${rows[1].deposit}`)).status).toBe(200);
+    });
+
     it('GET /v1/wallet/transactions/all: CC only, newest first, pages, filters', async () => {
       const from = await open(1000);
       const to = await open();

@@ -1,7 +1,8 @@
 -- One transfer of POST /wallet/transactions, checked and applied: the request p is a TransferRequest
 -- (src/modules/transfers/transfer-function.contract.ts). result is {row, submit} (a new transfer),
 -- {replay} (its Idempotency-Key's stored answer) or {refused} (code, path, type, message); write holds an
--- internal transfer's rows for wallet_write_internal.
+-- internal transfer's rows for wallet_write_internal. New ids (the transfer, an internal one's DEPOSIT and its
+-- journal entry) are time-ordered, uuidv7(): each lands on its primary key's rightmost leaf (decision 0042).
 -- Guarantees:
 -- - routing: a live CVU of this service makes the transfer INTERNAL (settled here, ACREDITADO on both sides),
 --   anything else EXTERNAL (INICIADO, money held, submitted to the clearing rail after commit: submit true);
@@ -41,7 +42,7 @@ DECLARE
   v_month text := p->>'month';
   v_year_first text := 'M' || substr(p->>'year', 2) || '-01'; -- the year's months, whose rows add up to it
   v_year_last text := 'M' || substr(p->>'year', 2) || '-12';
-  v_id uuid := gen_random_uuid();
+  v_id uuid := uuidv7();
   v_deposit uuid;
   v_internal boolean;
   v_units integer;
@@ -255,7 +256,7 @@ BEGIN
   IF v_internal THEN
     v_status := 'ACREDITADO';
     v_route := 'INTERNAL';
-    v_deposit := gen_random_uuid();
+    v_deposit := uuidv7();
   ELSE
     v_status := 'INICIADO';
     v_route := 'EXTERNAL';
@@ -305,7 +306,7 @@ BEGIN
     END IF;
     -- The rows nothing in the group reads (entry, postings, both transfers, event): written by
     -- wallet_write_internal, here or, for a group, once for all of it.
-    write := ROW(v_id, v_deposit, gen_random_uuid(), acc.app_id, recv.app_id, acc.id, recv.id, v_cp->>'name',
+    write := ROW(v_id, v_deposit, uuidv7(), acc.app_id, recv.app_id, acc.id, recv.id, v_cp->>'name',
                  v_cp->>'taxId', v_cp->>'identifierType', v_cp->>'identifier', v_cp->>'branch', v_amount,
                  acc.currency, v_fee, v_tax, v_total, p->>'concept', p->>'summary', p->>'actor', acc.owner_name,
                  acc.owner_tax_id, acc.cvu, v_fee_account, v_tax_account, p->>'requestId',

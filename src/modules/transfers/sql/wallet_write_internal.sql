@@ -2,8 +2,9 @@
 -- wallet_internal_write, migrations/1763900900000-GroupWrites.ts), one INSERT per table for the whole array, in
 -- its order: each transfer's journal entry and postings (the tax applies to debit and credit: the receiver pays
 -- it on what it receives), the sender's WITHDRAW and the receiver's own DEPOSIT (docs/decisions/0013), the
--- receiver's application's transfer_update event, and the sender's application's audit record of each transfer
--- (as audit_append writes it; one INSERT for the group, decision 0032). No history rows: a transfer's creation
+-- receiver's application's transfer_update event (a time-ordered id, uuidv7(): decision 0042), and the sender's
+-- application's audit record of each transfer (as audit_append writes it; one INSERT for the group, decision
+-- 0032). No history rows: a transfer's creation
 -- (COMMITING → its first status) is implied by its row (view transfer_status_path, decision 0035).
 -- Guarantees: the same rows, in the same order, as writing the transfers one by one
 -- (test/transfers-function-equivalence.e2e-spec.ts); each entry balances (checked again at commit by
@@ -37,7 +38,7 @@ BEGIN
        w.concept, w.summary)) AS t
    ORDER BY w.ordinality;
   INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at)
-  SELECT gen_random_uuid(), w.recv_app_id, 'transfer_update', w.deposit_id::text,
+  SELECT uuidv7(), w.recv_app_id, 'transfer_update', w.deposit_id::text,
          jsonb_build_object('event', 'transfer_update', 'timestamp', floor(extract(epoch FROM now()))::bigint,
            'data', jsonb_build_object('uuid', w.deposit_id, 'movementType', 'DEPOSIT',
                                       'backStatus', 'PENDING', 'newStatus', 'ACCEPTED')),
