@@ -1,5 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
-import { loadFunction } from './sql.js';
+import { functionDefinitions, loadFunction } from './sql.js';
 
 /**
  * The money path's new rows get time-ordered ids (UUID version 7, PostgreSQL 18's uuidv7()) instead of random
@@ -26,7 +26,7 @@ export class TimeOrderedIds1763901900000 implements MigrationInterface {
     await queryRunner.query(
       loadFunction(
         'wallet_write_internal',
-        '8a1ffb7a511c42b940e6607cea4a09ff105b8a5703e56ae680b8360a95bcc701',
+        '4e8e9c6c93df939ed6a36f16c0ca48bb4d7341e539a6e07374556cfce8ef7022',
       ),
     );
   }
@@ -36,13 +36,9 @@ export class TimeOrderedIds1763901900000 implements MigrationInterface {
    * first), read from the database, with uuidv7() back to gen_random_uuid(), the one change `up` made to it.
    */
   async down(queryRunner: QueryRunner): Promise<void> {
+    const live = await functionDefinitions((sql, params) => queryRunner.query(sql, params));
     for (const name of ['wallet_transfer_try', 'wallet_write_internal']) {
-      const [{ definition }] = (await queryRunner.query(
-        `SELECT pg_get_functiondef(p.oid) AS definition FROM pg_proc p
-           JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' AND p.proname = $1`,
-        [name],
-      )) as { definition: string }[];
-      await queryRunner.query(definition.replaceAll('uuidv7()', 'gen_random_uuid()'));
+      await queryRunner.query(live[name].replaceAll('uuidv7()', 'gen_random_uuid()'));
     }
   }
 }

@@ -54,3 +54,28 @@ export function loadFunction(name: string, sha256: string): string {
 export function loadMarker(name: string, sha256: string): string {
   return `-- loadFunction ${name} sha256:${sha256}`;
 }
+
+/**
+ * Every function of `schema` (not an extension's), by name, as PostgreSQL prints it (`pg_get_functiondef`: a
+ * `CREATE OR REPLACE FUNCTION` that runs as it is). `query` answers rows (a QueryRunner's `query`, or a pg
+ * client's wrapped). One function per name: an overloaded name throws.
+ */
+export async function functionDefinitions(
+  query: (sql: string, params: unknown[]) => Promise<unknown>,
+  schema = 'public',
+): Promise<Record<string, string>> {
+  const rows = (await query(
+    `SELECT p.proname AS name, pg_get_functiondef(p.oid) AS definition
+       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+      WHERE n.nspname = $1
+        AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
+      ORDER BY p.proname, p.oid`,
+    [schema],
+  )) as { name: string; definition: string }[];
+  const byName: Record<string, string> = {};
+  for (const row of rows) {
+    if (row.name in byName) throw new Error(`${schema}.${row.name} is overloaded: one function per name`);
+    byName[row.name] = row.definition;
+  }
+  return byName;
+}

@@ -5,7 +5,7 @@ import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { DataSource, type Logger } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
-import { functionFiles, loadFunction, sha256Of } from '../migrations/sql.js';
+import { functionDefinitions, functionFiles, loadFunction, sha256Of } from '../migrations/sql.js';
 import { dataSourceOptions } from '../src/data-source.js';
 import { createEmptyDatabase } from './support/database.js';
 import { childEnv, ROOT } from './support/processes.js';
@@ -77,22 +77,8 @@ describe('database function files', () => {
   });
 
   /** Every function of a schema (not an extension's), by name, as pg_get_functiondef gives it. */
-  const definitions = async (schema: string): Promise<Record<string, string>> => {
-    const { rows } = await db.query<{ name: string; definition: string }>(
-      `SELECT p.proname AS name, pg_get_functiondef(p.oid) AS definition
-         FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-        WHERE n.nspname = $1
-          AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
-        ORDER BY p.proname, p.oid`,
-      [schema],
-    );
-    const byName: Record<string, string> = {};
-    for (const row of rows) {
-      if (row.name in byName) throw new Error(`${schema}.${row.name} is overloaded: one function per name`);
-      byName[row.name] = row.definition;
-    }
-    return byName;
-  };
+  const definitions = (schema: string): Promise<Record<string, string>> =>
+    functionDefinitions(async (sql, params) => (await db.query(sql, params)).rows, schema);
 
   it('has one file for every function of the migrated database, and a function for every file', async () => {
     const names = files.map((file) => file.name);

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
+import { functionDefinitions } from '../migrations/sql.js';
 import { dataSourceOptions } from '../src/data-source.js';
 import { createTestDatabase } from './support/database.js';
 
@@ -71,12 +72,9 @@ describe('migrations and entities', () => {
 
   it('TimeOrderedIds down gives the money path its random ids back, and up the time-ordered ones', async () => {
     const definitions = async () =>
-      (await dataSource.query(
-        `SELECT p.proname AS name, pg_get_functiondef(p.oid) AS definition FROM pg_proc p
-           JOIN pg_namespace n ON n.oid = p.pronamespace
-          WHERE n.nspname = 'public' AND p.proname IN ('wallet_transfer_try', 'wallet_write_internal')
-          ORDER BY p.proname`,
-      )) as { name: string; definition: string }[];
+      Object.entries(await functionDefinitions((sql, params) => dataSource.query(sql, params)))
+        .filter(([name]) => name === 'wallet_transfer_try' || name === 'wallet_write_internal')
+        .map(([name, definition]) => ({ name, definition }));
     const calls = (rows: { definition: string }[], call: string) =>
       rows.map((row) => row.definition.split(call).length - 1);
     const after = await definitions();

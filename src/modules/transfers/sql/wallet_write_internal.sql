@@ -4,8 +4,8 @@
 -- it on what it receives), the sender's WITHDRAW and the receiver's own DEPOSIT (docs/decisions/0013), the
 -- receiver's application's transfer_update event (a time-ordered id, uuidv7(): decision 0042), and the sender's
 -- application's audit record of each transfer (as audit_append writes it; one INSERT for the group, decision
--- 0032). No history rows: a transfer's creation
--- (COMMITING → its first status) is implied by its row (view transfer_status_path, decision 0035).
+-- 0032). No history rows: a transfer's creation (COMMITING → its first status) is implied by its row (view
+-- transfer_status_path, decision 0035).
 -- Guarantees: the same rows, in the same order, as writing the transfers one by one
 -- (test/transfers-function-equivalence.e2e-spec.ts); each entry balances (checked again at commit by
 -- ledger_entry_balances). Balances and operated amounts are not written here (wallet_transfer_try did).
