@@ -34,6 +34,8 @@ const envInt = (name, def) => {
   if (!/^\d+$/.test(raw)) throw new Error(`${name} must be a whole number (got "${raw}")`);
   return Number(raw);
 };
+/** How often databaseWaits samples pg_stat_activity (in round 2 only). */
+const WAITS_EVERY_MS = 10;
 const S = {
   runs: envInt('BENCH_RUNS', 1),
   durationS: envInt('BENCH_DURATION_S', 10),
@@ -278,6 +280,31 @@ async function main() {
   const db = new pg.Client({ connectionString: serviceDbUrl, application_name: 'wallet-bench' });
   await db.connect();
   onCleanup(() => db.end().catch(() => undefined));
+  // Its own connection: databaseWaits samples while `db` may be busy with a phase's checks.
+  const waitsDb = new pg.Client({ connectionString: serviceDbUrl, application_name: 'wallet-bench-waits' });
+  await waitsDb.connect();
+  onCleanup(() => waitsDb.end().catch(() => undefined));
+  await waitsDb.query(`
+    CREATE FUNCTION pg_temp.bench_waits(p_seconds float8, p_every float8) RETURNS jsonb LANGUAGE plpgsql AS $$
+    DECLARE
+      v_end timestamptz := clock_timestamp() + make_interval(secs => p_seconds);
+      v_samples integer := 0;
+      v_counts jsonb := '{}';
+      r record;
+    BEGIN
+      WHILE clock_timestamp() < v_end LOOP
+        PERFORM pg_stat_clear_snapshot(); -- else one transaction reads one snapshot of the backends
+        FOR r IN SELECT coalesce(wait_event_type || ':' || wait_event, 'running') AS state, count(*)::integer AS n
+                   FROM pg_stat_activity
+                  WHERE state = 'active' AND query LIKE 'SELECT wallet\\_create\\_transfer%'
+                  GROUP BY 1 LOOP
+          v_counts := jsonb_set(v_counts, ARRAY[r.state], to_jsonb(coalesce((v_counts->>r.state)::integer, 0) + r.n));
+        END LOOP;
+        v_samples := v_samples + 1;
+        PERFORM pg_sleep(p_every);
+      END LOOP;
+      RETURN jsonb_build_object('samples', v_samples, 'counts', v_counts);
+    END $$`);
 
   let api = await startApi();
   say(`creating ${S.accounts} funded accounts through the API…`);
@@ -597,10 +624,32 @@ async function main() {
   }
 
   /**
+   * Where the money calls' database time goes: pg_stat_activity sampled inside PostgreSQL (a session function on
+   * waitsDb, every WAITS_EVERY_MS for `seconds`, its own clock: a sampler on the bench's event loop would run in
+   * step with autocannon's requests) for the backends running wallet_create_transfer(s), by wait event; one with
+   * none is running (on a CPU or waiting for one: PostgreSQL cannot tell). Gives the calls in flight on average
+   * and each state's share of their time.
+   */
+  async function databaseWaits(seconds) {
+    const { rows } = await waitsDb.query('SELECT pg_temp.bench_waits($1, $2) AS w', [
+      seconds,
+      WAITS_EVERY_MS / 1000,
+    ]);
+    const { samples, counts } = rows[0].w;
+    const active = Object.values(counts).reduce((sum, n) => sum + n, 0);
+    const shares = Object.fromEntries(
+      Object.entries(counts)
+        .sort((a, b) => b[1] - a[1])
+        .map(([state, n]) => [state, n / active]),
+    );
+    return { samples, callsInFlight: samples ? active / samples : null, shares };
+  }
+
+  /**
    * Warm-up (checked, not measured), then the measured load with the process's CPU read around it; with
    * API_PROCESSES=N the CPU of the primary and of its API processes.
    */
-  async function measure(name, pid, options) {
+  async function measure(name, pid, options, { sampleDatabase = false } = {}) {
     const pids = [pid, ...childPids(pid)];
     const cpuOf = () => pids.reduce((sum, one) => sum + cpuMicros(one), 0);
     // Keep the first few non-2xx answers to say what went wrong.
@@ -647,7 +696,9 @@ async function main() {
     // The event loops that serve: the API processes of API_PROCESSES=N, else the one process.
     const scheduler = schedulerWatch(pids.length > 1 ? pids.slice(1) : pids);
     times = [];
+    const waits = sampleDatabase ? databaseWaits(S.durationS) : null;
     const result = await attempt(S.durationS);
+    const dbWaits = await waits;
     const sched = scheduler();
     const cpuUs = cpuOf() - cpuBefore;
     const pgCpuUs = serverCpuMicros(pgHandle.pid) - pgCpuBefore;
@@ -666,6 +717,7 @@ async function main() {
       // Shares of the measured part's wall time: the API's event loop on a CPU, and runnable but waiting for
       // one (every process of the machine shares its cores); the machine's idle share.
       ...sched,
+      ...(dbWaits ? { dbWaits } : {}),
     };
   }
 
@@ -749,7 +801,10 @@ async function main() {
         setupClient: (client) => client.on('response', (status) => status < 300 && all2xx++),
       };
       const groupsBefore = await groupMetrics();
-      out[key] = await measure(label, api.process.pid, counted);
+      // Round 2 repeats round 1, whose figures are the ones judged: the sampling's own load falls on round 2.
+      out[key] = await measure(label, api.process.pid, counted, {
+        sampleDatabase: movesMoney && round === 2,
+      });
       const after = await quiet();
       if (movesMoney && !keys) out[key].groupCommit = groupDelta(groupsBefore, await groupMetrics());
       // Rows written per transfer (warm-up and measured part: every transfer written in the phase).
@@ -765,6 +820,15 @@ async function main() {
             ? `; ${group.calls} database calls of ${group.meanSize.toFixed(1)} transfers, ${group.meanCallMs.toFixed(1)} ms each`
             : ''),
       );
+      const waits = out[key].dbWaits;
+      if (waits?.samples)
+        say(
+          `  in the database: ${waits.callsInFlight.toFixed(2)} calls in flight on average; their time ` +
+            Object.entries(waits.shares)
+              .filter(([, share]) => share >= 0.005)
+              .map(([state, share]) => `${state} ${(100 * share).toFixed(0)} %`)
+              .join(', '),
+        );
       if (after.wallets !== before.wallets || after.ledger !== before.ledger)
         fail(
           `${label}: money moved out of the accounts (${JSON.stringify(before)} → ${JSON.stringify(after)})`,
