@@ -4,8 +4,8 @@
 // TransfersService builds them, each with an Idempotency-Key) from 1 and 2 connections, and pgbench tpcb-like.
 //
 // It reports transfers/s, the PostgreSQL CPU per transfer (utime + stime of every process of the server, from
-// /proc) and the ratio to pgbench's tps, then a pg_stat_statements breakdown (track = all: every statement
-// nested in the functions) of a profiled round.
+// /proc), the WAL bytes per transfer (the insert position's advance) and the ratio to pgbench's tps, then a
+// pg_stat_statements breakdown (track = all: every statement nested in the functions) of a profiled round.
 //
 // A/B in one run: when migrations newer than BENCH_FN_BASE (default 1763900700000, the first transfer
 // function) exist, each measured round runs once on the head schema and once with those migrations reverted
@@ -258,8 +258,12 @@ async function main() {
   }
 
   /** `conns` connections calling wallet_create_transfers back to back for `seconds`. */
+  /** The server's WAL insert position, in bytes (the difference of two is the WAL written between them). */
+  const walPosition = async () =>
+    Number((await admin.query(`SELECT pg_current_wal_insert_lsn() - '0/0' AS b`)).rows[0].b);
   const transfersPhase = async (conns, seconds) => {
     await admin.query('CHECKPOINT');
+    const wal0 = await walPosition();
     const cpu0 = serverCpuMicros(server.pid);
     const t0 = performance.now();
     const deadline = t0 + seconds * 1000;
@@ -280,12 +284,20 @@ async function main() {
     );
     const wall = (performance.now() - t0) / 1000;
     const cpu = serverCpuMicros(server.pid) - cpu0;
+    const wal = (await walPosition()) - wal0;
     if (refused) throw new Error(`${refused} transfers refused in a phase that should refuse none`);
-    return { tps: done / wall, cpuUsPerTransfer: cpu / done, calls, serverCpuPct: cpu / 1e4 / wall };
+    return {
+      tps: done / wall,
+      cpuUsPerTransfer: cpu / done,
+      walBytesPerTransfer: wal / done,
+      calls,
+      serverCpuPct: cpu / 1e4 / wall,
+    };
   };
 
   const pgbenchPhase = async () => {
     await admin.query('CHECKPOINT');
+    const wal0 = await walPosition();
     const cpu0 = serverCpuMicros(server.pid);
     const { stdout } = await run(
       pgbench,
@@ -295,7 +307,8 @@ async function main() {
     const tps = Number(/tps = ([\d.]+)/.exec(stdout)?.[1]);
     const cpu = serverCpuMicros(server.pid) - cpu0;
     const count = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1]);
-    return { tps, cpuUsPerTransaction: cpu / count };
+    const wal = (await walPosition()) - wal0;
+    return { tps, cpuUsPerTransaction: cpu / count, walBytesPerTransaction: wal / count };
   };
 
   // The schema variants: head, and head with the migrations after BENCH_FN_BASE reverted.
@@ -340,7 +353,8 @@ async function main() {
     say(`pgbench tpcb-like -M prepared -c 32 -j 2 -T ${S.pgbenchS}…`);
     pgbenchRuns.push(await pgbenchPhase());
     say(
-      `  ${pgbenchRuns.at(-1).tps.toFixed(0)} tps, ${pgbenchRuns.at(-1).cpuUsPerTransaction.toFixed(0)} µs PG CPU/tx`,
+      `  ${pgbenchRuns.at(-1).tps.toFixed(0)} tps, ${pgbenchRuns.at(-1).cpuUsPerTransaction.toFixed(0)} µs PG CPU/tx, ` +
+        `${pgbenchRuns.at(-1).walBytesPerTransaction.toFixed(0)} B of WAL/tx`,
     );
   }
   if (S.only.includes('transfers')) {
@@ -353,7 +367,8 @@ async function main() {
           results.push({ variant, conns, ...r });
           say(
             `  ${variant.padEnd(4)} ${conns} conn: ${r.tps.toFixed(0)} transfers/s, ${r.cpuUsPerTransfer.toFixed(0)} µs ` +
-              `PG CPU/transfer, PG CPU ${r.serverCpuPct.toFixed(0)}%, ${r.calls} calls`,
+              `PG CPU/transfer, ${r.walBytesPerTransfer.toFixed(0)} B of WAL/transfer, PG CPU ${r.serverCpuPct.toFixed(0)}%, ` +
+              `${r.calls} calls`,
           );
         }
       }
@@ -363,7 +378,8 @@ async function main() {
     say('pgbench again…');
     pgbenchRuns.push(await pgbenchPhase());
     say(
-      `  ${pgbenchRuns.at(-1).tps.toFixed(0)} tps, ${pgbenchRuns.at(-1).cpuUsPerTransaction.toFixed(0)} µs PG CPU/tx`,
+      `  ${pgbenchRuns.at(-1).tps.toFixed(0)} tps, ${pgbenchRuns.at(-1).cpuUsPerTransaction.toFixed(0)} µs PG CPU/tx, ` +
+        `${pgbenchRuns.at(-1).walBytesPerTransaction.toFixed(0)} B of WAL/tx`,
     );
   }
 
