@@ -122,6 +122,31 @@ describe('embedded PostgreSQL placement', () => {
       expect(await placeCluster(dataDir, undefined, runtimeDir, () => undefined)).toEqual(placed);
     });
 
+    it('gives a DATA_DIR made anew at the same path a new cluster, and keeps and names the earlier ones', async () => {
+      folder('private', 0o700);
+      const dataDir = folder('private/data', 0o755);
+      const first = await placeCluster(dataDir, other, runtimeDir, () => undefined);
+      // The first cluster was initialised; then DATA_DIR was removed and made again (its pointer gone with it).
+      mkdirSync(first.clusterDir, { recursive: true });
+      writeFileSync(path.join(first.clusterDir, 'PG_VERSION'), '18\n');
+      rmSync(dataDir, { recursive: true });
+      mkdirSync(dataDir, { mode: 0o755 });
+
+      const second = await placeCluster(dataDir, other, runtimeDir, (line) => log.push(line));
+      expect(second).toEqual({ clusterDir: `${path.dirname(first.clusterDir)}-2/postgres`, relocated: true });
+      expect(readFileSync(path.join(dataDir, CLUSTER_POINTER), 'utf8')).toBe(`${second.clusterDir}\n`);
+      expect(readFileSync(path.join(first.clusterDir, 'PG_VERSION'), 'utf8')).toBe('18\n');
+      expect(log[1]).toBe(
+        `earlier PostgreSQL clusters of ${dataDir} are kept, not used (DATA_DIR no longer points at them): ${path.dirname(first.clusterDir)}; remove them once their data is not needed`,
+      );
+
+      // A home without an initialised cluster (a start that stopped before initdb) is reused; the pointer holds.
+      rmSync(path.join(dataDir, CLUSTER_POINTER));
+      const third = await placeCluster(dataDir, other, runtimeDir, () => undefined);
+      expect(third).toEqual(second);
+      expect(await placeCluster(dataDir, other, runtimeDir, () => undefined)).toEqual(second);
+    });
+
     it('never replaces an initialised cluster the server user cannot reach: one line naming folder, user and fix', async () => {
       const privateDir = folder('private', 0o700);
       const dataDir = folder('private/data', 0o755);

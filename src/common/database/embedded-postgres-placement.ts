@@ -245,7 +245,8 @@ export interface ClusterPlace {
 /**
  * The cluster of `dataDir`: the one a pointer in DATA_DIR names; else `DATA_DIR/postgres` when the server's
  * user can reach it (always, when not root); else a new home under `runtimeDir/clusters/`, recorded in the pointer.
- * An initialised cluster in DATA_DIR that the server's user cannot reach is never replaced by an empty one.
+ * An initialised cluster in DATA_DIR that the server's user cannot reach is never replaced by an empty one. A new
+ * home never reuses one that holds a cluster (an earlier DATA_DIR at the same path): that one is kept and named.
  */
 export async function placeCluster(
   dataDir: string,
@@ -265,14 +266,34 @@ export async function placeCluster(
         `embedded PostgreSQL: the cluster in ${inPlace} cannot be reached by the OS user ${user.name} (the server cannot run as root) because ${user.name} cannot pass through ${blocked}: let it pass (chmod o+x ${blocked}), run the service as another user, or set DATABASE_URL`,
       );
     }
-    const id = `${path.basename(dataDir)}-${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}`;
-    const clusterDir = path.join(runtimeDir, 'clusters', id, 'postgres');
-    log(
-      `keeping the PostgreSQL cluster of ${dataDir} in ${clusterDir} (user ${user.name} cannot reach ${blocked})`,
+    // A home named after this path that holds an initialised cluster belongs to an earlier DATA_DIR here (removed
+    // and made anew, or its pointer removed): that cluster is kept, never adopted (its password went with the old
+    // DATA_DIR, and whoever removed the pointer asked for a new database), and this one gets the next free name.
+    const base = `${path.basename(dataDir)}-${createHash('sha256').update(dataDir).digest('hex').slice(0, 16)}`;
+    const earlier: string[] = [];
+    let newHome = path.join(runtimeDir, 'clusters', base);
+    while (await fs.stat(path.join(newHome, 'postgres', 'PG_VERSION')).catch(() => undefined)) {
+      earlier.push(newHome);
+      newHome = path.join(runtimeDir, 'clusters', `${base}-${earlier.length + 1}`);
+    }
+    const clusterDir = path.join(newHome, 'postgres');
+    const written = await fs.writeFile(pointer, `${clusterDir}\n`, { flag: 'wx', mode: 0o644 }).then(
+      () => true,
+      (error: unknown) => {
+        if (errnoCode(error) !== 'EEXIST') throw error;
+        return false; // written concurrently by another start: its path is the one
+      },
     );
-    await fs.writeFile(pointer, `${clusterDir}\n`, { flag: 'wx', mode: 0o644 }).catch((error: unknown) => {
-      if (errnoCode(error) !== 'EEXIST') throw error; // written concurrently: the same path
-    });
+    if (written) {
+      log(
+        `keeping the PostgreSQL cluster of ${dataDir} in ${clusterDir} (user ${user.name} cannot reach ${blocked})`,
+      );
+      if (earlier.length > 0) {
+        log(
+          `earlier PostgreSQL clusters of ${dataDir} are kept, not used (DATA_DIR no longer points at them): ${earlier.join(', ')}; remove them once their data is not needed`,
+        );
+      }
+    }
   }
   const clusterDir = await readPointer();
   if (!path.isAbsolute(clusterDir)) {
