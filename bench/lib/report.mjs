@@ -33,11 +33,15 @@ export function median(values) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
-/** Median, key by key, of objects of numbers (nested objects are walked). */
+/**
+ * Median, key by key, of objects of numbers (nested objects are walked). Every key of any object counts (a wait
+ * state of `dbWaits` may show in one run only); a run without it is left out of that key's median.
+ */
 export function medianOf(objects) {
   const out = {};
-  for (const key of Object.keys(objects[0] ?? {})) {
-    const values = objects.map((o) => o?.[key]);
+  const keys = new Set(objects.flatMap((o) => (o && typeof o === 'object' ? Object.keys(o) : [])));
+  for (const key of keys) {
+    const values = objects.map((o) => o?.[key]).filter((v) => v !== undefined);
     if (values.every((v) => v !== null && typeof v === 'object' && !Array.isArray(v)))
       out[key] = medianOf(values);
     else if (values.every((v) => typeof v === 'number' || v === null)) out[key] = median(values);
