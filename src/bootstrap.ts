@@ -46,6 +46,13 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
     const { port, clusterDir } = database.embedded;
     logger.info({ port, dataDir: config.dataDir, clusterDir }, 'embedded PostgreSQL running');
   }
+  const earlierClusters = database.embedded?.earlierClusters;
+  if (earlierClusters) {
+    logger.warn(
+      { dataDir: config.dataDir, clusterDir: database.embedded?.clusterDir, earlierClusters },
+      'earlier PostgreSQL clusters of this DATA_DIR are kept and not used (it no longer points at them): remove them once their data is not needed',
+    );
+  }
   try {
     await ensureSchema(database, role, logger, config.dbStatementTimeoutMs);
   } catch (error) {

@@ -283,6 +283,38 @@ describe(`a checkout in a 0700 folder (${IS_ROOT ? 'as root' : 'not root'})`, ()
     expect(postmastersOf(dir)).toEqual([]);
   }, 60_000);
 
+  it('a DATA_DIR removed and made anew starts on a new, empty database; as root the earlier cluster is kept and named', async () => {
+    const earlier = clusterDir as string;
+    rmSync(dataDir, { recursive: true, force: true });
+    const running = await npmStart();
+    // A new database: the migrations ran again (before the fix, as root, the start failed here: the new DATA_DIR's
+    // password against the earlier cluster).
+    expect(running.output()).toContain('migrations applied');
+    const pointer = path.join(dataDir, 'postgres.location');
+    const now = IS_ROOT ? readFileSync(pointer, 'utf8').trim() : path.join(dataDir, 'postgres');
+    clusters.add(now);
+    if (IS_ROOT) {
+      expect(now).toBe(`${path.dirname(earlier)}-2/postgres`);
+      expect(readFileSync(path.join(earlier, 'PG_VERSION'), 'utf8').trim()).toBe('18');
+      const warning = running
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('earlier PostgreSQL clusters'))
+        .map((line) => JSON.parse(line) as { level: number; earlierClusters: string[]; clusterDir: string });
+      expect(warning).toEqual([
+        expect.objectContaining({ level: 40, earlierClusters: [path.dirname(earlier)], clusterDir: now }),
+      ]);
+    } else {
+      expect(running.output()).not.toContain('earlier PostgreSQL clusters');
+    }
+    process.kill(running.child.pid as number, 'SIGTERM');
+    expect(await within(running.closed, 25_000, 'npm start after SIGTERM')).toEqual({
+      code: 0,
+      signal: null,
+    });
+    expect(errorLines(running.output())).toEqual([]);
+  }, 60_000);
+
   it("npm test's database setup (global-setup.mjs) starts, migrates and tears down from there", async () => {
     const driver = path.join(checkout, 'test', 'support', 'setup-driver.mjs');
     writeFileSync(

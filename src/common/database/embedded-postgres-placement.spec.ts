@@ -132,18 +132,21 @@ describe('embedded PostgreSQL placement', () => {
       rmSync(dataDir, { recursive: true });
       mkdirSync(dataDir, { mode: 0o755 });
 
-      const second = await placeCluster(dataDir, other, runtimeDir, (line) => log.push(line));
-      expect(second).toEqual({ clusterDir: `${path.dirname(first.clusterDir)}-2/postgres`, relocated: true });
+      const second = await placeCluster(dataDir, other, runtimeDir, () => undefined);
+      const newHome = `${path.dirname(first.clusterDir)}-2`;
+      expect(second).toEqual({
+        clusterDir: `${newHome}/postgres`,
+        relocated: true,
+        earlierClusters: [path.dirname(first.clusterDir)],
+      });
       expect(readFileSync(path.join(dataDir, CLUSTER_POINTER), 'utf8')).toBe(`${second.clusterDir}\n`);
       expect(readFileSync(path.join(first.clusterDir, 'PG_VERSION'), 'utf8')).toBe('18\n');
-      expect(log[1]).toBe(
-        `earlier PostgreSQL clusters of ${dataDir} are kept, not used (DATA_DIR no longer points at them): ${path.dirname(first.clusterDir)}; remove them once their data is not needed`,
-      );
 
-      // A home without an initialised cluster (a start that stopped before initdb) is reused; the pointer holds.
+      // Later starts follow the pointer and name nothing; a home without an initialised cluster (a start that
+      // stopped before initdb) is reused when the pointer is gone.
+      const later = { clusterDir: second.clusterDir, relocated: true };
+      expect(await placeCluster(dataDir, other, runtimeDir, () => undefined)).toEqual(later);
       rmSync(path.join(dataDir, CLUSTER_POINTER));
-      const third = await placeCluster(dataDir, other, runtimeDir, () => undefined);
-      expect(third).toEqual(second);
       expect(await placeCluster(dataDir, other, runtimeDir, () => undefined)).toEqual(second);
     });
 

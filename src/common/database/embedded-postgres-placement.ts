@@ -240,6 +240,11 @@ export interface ClusterPlace {
   readonly clusterDir: string;
   /** True when the cluster lives outside DATA_DIR (DATA_DIR holds a pointer to it). */
   readonly relocated: boolean;
+  /**
+   * Set when this start made a new home beside earlier ones of the same DATA_DIR path (removed and made anew, or
+   * its pointer removed): their folders, kept and not used, for the operator to remove.
+   */
+  readonly earlierClusters?: readonly string[];
 }
 
 /**
@@ -257,6 +262,7 @@ export async function placeCluster(
   const pointer = path.join(dataDir, CLUSTER_POINTER);
   const readPointer = async () => (await fs.readFile(pointer, 'utf8').catch(() => '')).trim();
   const inPlace = path.join(dataDir, 'postgres');
+  const earlierClusters: string[] = [];
   if (!(await readPointer())) {
     if (!user) return { clusterDir: inPlace, relocated: false };
     const blocked = await firstBlockedFolder(user, dataDir);
@@ -288,11 +294,7 @@ export async function placeCluster(
       log(
         `keeping the PostgreSQL cluster of ${dataDir} in ${clusterDir} (user ${user.name} cannot reach ${blocked})`,
       );
-      if (earlier.length > 0) {
-        log(
-          `earlier PostgreSQL clusters of ${dataDir} are kept, not used (DATA_DIR no longer points at them): ${earlier.join(', ')}; remove them once their data is not needed`,
-        );
-      }
+      earlierClusters.push(...earlier);
     }
   }
   const clusterDir = await readPointer();
@@ -301,7 +303,8 @@ export async function placeCluster(
       `embedded PostgreSQL: ${pointer} does not hold an absolute path: write the cluster's folder into it, or remove it to start a new cluster`,
     );
   }
-  if (!user) return { clusterDir, relocated: true };
+  const placed = { clusterDir, relocated: true, ...(earlierClusters.length > 0 ? { earlierClusters } : {}) };
+  if (!user) return placed;
   const home = path.dirname(clusterDir);
   // Our own folders are made 0755 level by level; a folder someone else named in the pointer only gets created.
   const ours = home.startsWith(`${runtimeDir}${path.sep}`) ? [runtimeDir, path.dirname(home), home] : [home];
@@ -319,5 +322,5 @@ export async function placeCluster(
       `embedded PostgreSQL: the OS user ${user.name} (the server cannot run as root) cannot pass through ${stillBlocked} to the cluster in ${clusterDir}: let it pass (chmod o+x ${stillBlocked}), run the service as another user, or set DATABASE_URL`,
     );
   }
-  return { clusterDir, relocated: true };
+  return placed;
 }

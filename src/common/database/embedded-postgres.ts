@@ -62,6 +62,8 @@ export interface EmbeddedPostgresHandle {
   readonly clusterDir: string;
   /** True when the cluster lives outside DATA_DIR (running as root, DATA_DIR unreachable for postgres). */
   readonly relocated: boolean;
+  /** Earlier relocated clusters of this DATA_DIR path, kept and not used (ClusterPlace.earlierClusters). */
+  readonly earlierClusters?: readonly string[];
   /** True when this process started the server (or adopted an orphan) and must stop it. */
   readonly owned: boolean;
   /** Fast shutdown of an owned server; no-op for a borrowed one. Never hangs. */
@@ -300,7 +302,7 @@ export async function ensureEmbeddedPostgres(
   const user = process.getuid?.() === 0 ? await postgresOsUser() : undefined;
   const source = await packageBinaries();
   const binaries = user ? await reachableBinaries(user, source, runtimeDir, log) : source;
-  const { clusterDir, relocated } = await placeCluster(dataDir, user, runtimeDir, log);
+  const { clusterDir, relocated, earlierClusters } = await placeCluster(dataDir, user, runtimeDir, log);
   const clusterHome = path.dirname(clusterDir);
   const recentLog: string[] = [];
   const onOutput = (chunk: string) => {
@@ -397,6 +399,7 @@ export async function ensureEmbeddedPostgres(
     pid: running.pid,
     clusterDir,
     relocated,
+    ...(earlierClusters ? { earlierClusters } : {}),
     owned,
     async stop(timeoutMs = 15_000) {
       if (!owned) return;
