@@ -257,10 +257,10 @@ async function main() {
     onCleanup(() => client.end().catch(() => undefined));
   }
 
-  /** `conns` connections calling wallet_create_transfers back to back for `seconds`. */
   /** The server's WAL insert position, in bytes (the difference of two is the WAL written between them). */
   const walPosition = async () =>
     Number((await admin.query(`SELECT pg_current_wal_insert_lsn() - '0/0' AS b`)).rows[0].b);
+  /** `conns` connections calling wallet_create_transfers back to back for `seconds`. */
   const transfersPhase = async (conns, seconds) => {
     await admin.query('CHECKPOINT');
     const wal0 = await walPosition();
@@ -349,13 +349,15 @@ async function main() {
 
   const results = [];
   const pgbenchRuns = [];
+  const sayPgbench = (r) =>
+    say(
+      `  ${r.tps.toFixed(0)} tps, ${r.cpuUsPerTransaction.toFixed(0)} µs PG CPU/tx, ` +
+        `${r.walBytesPerTransaction.toFixed(0)} B of WAL/tx`,
+    );
   if (S.only.includes('pgbench')) {
     say(`pgbench tpcb-like -M prepared -c 32 -j 2 -T ${S.pgbenchS}…`);
     pgbenchRuns.push(await pgbenchPhase());
-    say(
-      `  ${pgbenchRuns.at(-1).tps.toFixed(0)} tps, ${pgbenchRuns.at(-1).cpuUsPerTransaction.toFixed(0)} µs PG CPU/tx, ` +
-        `${pgbenchRuns.at(-1).walBytesPerTransaction.toFixed(0)} B of WAL/tx`,
-    );
+    sayPgbench(pgbenchRuns.at(-1));
   }
   if (S.only.includes('transfers')) {
     for (let round = 0; round < S.rounds; round++) {
@@ -377,10 +379,7 @@ async function main() {
   if (S.only.includes('pgbench')) {
     say('pgbench again…');
     pgbenchRuns.push(await pgbenchPhase());
-    say(
-      `  ${pgbenchRuns.at(-1).tps.toFixed(0)} tps, ${pgbenchRuns.at(-1).cpuUsPerTransaction.toFixed(0)} µs PG CPU/tx, ` +
-        `${pgbenchRuns.at(-1).walBytesPerTransaction.toFixed(0)} B of WAL/tx`,
-    );
+    sayPgbench(pgbenchRuns.at(-1));
   }
 
   // Summary: the median per variant and connection count, against the mean of the pgbench runs.
