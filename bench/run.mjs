@@ -483,10 +483,16 @@ async function main() {
   }
 
   function profFlags(name) {
-    if (!S.cpuProf) return [];
+    const extra = (process.env.BENCH_NODE_FLAGS || '').split(' ').filter(Boolean);
+    if (!S.cpuProf) return extra;
     const dir = path.join(RESULTS_DIR, 'prof');
     mkdirSync(dir, { recursive: true });
-    return ['--cpu-prof', `--cpu-prof-dir=${dir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`];
+    return [
+      ...extra,
+      '--cpu-prof',
+      `--cpu-prof-dir=${dir}`,
+      `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`,
+    ];
   }
 
   // -------------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import { ApiSupervisor, isApiProcessOfCluster, receiveRuntime } from './api-clus
 import { AppModule } from './app.module.js';
 import { limitHeapGrowth, loadConfigOrExit, onShutdownSignal, prepareRuntime } from './bootstrap.js';
 import { configureApp } from '#common/http/configure-app.js';
+import { PresetPrototypesExpressAdapter } from '#common/http/express-adapter.js';
 
 /** Builds the Nest application and listens on PORT. */
 async function listen(
@@ -22,6 +23,7 @@ async function listen(
   limitHeapGrowth(config.apiHeapGrowthPercent);
   const app = await NestFactory.create<NestExpressApplication>(
     AppModule.forRoot({ config, database, role: 'api', runWorker, slot }),
+    new PresetPrototypesExpressAdapter(),
     { bodyParser: false, bufferLogs: true },
   );
   app.useLogger(app.get(NestPinoLogger));

@@ -9,6 +9,7 @@ import type { Server } from 'node:http';
 import { DataSource } from 'typeorm';
 import { AppModule } from '../../src/app.module.js';
 import { configureApp } from '../../src/common/http/configure-app.js';
+import { PresetPrototypesExpressAdapter } from '../../src/common/http/express-adapter.js';
 import { loadConfig, type AppConfig } from '../../src/config/app-config.js';
 import { createTestDatabase } from './database.js';
 
@@ -61,6 +62,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       runWorker: options.runWorker ?? false,
       extraModules: options.extraModules,
     }),
+    new PresetPrototypesExpressAdapter(),
     { bodyParser: false, logger: false },
   );
   const openApi = configureApp(app, config);

@@ -1,0 +1,70 @@
+import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import type { NestApplicationOptions } from '@nestjs/common';
+import { ExpressAdapter } from '@nestjs/platform-express';
+import type { Application } from 'express';
+
+/** An Express application as created by `express()`: its request and response prototypes. */
+type ExpressApplication = Application & { request: object; response: object };
+
+/**
+ * Nest's Express adapter, with one change: Node's HTTP server creates each request and response with the
+ * prototypes Express gives them (`app.request`, `app.response`) instead of Node's own.
+ *
+ * Why (docs/decisions/0043): Express's `app.handle` calls `Object.setPrototypeOf(req, app.request)` (and the
+ * same for `res`) on every request. Changing a live object's prototype gives it a hidden class of its own, and
+ * V8 then kept every request's object graph (the router's closures, the body listeners, the response buffers)
+ * past two young-generation collections, promoting nearly all of it to the old generation: 1.4 MB per
+ * scavenge under the transfer load, a full collection every second, a quarter of the API's CPU in the
+ * collector. When the object already has that prototype, the call changes nothing and the graph dies young.
+ *
+ * Only the plain HTTP server is built here; with options this service never sets (HTTPS, 503 while closing,
+ * forced connection close), or on a Node whose request and response are classes, Nest's own server is used.
+ */
+export class PresetPrototypesExpressAdapter extends ExpressAdapter {
+  override initHttpServer(options: NestApplicationOptions): void {
+    if (options?.httpsOptions || options?.return503OnClosing || options?.forceCloseConnections) {
+      super.initHttpServer(options);
+      return;
+    }
+    const app = this.getInstance<ExpressApplication>();
+    const constructors = constructorsWithPrototypes(app.request, app.response);
+    if (!constructors) {
+      super.initHttpServer(options);
+      return;
+    }
+    this.httpServer = createServer(constructors, app);
+  }
+}
+
+/**
+ * Constructors for Node's request and response that build them with the given prototypes, or undefined when this
+ * Node's are classes (they are ES5 constructor functions up to at least Node 24; a class cannot be called on an
+ * object made beforehand). They call Node's constructor on the new object: `Reflect.construct` with a new target
+ * would do the same for a class too, but measured 4 times slower per request than plain Express, not faster.
+ */
+export function constructorsWithPrototypes(
+  request: object,
+  response: object,
+): { IncomingMessage: typeof IncomingMessage; ServerResponse: typeof ServerResponse } | undefined {
+  if (isClass(IncomingMessage) || isClass(ServerResponse)) return undefined;
+  if (!(request instanceof IncomingMessage) || !(response instanceof ServerResponse)) {
+    throw new TypeError("the prototypes do not inherit from Node's IncomingMessage and ServerResponse");
+  }
+  const callable = (constructor: unknown) => constructor as (this: unknown, ...args: unknown[]) => void;
+  const Request = function (this: unknown, socket: unknown) {
+    callable(IncomingMessage).call(this, socket);
+  };
+  Request.prototype = request;
+  const Response = function (this: unknown, req: unknown, options: unknown) {
+    callable(ServerResponse).call(this, req, options);
+  };
+  Response.prototype = response;
+  return {
+    IncomingMessage: Request as unknown as typeof IncomingMessage,
+    ServerResponse: Response as unknown as typeof ServerResponse,
+  };
+}
+
+function isClass(constructor: unknown): boolean {
+  return Function.prototype.toString.call(constructor).startsWith('class');
+}
