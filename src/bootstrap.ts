@@ -1,4 +1,3 @@
-import { setFlagsFromString } from 'node:v8';
 import type { Logger } from 'pino';
 import { DataSource } from 'typeorm';
 import {
@@ -96,17 +95,6 @@ async function ensureSchema(
   } finally {
     await dataSource.destroy();
   }
-}
-
-/**
- * Caps how far V8 lets the heap grow past what survived the last full collection (decision 0019).
- * V8's own factor goes up to 4x on a small heap, so a busy API process that keeps a few dozen MiB
- * alive grew far past a bare Nest app under the same load; a fixed factor costs more collections
- * and keeps it near the bare app's. V8 reads the flag whenever it sizes the heap, so setting it at
- * start takes effect. 0 leaves V8's factor.
- */
-export function limitHeapGrowth(percent: number): void {
-  if (percent > 0) setFlagsFromString(`--heap-growing-percent=${percent}`);
 }
 
 /**
