@@ -4,7 +4,8 @@ import path from 'node:path';
 import { childEnv, ROOT, runNode } from './support/processes.js';
 
 /**
- * API_HEAP_GROWTH_PERCENT: main.ts hands it to limitHeapGrowth (dist/src/bootstrap.js). A process
+ * API_HEAP_GROWTH_PERCENT: main.ts has limitHeapGrowth (dist/src/heap-growth.js) read it before the
+ * application loads (decision 0043). A process
  * that keeps ~40 MiB alive while it churns garbage is run with the flag set and without it; V8's
  * sizing is deterministic for the same program, so the peak heap sizes differ by far more than noise.
  */
@@ -17,8 +18,8 @@ describe('limitHeapGrowth (API_HEAP_GROWTH_PERCENT)', () => {
     program = path.join(dir, 'churn.mjs');
     writeFileSync(
       program,
-      `import { limitHeapGrowth } from ${JSON.stringify(path.join(ROOT, 'dist/src/bootstrap.js'))};
-limitHeapGrowth(Number(process.argv[2]));
+      `import { limitHeapGrowth } from ${JSON.stringify(path.join(ROOT, 'dist/src/heap-growth.js'))};
+limitHeapGrowth({ API_HEAP_GROWTH_PERCENT: process.argv[2] });
 const live = [];
 for (let i = 0; i < 400; i++) live.push(new Array(10_000).fill(i).map(String));
 let peak = 0;
