@@ -93,6 +93,14 @@ describe('authentication and authorization on fixture routes', () => {
       await expectRefusedEverywhere('Bearer');
     });
 
+    it('refuses a valid access token with anything after it', async () => {
+      await expectRefusedEverywhere(`Bearer ${tokenA} junk`);
+      await expectRefusedEverywhere(`Bearer ${tokenA},Bearer ${tokenB}`);
+      // A run of spaces between the scheme and the token is RFC 6750's 1*SP (and HTTP trims the value's ends).
+      expect((await ccOnly(`Bearer   ${tokenA}`)).status).toBe(200);
+      expect((await ccOnly(` Bearer ${tokenA} `)).status).toBe(200);
+    });
+
     it('refuses another scheme carrying a valid access token', async () => {
       await expectRefusedEverywhere(`Basic ${tokenA}`);
       await expectRefusedEverywhere(tokenA);

@@ -77,8 +77,7 @@ export class ApiAuthGuard implements CanActivate {
     request: Record<string, unknown>,
     policy: 'cc' | 'either',
   ): Promise<boolean> {
-    const header = (request.headers as Record<string, string | undefined>).authorization;
-    const token = header?.startsWith('Bearer ') ? header.slice(7) : undefined;
+    const token = bearerToken((request.headers as Record<string, string | undefined>).authorization);
     if (token !== undefined && this.fromCache(request, token, policy)) return true;
     // The same token is being verified for another request (every connection of a client misses the cache at
     // once when its entry expires): wait for that verification and take its principal, as if this request had
@@ -122,3 +121,17 @@ export class ApiAuthGuard implements CanActivate {
     return true;
   }
 }
+
+/**
+ * RFC 6750's credentials, `Bearer 1*SP b64token` (the scheme in any case, RFC 7235): the token, or undefined
+ * without an Authorization header. Anything else in the header is refused here: Passport's extractor takes the
+ * second word and ignores what follows, so `Bearer <token> junk` was accepted.
+ */
+function bearerToken(header: string | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const match = BEARER_CREDENTIALS.exec(header);
+  if (!match) throw new UnauthorizedError();
+  return match[1];
+}
+
+const BEARER_CREDENTIALS = /^Bearer +([A-Za-z0-9\-._~+/]+=*)$/i;
