@@ -38,8 +38,8 @@ export class PresetPrototypesExpressAdapter extends ExpressAdapter {
 
 /**
  * Constructors for Node's request and response that build them with the given prototypes, or undefined when this
- * Node's are classes (they are ES5 constructor functions up to at least Node 24; a class cannot be called on an
- * object made beforehand). They call Node's constructor on the new object: `Reflect.construct` with a new target
+ * Node's are classes (they are ES5 constructor functions in the Node 20 this service is measured on; a class
+ * cannot be called on an object made beforehand). They call Node's constructor on the new object: `Reflect.construct` with a new target
  * would do the same for a class too, but measured 4 times slower per request than plain Express, not faster.
  */
 export function constructorsWithPrototypes(
