@@ -262,7 +262,7 @@ export async function placeCluster(
   const pointer = path.join(dataDir, CLUSTER_POINTER);
   const readPointer = async () => (await fs.readFile(pointer, 'utf8').catch(() => '')).trim();
   const inPlace = path.join(dataDir, 'postgres');
-  const earlierClusters: string[] = [];
+  let earlierClusters: readonly string[] = [];
   if (!(await readPointer())) {
     if (!user) return { clusterDir: inPlace, relocated: false };
     const blocked = await firstBlockedFolder(user, dataDir);
@@ -294,7 +294,7 @@ export async function placeCluster(
       log(
         `keeping the PostgreSQL cluster of ${dataDir} in ${clusterDir} (user ${user.name} cannot reach ${blocked})`,
       );
-      earlierClusters.push(...earlier);
+      earlierClusters = earlier;
     }
   }
   const clusterDir = await readPointer();
