@@ -19,6 +19,7 @@ import { WriteEachFactOnce1763901600000 } from './1763901600000-WriteEachFactOnc
 import { WebhookBatches1763901700000 } from './1763901700000-WebhookBatches.js';
 import { WalletBalanceNotNegative1763901800000 } from './1763901800000-WalletBalanceNotNegative.js';
 import { TimeOrderedIds1763901900000 } from './1763901900000-TimeOrderedIds.js';
+import { WebhookClaimLockOrder1763902000000 } from './1763902000000-WebhookClaimLockOrder.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -43,4 +44,5 @@ export const MIGRATIONS = [
   WebhookBatches1763901700000,
   WalletBalanceNotNegative1763901800000,
   TimeOrderedIds1763901900000,
+  WebhookClaimLockOrder1763902000000,
 ];

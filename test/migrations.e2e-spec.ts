@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
 import { functionDefinitions } from '../migrations/sql.js';
@@ -92,6 +92,23 @@ describe('migrations and entities', () => {
     );
     await dataSource.runMigrations({ transaction: 'each' });
     expect(await definitions()).toEqual(after);
+  });
+
+  it('WebhookClaimLockOrder down puts the claim without its lock back exactly, and up the one with it', async () => {
+    const claim = async () =>
+      (await functionDefinitions((sql, params) => dataSource.query(sql, params))).webhook_claim;
+    const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+    const after = await claim();
+    expect(after).toContain('ORDER BY e.id FOR UPDATE OF e');
+    for (;;) {
+      const applied = await appliedMigrations(dataSource);
+      await dataSource.undoLastMigration({ transaction: 'each' });
+      if (applied[applied.length - 1] === 'WebhookClaimLockOrder1763902000000') break;
+    }
+    // The definition WebhookBatches installed (its file's text below the header, at the commit before this one).
+    expect(sha256(await claim())).toBe('7370df8de93762fba82aa495b1e4265af86392446510ca52894db5dddf41b98c');
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await claim()).toBe(after);
   });
 
   it('stops at WalletBalanceNotNegative while a wallet balance is negative, naming it; applies once mended', async () => {

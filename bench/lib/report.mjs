@@ -42,6 +42,8 @@ export function medianOf(objects) {
   const keys = new Set(objects.flatMap((o) => (o && typeof o === 'object' ? Object.keys(o) : [])));
   for (const key of keys) {
     const values = objects.map((o) => o?.[key]).filter((v) => v !== undefined);
+    // A key every run left undefined (a part not measured) stays undefined, not an empty object.
+    if (values.length === 0) continue;
     if (values.every((v) => v !== null && typeof v === 'object' && !Array.isArray(v)))
       out[key] = medianOf(values);
     else if (values.every((v) => typeof v === 'number' || v === null)) out[key] = median(values);

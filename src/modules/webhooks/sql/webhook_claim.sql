@@ -6,8 +6,11 @@
 -- Guarantees: every data-modifying CTE runs on one snapshot, and the claimed and parked sets are disjoint by the
 -- EXISTS / NOT EXISTS on the earlier event; called again after its commit was lost with the connection, it claims
 -- nothing (the leases are taken): those deliveries skip, and the events go out again once the leases expire (the
--- sweeper), as after a killed worker. Sequential scans are off while it runs: each input id is one primary-key
--- probe whatever the statistics said when the session planned it (a burst makes them wrong; decision 0036).
+-- sweeper), as after a killed worker. The rows it may change (pending, not leased) are locked first, in id
+-- order, and only they are changed: concurrent claims of overlapping batches (a worker runs two at once, every
+-- worker its own) wait for each other instead of deadlocking, whatever order their ids came in. Sequential scans
+-- are off while it runs: each input id is one primary-key probe whatever the statistics said when the session
+-- planned it (a burst makes them wrong; decision 0036).
 CREATE OR REPLACE FUNCTION public.webhook_claim(p_ids text, p_lease_ms integer)
  RETURNS TABLE(id uuid, subject text, payload jsonb, attempts integer, url text)
  LANGUAGE plpgsql
@@ -18,11 +21,15 @@ BEGIN
   RETURN QUERY
   WITH input AS (
     SELECT DISTINCT unnest(string_to_array(p_ids, ','))::uuid AS id, 'pending'::text AS pending
+  ), locked AS MATERIALIZED (
+    SELECT e.id, i.pending FROM webhook_events e JOIN input i ON e.id = i.id
+     WHERE e.status = i.pending AND (e.lease_until IS NULL OR e.lease_until < now())
+     ORDER BY e.id FOR UPDATE OF e
   ), claimed AS (
     UPDATE webhook_events e
        SET lease_until = now() + (p_lease_ms * interval '1 millisecond'),
            attempts = attempts + 1, last_attempt_at = now()
-      FROM input i
+      FROM locked i
      WHERE e.id = i.id AND e.status = i.pending
        AND (e.lease_until IS NULL OR e.lease_until < now())
        AND (e.next_attempt_at IS NULL OR e.next_attempt_at <= now() + interval '50 milliseconds')
@@ -33,7 +40,7 @@ BEGIN
     RETURNING e.id, e.app_id, e.subject, e.payload, e.attempts
   ), parked AS (
     UPDATE webhook_events e SET next_attempt_at = NULL
-      FROM input i
+      FROM locked i
      WHERE e.id = i.id AND e.status = i.pending
        AND (e.lease_until IS NULL OR e.lease_until < now())
        AND EXISTS (
