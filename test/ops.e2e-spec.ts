@@ -38,6 +38,10 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
       (await request(t.http).get('/v1/metrics').set('Authorization', 'Bearer wrong-token-for-tests!!'))
         .status,
     ).toBe(401);
+    // The scheme in any case (RFC 7235), as the API's bearer tokens.
+    expect(
+      (await request(t.http).get('/v1/metrics').set('Authorization', `bearer  ${METRICS_TOKEN}`)).status,
+    ).toBe(200);
     const response = await request(t.http).get('/v1/metrics').set('Authorization', `Bearer ${METRICS_TOKEN}`);
     expect(response.status).toBe(200);
     expect(response.headers['content-type']).toMatch(/^text\/plain/);

@@ -1,4 +1,3 @@
-import { timingSafeEqual } from 'node:crypto';
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { AuthGuard } from '@nestjs/passport';
@@ -8,6 +7,7 @@ import { ERROR_STYLE_KEY, type ErrorStyle } from '../errors/error-style.js';
 import { ERROR_STYLE_REQUEST_KEY } from '../errors/api-exception.filter.js';
 import { AUTH_POLICY_KEY, type AuthPolicy } from './auth.decorator.js';
 import { CredentialLookupError } from './credential-lookup-error.js';
+import { carriesOperatorToken } from './operator-credentials.js';
 import type { Principal } from './principal.js';
 import { VerifiedTokenCache } from './verified-token-cache.js';
 
@@ -113,11 +113,8 @@ export class ApiAuthGuard implements CanActivate {
   }
 
   private operator(request: Record<string, unknown>): boolean {
-    const expected = this.config.metricsToken;
-    const header = (request.headers as Record<string, string | undefined>).authorization ?? '';
-    const given = header.startsWith('Bearer ') ? header.slice(7) : '';
-    if (!expected || given.length !== expected.length) throw new UnauthorizedError();
-    if (!timingSafeEqual(Buffer.from(given), Buffer.from(expected))) throw new UnauthorizedError();
+    const header = (request.headers as Record<string, string | undefined>).authorization;
+    if (!carriesOperatorToken(header, this.config.metricsToken)) throw new UnauthorizedError();
     return true;
   }
 }

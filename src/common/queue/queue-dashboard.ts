@@ -1,7 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Queue } from 'bullmq';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { carriesOperatorToken } from '#common/auth/operator-credentials.js';
 import type { AppConfig } from '#config/app-config.js';
 import { QUEUES } from './queue-names.js';
 import { QueueFactory } from './queue.factory.js';
@@ -52,16 +52,7 @@ async function buildBoard(basePath: string, queues: QueueFactory): Promise<Reque
 
 function operatorOnly(token: string | undefined) {
   return (request: Request, response: Response, next: NextFunction) => {
-    const header = request.headers.authorization ?? '';
-    let given = '';
-    if (header.startsWith('Bearer ')) given = header.slice(7);
-    else if (header.startsWith('Basic ')) {
-      const decoded = Buffer.from(header.slice(6), 'base64').toString('utf8');
-      given = decoded.slice(decoded.indexOf(':') + 1);
-    }
-    if (token && given.length === token.length && timingSafeEqual(Buffer.from(given), Buffer.from(token))) {
-      return next();
-    }
+    if (carriesOperatorToken(request.headers.authorization, token, { basic: true })) return next();
     response.setHeader('WWW-Authenticate', 'Basic realm="queues"');
     response.status(401).json({ name: 'UnauthorizedError', message: 'Missing or invalid credentials' });
   };
