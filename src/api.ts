@@ -9,7 +9,7 @@ import { NestPinoLogger } from '#common/logging/pino-logger.js';
 import type { AppConfig } from '#config/app-config.js';
 import { ApiSupervisor, isApiProcessOfCluster, receiveRuntime } from './api-cluster.js';
 import { AppModule } from './app.module.js';
-import { loadConfigOrExit, onShutdownSignal, prepareRuntime } from './bootstrap.js';
+import { loadConfigOrExit, onShutdownSignal, prepareRuntime, runUntilSignal } from './bootstrap.js';
 import { configureApp } from '#common/http/configure-app.js';
 import { PresetPrototypesExpressAdapter } from '#common/http/express-adapter.js';
 
@@ -33,20 +33,14 @@ async function listen(
 
 /** The HTTP API (and, on the embedded database, the queue worker too). */
 async function main(): Promise<void> {
-  const { config, database, logger } = await prepareRuntime('api');
+  const runtime = await prepareRuntime('api');
+  const { config, database, logger } = runtime;
   if (config.apiProcesses > 1) return supervise(config, database, logger);
-  try {
+  await runUntilSignal(runtime, 'API', async () => {
     const app = await listen(config, database, database.embedded !== undefined);
     logger.info({ port: config.port, baseUrl: config.publicBaseUrl }, 'API listening');
-    onShutdownSignal(logger, async () => {
-      await app.close();
-      await database.embedded?.stop();
-    });
-  } catch (error) {
-    logger.fatal({ err: error }, 'API failed to start');
-    await database.embedded?.stop();
-    process.exit(1);
-  }
+    return () => app.close();
+  });
 }
 
 /** API_PROCESSES=N: this process did the one-time start; N API processes serve the port (decision 0033). */

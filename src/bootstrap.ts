@@ -98,6 +98,29 @@ async function ensureSchema(
 }
 
 /**
+ * Starts a process's application on a prepared runtime: `start` brings it up and answers how to close it; then
+ * a signal closes it and stops the embedded server last (onShutdownSignal). A start that fails is logged as
+ * `<what> failed to start`, stops the embedded server and exits 1.
+ */
+export async function runUntilSignal(
+  { database, logger }: { database: DatabaseRuntime; logger: Logger },
+  what: string,
+  start: () => Promise<() => Promise<void>>,
+): Promise<void> {
+  try {
+    const close = await start();
+    onShutdownSignal(logger, async () => {
+      await close();
+      await database.embedded?.stop();
+    });
+  } catch (error) {
+    logger.fatal({ err: error }, `${what} failed to start`);
+    await database.embedded?.stop();
+    process.exit(1);
+  }
+}
+
+/**
  * Graceful shutdown on SIGTERM/SIGINT: run `close` once (stop accepting,
  * finish in-flight work, close pools, stop the embedded server last), then
  * exit. A second signal exits at once, unless it comes within a second of the

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestPinoLogger } from '#common/logging/pino-logger.js';
-import { onShutdownSignal, prepareRuntime } from './bootstrap.js';
+import { prepareRuntime, runUntilSignal } from './bootstrap.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
 import { WalletReadModule } from '#modules/wallet/wallet-read.module.js';
 import { WorkerProcessorsModule } from './worker-processors.module.js';
@@ -24,8 +24,9 @@ class WorkerAppModule {
 
 /** The queue worker process: no HTTP routes; run one or more beside the API. */
 async function main(): Promise<void> {
-  const { config, database, logger } = await prepareRuntime('worker');
-  try {
+  const runtime = await prepareRuntime('worker');
+  const { config, database, logger } = runtime;
+  await runUntilSignal(runtime, 'worker', async () => {
     const app = await NestFactory.createApplicationContext(
       WorkerAppModule.forRoot({ config, database, role: 'worker' }),
       { bufferLogs: true },
@@ -33,15 +34,8 @@ async function main(): Promise<void> {
     app.useLogger(app.get(NestPinoLogger));
     await app.init();
     logger.info({ backend: config.redisUrl ? 'redis' : 'postgres' }, 'worker running');
-    onShutdownSignal(logger, async () => {
-      await app.close();
-      await database.embedded?.stop();
-    });
-  } catch (error) {
-    logger.fatal({ err: error }, 'worker failed to start');
-    await database.embedded?.stop();
-    process.exit(1);
-  }
+    return () => app.close();
+  });
 }
 
 await main();
