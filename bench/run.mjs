@@ -996,11 +996,19 @@ async function main() {
     await admin.query('CHECKPOINT');
     say(`webhooks on ${backend}: ${count} events…`);
     const cpuBefore = cpuMicros(worker.pid);
+    const pgCpuBefore = serverCpuMicros(pgHandle.pid);
+    const receiverCpuBefore = cpuMicros(receiver.pid);
     const scheduler = schedulerWatch([worker.pid]);
     const { ids, committedAt } = await emit(count);
+    const pgCpuEmitted = serverCpuMicros(pgHandle.pid);
     const state = await waitReceived(count, Math.max(180_000, count * 20));
     const sched = scheduler();
     const cpuUs = cpuMicros(worker.pid) - cpuBefore;
+    // The other processes the burst keeps busy: PostgreSQL (the claims and records; the emit's insert apart)
+    // and the receiver (reading the POSTs), per event as the worker's.
+    const pgEmitCpuUs = pgCpuEmitted - pgCpuBefore;
+    const pgCpuUs = serverCpuMicros(pgHandle.pid) - pgCpuEmitted;
+    const receiverCpuUs = cpuMicros(receiver.pid) - receiverCpuBefore;
     const seconds = (state.lastAt - committedAt) / 1000;
     await recordedAll(ids, backend);
     // The burst's shape: when the first event and the first tenth arrived, and the rate between the tenth and
@@ -1022,6 +1030,9 @@ async function main() {
       tenthArrivedMs: p10,
       steadyPerSec: (0.8 * count) / ((p90 - p10) / 1000),
       workerCpuUsPerEvent: cpuUs / count,
+      pgCpuUsPerEvent: pgCpuUs / count,
+      pgEmitCpuUsPerEvent: pgEmitCpuUs / count,
+      receiverCpuUsPerEvent: receiverCpuUs / count,
       // The worker's event loop on a CPU and waiting for one, and the machine's idle share, over the burst.
       ...sched,
       workerRssMiB: rssMiB(worker.pid),
@@ -1152,6 +1163,12 @@ async function main() {
         ),
         row('raw BullMQ drain (Redis)', r.rawBullmqRedis?.drainJobsPerSec, 'jobs/s'),
         shares('worker event loop on a CPU / waiting for one (webhook burst, Redis)', r.webhooksRedis),
+        row(
+          'CPU per webhook (Redis burst): worker / PostgreSQL / receiver',
+          r.webhooksRedis?.workerCpuUsPerEvent,
+          `/ ${fmt(r.webhooksRedis?.pgCpuUsPerEvent, 0)} / ${fmt(r.webhooksRedis?.receiverCpuUsPerEvent, 0)} µs ` +
+            `(the events' insert, before: ${fmt(r.webhooksRedis?.pgEmitCpuUsPerEvent, 0)} µs)`,
+        ),
         row('webhook commit→receiver p99 (Redis)', r.webhooksRedis?.latencyP99Ms, 'ms', 2),
         row('raw BullMQ add→completed p99 (Redis)', r.rawBullmqRedis?.latencyP99Ms, 'ms', 2),
         row('webhooks delivered (PG queue)', r.webhooksPostgres?.deliveredPerSec, '/s'),

@@ -146,6 +146,10 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
       if (this.stopping) return 'skipped';
       const event = await this.claims.submit(eventId);
       if (!event) return 'skipped';
+      // Signed before the wait for a POST slot: a claimed batch's signatures, asked for in one turn of the
+      // loop, go to the signing thread as one message (asked for as slots free up, they went one by one).
+      const body = event.url ? this.signer.sign(await this.signingKeys.current(), event.payload) : undefined;
+      body?.catch(() => undefined); // its failure is the attempt's, below (not an unhandled rejection meanwhile)
       await this.posts.acquire();
       let attempt: Attempt;
       try {
@@ -153,7 +157,7 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
           await this.giveBack(event);
           return 'skipped';
         }
-        attempt = await this.attempt(event);
+        attempt = await this.attempt(event, body);
       } finally {
         this.posts.release();
       }
@@ -175,14 +179,14 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
     );
   }
 
-  /** Signs and POSTs a claimed event: the attempt to record. */
-  private async attempt(event: ClaimedEvent): Promise<Attempt> {
+  /** POSTs a claimed event's signed body: the attempt to record. */
+  private async attempt(event: ClaimedEvent, signed: Promise<string> | undefined): Promise<Attempt> {
     const startedAtMs = Date.now();
     let result: SendResult;
-    if (!event.url) {
+    if (!event.url || !signed) {
       result = { error: 'no webhook URL is configured for the application', durationMs: 0 };
     } else {
-      const body = await this.signer.sign(await this.signingKeys.current(), event.payload);
+      const body = await signed;
       result = await this.sender.send(event.url, body, {
         'Content-Type': WEBHOOK_CONTENT_TYPE,
         'Webhook-Id': event.id,
