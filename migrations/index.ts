@@ -20,6 +20,7 @@ import { WebhookBatches1763901700000 } from './1763901700000-WebhookBatches.js';
 import { WalletBalanceNotNegative1763901800000 } from './1763901800000-WalletBalanceNotNegative.js';
 import { TimeOrderedIds1763901900000 } from './1763901900000-TimeOrderedIds.js';
 import { WebhookClaimLockOrder1763902000000 } from './1763902000000-WebhookClaimLockOrder.js';
+import { WebhookEventsRoomToClaim1763902100000 } from './1763902100000-WebhookEventsRoomToClaim.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   WalletBalanceNotNegative1763901800000,
   TimeOrderedIds1763901900000,
   WebhookClaimLockOrder1763902000000,
+  WebhookEventsRoomToClaim1763902100000,
 ];

@@ -88,4 +88,38 @@ describe('webhook_claim: concurrent overlapping batches', () => {
     ).rows;
     expect(untouched.n).toBe(EVENTS);
   }, 60_000);
+
+  it('claims each event in place: a HOT update, no new index entry (the outbox is filled to half)', async () => {
+    const [client] = clients;
+    const app = randomUUID();
+    await client.query(`INSERT INTO applications (id, name) VALUES ($1, 'claim in place')`, [app]);
+    await client.query('BEGIN');
+    try {
+      // Events as a transfer writes them (a payload of about 200 bytes), each of its own subject: all claimed.
+      const { rows } = await client.query<{ id: string }>(
+        `INSERT INTO webhook_events (id, app_id, event, subject, payload, next_attempt_at)
+         SELECT gen_random_uuid(), $1, 'transfer_update', s.subject,
+                jsonb_build_object('event', 'transfer_update', 'timestamp', 1795780000,
+                  'data', jsonb_build_object('uuid', s.subject, 'movementType', 'TRANSFER',
+                    'backStatus', 'PENDING', 'newStatus', 'ACCEPTED')), now()
+           FROM (SELECT gen_random_uuid()::text AS subject FROM generate_series(1, 500)) s
+         RETURNING id`,
+        [app],
+      );
+      const claimed = await client.query('SELECT * FROM webhook_claim($1, 30000)', [
+        rows.map((row) => row.id).join(','),
+      ]);
+      expect(claimed.rowCount).toBe(500);
+      // This transaction's own counts (pg_stat_xact_*: no statistics lag).
+      const [counts] = (
+        await client.query<{ updated: number; hot: number }>(
+          `SELECT n_tup_upd::int AS updated, n_tup_hot_upd::int AS hot
+             FROM pg_stat_xact_user_tables WHERE relname = 'webhook_events'`,
+        )
+      ).rows;
+      expect(counts).toEqual({ updated: 500, hot: 500 });
+    } finally {
+      await client.query('ROLLBACK');
+    }
+  });
 });

@@ -111,6 +111,24 @@ describe('migrations and entities', () => {
     expect(await claim()).toBe(after);
   });
 
+  it('WebhookEventsRoomToClaim fills the outbox to half (fillfactor 50); down gives the default back', async () => {
+    const options = async () =>
+      (
+        await dataSource.query<{ options: string[] | null }[]>(
+          `SELECT reloptions AS options FROM pg_class WHERE oid = 'webhook_events'::regclass`,
+        )
+      )[0].options;
+    expect(await options()).toEqual(['fillfactor=50']);
+    for (;;) {
+      const applied = await appliedMigrations(dataSource);
+      await dataSource.undoLastMigration({ transaction: 'each' });
+      if (applied[applied.length - 1] === 'WebhookEventsRoomToClaim1763902100000') break;
+    }
+    expect(await options()).toBeNull();
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await options()).toEqual(['fillfactor=50']);
+  });
+
   it('stops at WalletBalanceNotNegative while a wallet balance is negative, naming it; applies once mended', async () => {
     const name = 'WalletBalanceNotNegative1763901800000';
     for (;;) {
