@@ -88,9 +88,24 @@ describe('webhook_claim: concurrent overlapping batches', () => {
     ).rows;
     expect(untouched.n).toBe(EVENTS);
   }, 60_000);
+});
+
+describe('webhook_claim: in place', () => {
+  // A database of its own: the pages of a fresh outbox, not those the batches above left their versions on.
+  let database: { url: string; drop: () => Promise<void> };
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+  });
+  afterAll(async () => {
+    await client?.end();
+    await database?.drop();
+  });
 
   it('claims each event in place: a HOT update, no new index entry (the outbox is filled to half)', async () => {
-    const [client] = clients;
     const app = randomUUID();
     await client.query(`INSERT INTO applications (id, name) VALUES ($1, 'claim in place')`, [app]);
     await client.query('BEGIN');
