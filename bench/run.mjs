@@ -566,7 +566,10 @@ async function main() {
     // The service over HTTP: two identical rounds (figures from the first; RSS growth between them).
     const none = { rps: Number.NaN, p99Ms: Number.NaN, meanMs: Number.NaN, cpuUsPerRequest: Number.NaN };
     raw.round1 = Object.fromEntries(
-      ['transfersUniform', 'transfersHot', 'balance', 'transfersC1', 'ping'].map((key) => [key, none]),
+      ['transfersUniform', 'transfersHot', 'balance', 'transfersC1', 'pingC1', 'ping'].map((key) => [
+        key,
+        none,
+      ]),
     );
     if (wanted('http')) {
       api = await startApi();
@@ -786,6 +789,14 @@ async function main() {
         false,
       ],
       ['transfersC1', 'transfers at 1 connection', { ...transfers(false), connections: 1 }, true],
+      // The HTTP floor under transfersC1: the equipped ping at 1 connection (no database), so the one-connection
+      // latency splits into the request's floor, the database call and the API's work around the call.
+      [
+        'pingC1',
+        'GET /v1/health/live at 1 connection',
+        { url: `${api.baseUrl}health/live`, connections: 1 },
+        false,
+      ],
       // Last, so the RSS read after the round follows the same ping load the bare Nest app got.
       ['ping', 'GET /v1/health/live', { url: `${api.baseUrl}health/live` }, false],
     ];
@@ -1118,6 +1129,12 @@ async function main() {
         row('GET balance', u.balance?.rps, 'req/s'),
         row('GET /v1/health/live', u.ping?.rps, 'req/s'),
         row('transfer latency, 1 connection', u.transfersC1?.meanMs, 'ms', 2),
+        row(
+          "at 1 connection: the transfer's database call / a ping",
+          u.transfersC1?.groupCommit?.meanCallMs,
+          `/ ${fmt(u.pingC1?.meanMs, 2)} ms`,
+          2,
+        ),
         row(
           `transfers uniform, API_PROCESSES=${r.cluster?.processes ?? '-'}`,
           r.cluster?.transfersUniform?.rps,
