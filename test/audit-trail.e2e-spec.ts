@@ -15,6 +15,8 @@ import { startTestApp, type TestApp } from './support/test-app.js';
 import { DIRECTORY, transferBody } from './support/transfers.js';
 import { accountBody, createOwner, limitsOf, openAccount, setBalance } from './support/wallet.js';
 import { freshKeyPair } from './support/keys.js';
+import { SigningKeyAuditService } from '../src/modules/auth/signing-key-audit.service.js';
+import { SigningKeysService } from '../src/modules/auth/signing-keys.service.js';
 
 /**
  * The audit trail (docs/decisions/0032-audit-trail.md). Every POST/PUT/PATCH/DELETE operation of the OpenAPI
@@ -1193,6 +1195,97 @@ describe('audit trail', () => {
           action: 'transfers inbound',
           outcome: 'ACREDITADO',
         },
+      ]);
+    });
+  });
+
+  describe('signing keys: the key file is the truth, the trail catches up (SigningKeyAuditService)', () => {
+    const keyRecords = async (kid: string) =>
+      (await t.dataSource.query(
+        `SELECT app_id, principal_type, principal, action, outcome FROM audit_records
+          WHERE resource_type = 'signing_key' AND resource_id = $1 ORDER BY at, id`,
+        [kid],
+      )) as Pick<AuditRow, 'app_id' | 'principal_type' | 'principal' | 'action' | 'outcome'>[];
+    const bySystem = (outcome: string) => ({
+      app_id: null,
+      principal_type: 'system',
+      principal: 'signing-keys',
+      action: 'reconcile',
+      outcome,
+    });
+
+    it('the API records, at its start, the key it generated in development', async () => {
+      const history = await t.app.get(SigningKeysService).history();
+      expect(history.length).toBeGreaterThan(0);
+      expect(await keyRecords(history[0].kid)).toEqual([bySystem('created')]);
+    });
+
+    it('a change whose record was lost (a crash after the file was written) is recorded once, by the next catch-up', async () => {
+      const keys = t.app.get(SigningKeysService);
+      const trail = t.app.get(SigningKeyAuditService);
+      // The file changes with no record, as when a command dies between the two.
+      const lost = await keys.rotate();
+      expect(await keyRecords(lost.kid)).toEqual([]);
+      expect(await trail.reconcile()).toBe(1);
+      expect(await trail.reconcile()).toBe(0);
+      expect(await keyRecords(lost.kid)).toEqual([bySystem('created')]);
+
+      // A lost retirement as well; and a command catches up before its own change, which it records as itself.
+      await keys.rotate(); // the current key cannot be retired: another first (also lost, also caught up)
+      await keys.retire(lost.kid);
+      const cli = async (args: string[]) => {
+        const result = await runNode(
+          CLI_JS,
+          args,
+          childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' }),
+        );
+        expect(result.code).toBe(0);
+        return JSON.parse(result.stdout) as { kid: string };
+      };
+      const rotated = await cli(['keys', 'rotate']);
+      expect(await keyRecords(lost.kid)).toEqual([bySystem('created'), bySystem('retired')]);
+      expect(await keyRecords(rotated.kid)).toEqual([
+        {
+          app_id: null,
+          principal_type: 'cli',
+          principal: userInfo().username,
+          action: 'keys rotate',
+          outcome: 'created',
+        },
+      ]);
+      expect(await trail.reconcile()).toBe(0);
+    });
+
+    it('a catch-up waits for a change in progress, so nothing is recorded twice', async () => {
+      const keys = t.app.get(SigningKeysService);
+      const trail = t.app.get(SigningKeyAuditService);
+      let written!: (kid: string) => void;
+      const fileWritten = new Promise<string>((resolve) => (written = resolve));
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      const change = trail.change(
+        { appId: null, actor: 'cli:test', action: 'keys rotate', requestId: null },
+        async () => {
+          const rotated = await keys.rotate();
+          written(rotated.kid);
+          await gate; // the file holds the key; its record is not committed yet
+          return rotated;
+        },
+        ({ kid }) => ({ resourceType: 'signing_key', resourceId: kid, outcome: 'created' }),
+      );
+      const kid = await fileWritten;
+      let caughtUp = false;
+      const catchUp = trail.reconcile().then((count) => {
+        caughtUp = true;
+        return count;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(caughtUp).toBe(false); // waiting for the change's lock
+      release();
+      await change;
+      expect(await catchUp).toBe(0);
+      expect(await keyRecords(kid)).toEqual([
+        { app_id: null, principal_type: 'cli', principal: 'test', action: 'keys rotate', outcome: 'created' },
       ]);
     });
   });

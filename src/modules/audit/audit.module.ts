@@ -3,7 +3,7 @@ import { AuditController } from './audit.controller.js';
 import { AuditService } from './audit.service.js';
 
 /**
- * The audit trail's reading side (GET /v1/audit, CLI `audit list`) and AuditService.record. Feature modules
+ * The audit trail's reading side (GET /v1/audit, CLI `audit list`). Feature modules
  * write records with `auditAppend` (audit-trail.ts) in their own transactions; this module imports no feature
  * module (docs/decisions/0032-audit-trail.md).
  */

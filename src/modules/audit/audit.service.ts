@@ -10,7 +10,6 @@ import {
   toKeysetPage,
   type Page,
 } from '#common/http/pagination.js';
-import { auditAppend, type AuditActor, type AuditEntry } from './audit-trail.js';
 import type { AuditRecordDto } from './dto/audit-record.dto.js';
 
 interface AuditRow {
@@ -45,8 +44,8 @@ const encode = (row: AuditRow) => encodeMicrosecondCursor(row.at_us, row.id);
 const RECORD_ID = /^\d{1,19}$/;
 
 /**
- * The audit trail's reading side (docs/decisions/0032-audit-trail.md), and `record` for a change that is not in
- * the database (a signing key's file). Records are written by `auditAppend` in the changing transaction.
+ * The audit trail's reading side (docs/decisions/0032-audit-trail.md). Records are written by `auditAppend` in
+ * the changing transaction (a signing key's, which is not in the database, by SigningKeyAuditService).
  */
 @Injectable()
 export class AuditService {
@@ -95,11 +94,6 @@ export class AuditService {
       params,
     )) as AuditRow[];
     return toKeysetPage(rows, limit, view, encode);
-  }
-
-  /** Appends records in a transaction of their own: for a change made outside the database (signing keys). */
-  async record(actor: AuditActor, ...entries: AuditEntry[]): Promise<void> {
-    await this.dataSource.transaction((manager) => auditAppend(manager, actor, ...entries));
   }
 }
 

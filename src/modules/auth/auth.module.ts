@@ -3,6 +3,7 @@ import { PassportModule } from '@nestjs/passport';
 import { AppsModule } from '#modules/apps/apps.module.js';
 import { AuthorizationServerMetadataController } from './authorization-server-metadata.controller.js';
 import { JwksController } from './jwks.controller.js';
+import { SigningKeyAuditService } from './signing-key-audit.service.js';
 import { SigningKeysModule } from './signing-keys.module.js';
 import { SigningKeysService } from './signing-keys.service.js';
 import { ClientCredentialsStrategy } from './strategies/client-credentials.strategy.js';
@@ -18,11 +19,18 @@ import { TokenService } from './token.service.js';
   providers: [TokenService, ClientCredentialsStrategy, SubjectTokenStrategy],
 })
 export class AuthModule implements NestModule, OnModuleInit {
-  constructor(private readonly signingKeys: SigningKeysService) {}
+  constructor(
+    private readonly signingKeys: SigningKeysService,
+    private readonly keyAudit: SigningKeyAuditService,
+  ) {}
 
-  /** The API does not start without a key to sign with (a missing SIGNING_KEYS_FILE stops it here). */
+  /**
+   * The API does not start without a key to sign with (a missing SIGNING_KEYS_FILE stops it here), and records
+   * any key change the audit trail lacks (a `keys` command cut short, the key generated in development).
+   */
   async onModuleInit(): Promise<void> {
     await this.signingKeys.current();
+    await this.keyAudit.reconcile();
   }
 
   /** One limiter for both token routes, so their requests count together. */

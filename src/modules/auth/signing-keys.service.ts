@@ -80,6 +80,23 @@ export class SigningKeysService implements OnModuleInit {
     };
   }
 
+  /**
+   * Every key of the file, the retired ones too, oldest first; none while the file does not exist (production
+   * before the first `keys rotate`). Never creates the file.
+   */
+  async history(): Promise<{ kid: string; createdAt: string; retiredAt: string | null }[]> {
+    const exists = await fs.access(this.config.signingKeysFile).then(
+      () => true,
+      () => false,
+    );
+    if (!exists) return [];
+    return (await this.readFile()).keys.map(({ kid, createdAt, retiredAt }) => ({
+      kid,
+      createdAt,
+      retiredAt,
+    }));
+  }
+
   /** Adds a new key that signs from now on; older keys stay published. */
   async rotate(): Promise<{ kid: string; published: string[] }> {
     const file = (await this.ensureFile()) ? await this.readFile() : { keys: [] };

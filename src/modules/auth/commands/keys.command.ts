@@ -1,26 +1,28 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { printJson, requireOption, unknownSubcommand } from '#common/cli/output.js';
 import { cliActor } from '#modules/audit/audit-trail.js';
-import { AuditService } from '#modules/audit/audit.service.js';
+import { SigningKeyAuditService } from '../signing-key-audit.service.js';
 import { SigningKeysService } from '../signing-keys.service.js';
 
 @SubCommand({ name: 'rotate', description: 'add a new service signing key; older keys stay published' })
 export class KeysRotateCommand extends CommandRunner {
   constructor(
     private readonly keys: SigningKeysService,
-    private readonly audit: AuditService,
+    private readonly keyAudit: SigningKeyAuditService,
   ) {
     super();
   }
 
-  /** The key file is not in the database: its record follows the change (a failed write records nothing). */
+  /**
+   * The key file is not in the database: the change and its record go under the trail's lock, and a change
+   * whose record did not commit is recorded by the next catch-up (SigningKeyAuditService).
+   */
   async run(): Promise<void> {
-    const rotated = await this.keys.rotate();
-    await this.audit.record(cliActor('keys rotate'), {
-      resourceType: 'signing_key',
-      resourceId: rotated.kid,
-      outcome: 'created',
-    });
+    const rotated = await this.keyAudit.change(
+      cliActor('keys rotate'),
+      () => this.keys.rotate(),
+      ({ kid }) => ({ resourceType: 'signing_key', resourceId: kid, outcome: 'created' }),
+    );
     printJson(rotated);
   }
 }
@@ -29,7 +31,7 @@ export class KeysRotateCommand extends CommandRunner {
 export class KeysRetireCommand extends CommandRunner {
   constructor(
     private readonly keys: SigningKeysService,
-    private readonly audit: AuditService,
+    private readonly keyAudit: SigningKeyAuditService,
   ) {
     super();
   }
@@ -40,12 +42,12 @@ export class KeysRetireCommand extends CommandRunner {
   }
 
   async run(_args: string[], options: { keyId?: string }): Promise<void> {
-    const retired = await this.keys.retire(requireOption(options.keyId, '--key-id'));
-    await this.audit.record(cliActor('keys retire'), {
-      resourceType: 'signing_key',
-      resourceId: retired.kid,
-      outcome: 'retired',
-    });
+    const kid = requireOption(options.keyId, '--key-id');
+    const retired = await this.keyAudit.change(
+      cliActor('keys retire'),
+      () => this.keys.retire(kid),
+      () => ({ resourceType: 'signing_key', resourceId: kid, outcome: 'retired' }),
+    );
     printJson(retired);
   }
 }
