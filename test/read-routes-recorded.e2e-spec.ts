@@ -28,7 +28,9 @@ import { WebhookReceiver } from './support/webhook-receiver.js';
  * docs/decisions/0035-write-each-fact-once.md did (commit ffa3468), on a recorded, deterministic workload: the
  * answers, masked where a run draws at random (test/support/recorded-answers.ts), are compared with
  * test/fixtures/read-routes-recorded.json. `RECORD_READ_ROUTES=1` writes that file instead of comparing (run it
- * on the commit whose answers are the reference).
+ * on the commit whose answers are the reference). One edit since: the API's start records the development
+ * signing key (decision 0032, amended), so every audit record id of the recording was moved up by one, by a
+ * script, and nothing else (this run's answers differed from the recording in exactly those ids).
  */
 
 const FIXTURE = path.resolve('test/fixtures/read-routes-recorded.json');
