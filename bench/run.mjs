@@ -797,12 +797,22 @@ async function main() {
         { url: `${api.baseUrl}health/live`, connections: 1 },
         false,
       ],
+      // Only when BENCH_HTTP_PHASES names it: a balance read's latency at 1 connection (one query per read, where
+      // under load the reads share their queries).
+      [
+        'balanceC1',
+        'GET balance at 1 connection',
+        { url: `${api.baseUrl}wallet/accounts/${accounts[0].uuid}/balance`, headers, connections: 1 },
+        false,
+        'on request',
+      ],
       // Last, so the RSS read after the round follows the same ping load the bare Nest app got.
       ['ping', 'GET /v1/health/live', { url: `${api.baseUrl}health/live` }, false],
     ];
     const out = {};
-    for (const [key, label, options, movesMoney] of phases) {
+    for (const [key, label, options, movesMoney, onRequest] of phases) {
       if (S.httpPhases.length > 0 && !S.httpPhases.includes(key)) continue;
+      if (onRequest && !S.httpPhases.includes(key)) continue;
       if (keys && !keys.includes(key)) continue;
       // As pgbench vacuums its tables before each run (it is run without -n): the previous phase's rows are
       // vacuumed and analyzed now, not by an autovacuum worker during this phase.
