@@ -17,8 +17,8 @@ const KEY_TRAIL_LOCK = 7_261_023;
  * is the truth and the trail catches up with it. Every key the file holds has a `created` record, and every retired
  * one a `retired` record; a change that lost its record (a crash or a failed commit between the file's write and
  * the record, or the key the service generates in development) is recorded as `system:signing-keys` by the next
- * `keys rotate`/`retire` or API start. All of it under one lock, so a change and a catch-up never record the same thing
- * twice.
+ * `keys rotate`/`retire` or API start. All of it under one lock, so a change and a catch-up never record the same
+ * thing twice.
  */
 @Injectable()
 export class SigningKeyAuditService {
