@@ -1167,6 +1167,36 @@ describe('audit trail', () => {
       expect(bad.stderr).toContain('from');
     });
 
+    it("records webhooks send-test and replay as cli:<OS user>, for the event's application; a refused replay leaves none", async () => {
+      const sent = await cliJson<{ eventId: string }>(['webhooks', 'send-test', '--app-id', app.appId]);
+      const records = async () =>
+        (await t.dataSource.query(
+          `SELECT app_id, principal_type, principal, action, outcome FROM audit_records
+            WHERE resource_type = 'webhook_event' AND resource_id = $1 ORDER BY at, id`,
+          [sent.eventId],
+        )) as AuditRow[];
+      const cliRecord = (action: string, outcome: string) => ({
+        app_id: app.appId,
+        principal_type: 'cli',
+        principal: userInfo().username,
+        action,
+        outcome,
+      });
+      expect(await records()).toEqual([cliRecord('webhooks send-test', 'created')]);
+
+      // Still pending (no worker here): the replay is refused and leaves no record.
+      const refused = await cli(['webhooks', 'replay', '--event-id', sent.eventId]);
+      expect(refused.code).not.toBe(0);
+      expect(await records()).toEqual([cliRecord('webhooks send-test', 'created')]);
+
+      await t.dataSource.query(`UPDATE webhook_events SET status = 'failed' WHERE id = $1`, [sent.eventId]);
+      await cliJson(['webhooks', 'replay', '--event-id', sent.eventId]);
+      expect(await records()).toEqual([
+        cliRecord('webhooks send-test', 'created'),
+        cliRecord('webhooks replay', 'replayed'),
+      ]);
+    });
+
     it('records the inbound deposit (transfers inbound) as cli:<OS user>', async () => {
       const receiver = await funded();
       const deposit = await cliJson<{ transferId: string }>([

@@ -17,6 +17,7 @@ import { DIRECTORY, transferBody } from './support/transfers.js';
 import { createOwner, openAccount, setBalance } from './support/wallet.js';
 import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
 import { freshKeyPair } from './support/keys.js';
+import { cliActor } from '../src/modules/audit/audit-trail.js';
 
 /**
  * Suite 4 (issue 9): the authorization sweep. Every case is derived from the
@@ -403,7 +404,7 @@ describe('authorization sweep generated from the OpenAPI document', () => {
     if (transfer.status !== 201) throw new Error(`transfer failed: ${transfer.status} ${transfer.text}`);
 
     // An event of app A (a webhook_test; no worker runs, it stays pending) for /v1/events/{uuid}.
-    const { eventId } = await t.app.get(WebhooksService).sendTest(appA.appId);
+    const { eventId } = await t.app.get(WebhooksService).sendTest(appA.appId, cliActor('test'));
 
     resources = [
       { prefix: '/v1/users/{uuid}', uuid: userA1, owner: userA1 },

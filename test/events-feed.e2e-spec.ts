@@ -154,7 +154,7 @@ describe('events feed (worker in process)', () => {
   it('filters by type', async () => {
     const c = await registerCaller(t, 'feed types');
     const transfers = await emit([transferUpdate(c.client.appId), transferUpdate(c.client.appId)]);
-    const { eventId: test } = await webhooks.sendTest(c.client.appId);
+    const { eventId: test } = await webhooks.sendTest(c.client.appId, cliActor('test'));
     const onlyTests = (await allPages(t, c, { type: 'webhook_test' })).flat();
     expect(onlyTests.map((event) => event.id)).toEqual([test]);
     expect(onlyTests[0]).toMatchObject({ event: 'webhook_test', data: { message: expect.any(String) } });
@@ -311,7 +311,8 @@ describe('events feed across a worker restart', () => {
     await api.app.get(AppsService).setWebhook(c.client.appId, receiver.url(), cliActor('test'));
     const webhooks = api.app.get(WebhooksService);
     const produced: string[] = [];
-    for (let i = 0; i < 5; i += 1) produced.push((await webhooks.sendTest(c.client.appId)).eventId);
+    for (let i = 0; i < 5; i += 1)
+      produced.push((await webhooks.sendTest(c.client.appId, cliActor('test'))).eventId);
 
     const whileDown = (await allPages(api, c, { limit: '2' })).flat();
     expect(whileDown.map((event) => event.id)).toEqual(produced);

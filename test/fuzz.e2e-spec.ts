@@ -9,6 +9,7 @@ import { WebhooksService } from '../src/modules/webhooks/webhooks.service.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { counterParty, DIRECTORY, postTransfer, transferBody } from './support/transfers.js';
 import { accountBody, createOwner, openAccount, setBalance } from './support/wallet.js';
+import { cliActor } from '../src/modules/audit/audit-trail.js';
 
 /**
  * Suite 5 of issue 9: input fuzzing generated from the OpenAPI document.
@@ -200,7 +201,7 @@ describe('input fuzzing generated from the OpenAPI document', () => {
       .attach('file', PNG, 'front.png');
     expect(document.status).toBe(201);
     ids.documents = document.body.uuid as string;
-    ids.events = (await t.app.get(WebhooksService).sendTest(client.appId)).eventId;
+    ids.events = (await t.app.get(WebhooksService).sendTest(client.appId, cliActor('test'))).eventId;
     const session = await request(t.http)
       .post('/v1/kyc/sessions')
       .set('Authorization', bearer(token))

@@ -309,7 +309,7 @@ describe('resource limits, each turned down on one application', () => {
       'cuts off an endless %p answer after the cap, records the attempt (%s) and moves on',
       async (status, eventStatus, error) => {
         const { appId, receiver } = await appWithReceiver(() => ({ status, endless: true }));
-        const { eventId } = await t.app.get(WebhooksService).sendTest(appId);
+        const { eventId } = await t.app.get(WebhooksService).sendTest(appId, cliActor('test'));
         const event = await settled(appId, eventId, eventStatus, error);
         expect(event.deliveries[0]).toMatchObject({ statusCode: status, error });
         // Long before WEBHOOK_TIMEOUT_MS (60 s): the sender hung up once it had read enough.
@@ -326,8 +326,8 @@ describe('resource limits, each turned down on one application', () => {
       const endless = await appWithReceiver(() => ({ status: 200, endless: true }));
       const plain = await appWithReceiver(() => ({ status: 200 }));
       const webhooks = t.app.get(WebhooksService);
-      const first = await webhooks.sendTest(endless.appId);
-      const second = await webhooks.sendTest(plain.appId);
+      const first = await webhooks.sendTest(endless.appId, cliActor('test'));
+      const second = await webhooks.sendTest(plain.appId, cliActor('test'));
       await settled(endless.appId, first.eventId, 'delivered', null);
       await settled(plain.appId, second.eventId, 'delivered', null);
       expect(plain.receiver.acknowledged(second.eventId)).toHaveLength(1);

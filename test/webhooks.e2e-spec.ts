@@ -95,7 +95,7 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
   it('send-test reaches the receiver as a compact JWS that verifies with the JWKS (ES256) and breaks on any changed byte', async () => {
     const { appId, receiver } = await appWithReceiver();
     const before = Math.floor(Date.now() / 1000);
-    const { eventId } = await webhooks.sendTest(appId);
+    const { eventId } = await webhooks.sendTest(appId, cliActor('test'));
     await pollUntil('the test webhook', () => receiver.acknowledged(eventId).length === 1);
     const after = Math.floor(Date.now() / 1000);
 
@@ -182,7 +182,7 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
     expect((await view(appId, eventId)).status).toBe('failed');
 
     fixed = true;
-    await expect(webhooks.replay(eventId)).resolves.toEqual({ eventId, status: 'pending' });
+    await expect(webhooks.replay(eventId, cliActor('test'))).resolves.toEqual({ eventId, status: 'pending' });
     const replayed = await waitForStatus(appId, eventId, 'delivered');
     expect(replayed).toMatchObject({ replays: 1, attempts: 1, lastError: null });
     expect(receiver.requests).toHaveLength(5);
@@ -193,7 +193,7 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
     ]);
 
     // An unknown event is not found.
-    await expect(webhooks.replay(randomUUID())).rejects.toThrow('Webhook event not found');
+    await expect(webhooks.replay(randomUUID(), cliActor('test'))).rejects.toThrow('Webhook event not found');
   });
 
   it('honours Retry-After on a 429 even though the schedule says 100 ms', async () => {

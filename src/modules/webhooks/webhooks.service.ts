@@ -4,6 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { ApplicationEntity } from '#modules/apps/entities/application.entity.js';
+import { auditAppend, type AuditActor } from '#modules/audit/audit-trail.js';
 import { WebhookAttemptEntity } from './entities/webhook-attempt.entity.js';
 import { WebhookEventEntity, type WebhookEventStatus } from './entities/webhook-event.entity.js';
 import { WEBHOOK_EVENTS, WEBHOOK_NOTIFY_CHANNEL, type WebhookEventName } from './webhook-events.js';
@@ -62,16 +63,23 @@ export class WebhooksService {
   }
 
   /** Queues a `webhook_test` event so an integrator can try a receiver before any money moves. */
-  async sendTest(appId: string): Promise<{ eventId: string }> {
+  /** Queues a webhook_test event for the application, recorded in the audit trail as `actor`'s (decision 0032). */
+  async sendTest(appId: string, actor: AuditActor): Promise<{ eventId: string }> {
     const eventId = await this.dataSource.transaction(async (manager) => {
       if (!UUID.test(appId) || !(await manager.existsBy(ApplicationEntity, { id: appId }))) {
         throw new NotFoundError(appId, 'Application not found');
       }
-      return this.emit(manager, {
+      const id = await this.emit(manager, {
         appId,
         event: WEBHOOK_EVENTS.test,
         data: { message: 'Test webhook from the wallet service: your receiver is reachable and verifies.' },
       });
+      await auditAppend(
+        manager,
+        { ...actor, appId },
+        { resourceType: 'webhook_event', resourceId: id, outcome: 'created' },
+      );
+      return id;
     });
     return { eventId };
   }
@@ -127,7 +135,11 @@ export class WebhooksService {
   }
 
   /** Sends an event again (failed or already delivered), with the same Webhook-Id and a fresh set of attempts. */
-  async replay(eventId: string): Promise<{ eventId: string; status: 'pending' }> {
+  /**
+   * Delivers a delivered or failed event again (same Webhook-Id), recorded in the audit trail as `actor`'s, for
+   * the event's application (decision 0032).
+   */
+  async replay(eventId: string, actor: AuditActor): Promise<{ eventId: string; status: 'pending' }> {
     if (!UUID.test(eventId))
       throw ValidationFailedError.single('eventId', 'invalid', 'eventId must be a uuid');
     await this.dataSource.transaction(async (manager) => {
@@ -136,15 +148,20 @@ export class WebhooksService {
             SET status = 'pending', attempts = 0, replays = replays + 1, generation = generation + 1,
                 next_attempt_at = now(), lease_until = NULL, last_error = NULL, delivered_at = NULL
           WHERE id = $1 AND status <> 'pending'
-          RETURNING generation`,
+          RETURNING generation, app_id`,
         [eventId],
-      )) as [{ generation: number }[], number];
+      )) as [{ generation: number; app_id: string }[], number];
       const updated = rows[0];
       if (updated.length === 0) {
         const exists = await manager.existsBy(WebhookEventEntity, { id: eventId });
         if (!exists) throw new NotFoundError(eventId, 'Webhook event not found');
         throw ValidationFailedError.single('eventId', 'invalid', 'the event is still pending delivery');
       }
+      await auditAppend(
+        manager,
+        { ...actor, appId: updated[0].app_id },
+        { resourceType: 'webhook_event', resourceId: eventId, outcome: 'replayed' },
+      );
       await manager.query('SELECT pg_notify($1, $2)', [
         WEBHOOK_NOTIFY_CHANNEL,
         `${eventId}.${updated[0].generation}`,

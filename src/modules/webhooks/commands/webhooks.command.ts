@@ -1,5 +1,6 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { printJson, requireOption, unknownSubcommand } from '#common/cli/output.js';
+import { cliActor } from '#modules/audit/audit-trail.js';
 import { WebhooksService } from '../webhooks.service.js';
 
 @SubCommand({ name: 'send-test', description: 'queue a webhook_test event for an application' })
@@ -14,7 +15,9 @@ export class WebhooksSendTestCommand extends CommandRunner {
   }
 
   async run(_args: string[], options: { appId?: string }): Promise<void> {
-    printJson(await this.webhooks.sendTest(requireOption(options.appId, '--app-id')));
+    printJson(
+      await this.webhooks.sendTest(requireOption(options.appId, '--app-id'), cliActor('webhooks send-test')),
+    );
   }
 }
 
@@ -56,7 +59,9 @@ export class WebhooksReplayCommand extends CommandRunner {
   }
 
   async run(_args: string[], options: { eventId?: string }): Promise<void> {
-    printJson(await this.webhooks.replay(requireOption(options.eventId, '--event-id')));
+    printJson(
+      await this.webhooks.replay(requireOption(options.eventId, '--event-id'), cliActor('webhooks replay')),
+    );
   }
 }
 
