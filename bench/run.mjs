@@ -767,6 +767,17 @@ async function main() {
         },
       ],
     });
+    let viewed = '';
+    const transferGet = {
+      url: `${api.baseUrl}wallet/transactions`,
+      headers,
+      requests: [
+        {
+          method: 'GET',
+          setupRequest: (request) => ({ ...request, path: `/v1/wallet/transactions/${viewed}` }),
+        },
+      ],
+    };
     const phases = [
       ['transfersUniform', 'transfers, uniform over the accounts', transfers(false), true],
       ['transfersHot', 'transfers, all from one hot account', transfers(true), true],
@@ -806,6 +817,16 @@ async function main() {
         false,
         'on request',
       ],
+      // Only when BENCH_HTTP_PHASES names them (after a transfer phase): `GET …/transactions/{uuid}` of the latest
+      // transfer, at 1 connection and under load (a client polling a transfer's status).
+      [
+        'transferGetC1',
+        'GET a transfer at 1 connection',
+        { ...transferGet, connections: 1 },
+        false,
+        'on request',
+      ],
+      ['transferGet', 'GET a transfer', transferGet, false, 'on request'],
       // Last, so the RSS read after the round follows the same ping load the bare Nest app got.
       ['ping', 'GET /v1/health/live', { url: `${api.baseUrl}health/live` }, false],
     ];
@@ -816,6 +837,11 @@ async function main() {
       if (keys && !keys.includes(key)) continue;
       // As pgbench vacuums its tables before each run (it is run without -n): the previous phase's rows are
       // vacuumed and analyzed now, not by an autovacuum worker during this phase.
+      if (key.startsWith('transferGet')) {
+        const [latest] = (await db.query('SELECT id FROM transfers ORDER BY created_at DESC LIMIT 1')).rows;
+        if (!latest) throw new Error(`${key} needs a transfer: run a transfer phase before it`);
+        viewed = latest.id;
+      }
       await db.query('VACUUM (ANALYZE)');
       await admin.query('CHECKPOINT');
       const before = await money();

@@ -1,6 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
+import type pg from 'pg';
 import type { EntityManager } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
+import { PG_POOL } from '#common/database/pg-pool.js';
 import type { ReadDatabase } from '#common/database/read-database.js';
 import type { CursorPosition } from '#common/http/pagination.js';
 import { derivedUuid } from '#common/ids/derived-uuid.js';
@@ -25,6 +27,9 @@ const FROM = `
     LEFT JOIN users u ON w.owner_type = 'USER' AND u.id = w.owner_id
     LEFT JOIN companies c ON w.owner_type = 'COMPANY' AND c.id = w.owner_id`;
 const SELECT = `SELECT ${COLUMNS} ${FROM}`;
+/** TransferViews.find's statements: one transfer of an application, and of one of a subject's accounts. */
+const FIND = `${SELECT} WHERE t.id = $1 AND t.app_id = $2`;
+const FIND_OWN = `${SELECT} WHERE t.id = $1 AND t.app_id = $2 AND w.owner_id = $3`;
 /** With what a reversal needs: the row's own reversal_of. */
 const SELECT_REVERSAL = `SELECT ${COLUMNS}, t.reversal_of ${FROM}`;
 
@@ -39,18 +44,23 @@ function partyUuid(identifier: string): string {
 /** TransactionInfo and CreateTransactionResponse built from one query (no entity hydration). */
 @Injectable()
 export class TransferViews {
-  async find(
-    manager: EntityManager,
-    principal: Principal,
-    id: string,
-  ): Promise<TransactionInfoDto | undefined> {
-    const params: unknown[] = [id, principal.appId];
-    let scope = 't.app_id = $2';
-    if (principal.kind === 'subject') {
-      params.push(principal.subject);
-      scope += ' AND w.owner_id = $3';
-    }
-    const rows = (await manager.query(`${SELECT} WHERE t.id = $1 AND ${scope}`, params)) as TransferViewRow[];
+  constructor(@Inject(PG_POOL) private readonly pool: pg.Pool) {}
+
+  /**
+   * One transfer in the principal's scope (its application; a subject, its own accounts), from the primary: a
+   * client polls it right after creating it. A named statement on the pg pool under the DataSource, planned once
+   * per connection (TypeORM's query API plans every call; a status poll is frequent).
+   */
+  async find(principal: Principal, id: string): Promise<TransactionInfoDto | undefined> {
+    const { rows } = await this.pool.query<TransferViewRow>(
+      principal.kind === 'subject'
+        ? {
+            name: 'wallet_transfer_view_own',
+            text: FIND_OWN,
+            values: [id, principal.appId, principal.subject],
+          }
+        : { name: 'wallet_transfer_view', text: FIND, values: [id, principal.appId] },
+    );
     return rows[0] ? info(rows[0]) : undefined;
   }
 

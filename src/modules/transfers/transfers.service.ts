@@ -226,7 +226,7 @@ export class TransfersService {
   }
 
   async get(principal: Principal, id: string): Promise<TransactionInfoDto> {
-    const found = await this.views.find(this.dataSource.manager, principal, id);
+    const found = await this.views.find(principal, id);
     if (!found) throw new NotFoundError(id, 'Transfer not found');
     return found;
   }
