@@ -832,16 +832,15 @@ async function main() {
     ];
     const out = {};
     for (const [key, label, options, movesMoney, onRequest] of phases) {
-      if (S.httpPhases.length > 0 && !S.httpPhases.includes(key)) continue;
-      if (onRequest && !S.httpPhases.includes(key)) continue;
+      if ((S.httpPhases.length > 0 || onRequest) && !S.httpPhases.includes(key)) continue;
       if (keys && !keys.includes(key)) continue;
-      // As pgbench vacuums its tables before each run (it is run without -n): the previous phase's rows are
-      // vacuumed and analyzed now, not by an autovacuum worker during this phase.
       if (key.startsWith('transferGet')) {
         const [latest] = (await db.query('SELECT id FROM transfers ORDER BY created_at DESC LIMIT 1')).rows;
         if (!latest) throw new Error(`${key} needs a transfer: run a transfer phase before it`);
         viewed = latest.id;
       }
+      // As pgbench vacuums its tables before each run (it is run without -n): the previous phase's rows are
+      // vacuumed and analyzed now, not by an autovacuum worker during this phase.
       await db.query('VACUUM (ANALYZE)');
       await admin.query('CHECKPOINT');
       const before = await money();

@@ -84,17 +84,13 @@ export class SigningKeysService implements OnModuleInit {
    * Every key of the file, the retired ones too, oldest first; none while the file does not exist (production
    * before the first `keys rotate`). Never creates the file.
    */
-  async history(): Promise<{ kid: string; createdAt: string; retiredAt: string | null }[]> {
+  async history(): Promise<{ kid: string; retiredAt: string | null }[]> {
     const exists = await fs.access(this.config.signingKeysFile).then(
       () => true,
       () => false,
     );
     if (!exists) return [];
-    return (await this.readFile()).keys.map(({ kid, createdAt, retiredAt }) => ({
-      kid,
-      createdAt,
-      retiredAt,
-    }));
+    return (await this.readFile()).keys.map(({ kid, retiredAt }) => ({ kid, retiredAt }));
   }
 
   /** Adds a new key that signs from now on; older keys stay published. */

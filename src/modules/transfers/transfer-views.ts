@@ -29,7 +29,7 @@ const FROM = `
 const SELECT = `SELECT ${COLUMNS} ${FROM}`;
 /** TransferViews.find's statements: one transfer of an application, and of one of a subject's accounts. */
 const FIND = `${SELECT} WHERE t.id = $1 AND t.app_id = $2`;
-const FIND_OWN = `${SELECT} WHERE t.id = $1 AND t.app_id = $2 AND w.owner_id = $3`;
+const FIND_OWN = `${FIND} AND w.owner_id = $3`;
 /** With what a reversal needs: the row's own reversal_of. */
 const SELECT_REVERSAL = `SELECT ${COLUMNS}, t.reversal_of ${FROM}`;
 

@@ -62,8 +62,10 @@ export class WebhooksService {
     return id;
   }
 
-  /** Queues a `webhook_test` event so an integrator can try a receiver before any money moves. */
-  /** Queues a webhook_test event for the application, recorded in the audit trail as `actor`'s (decision 0032). */
+  /**
+   * Queues a `webhook_test` event so an integrator can try a receiver before any money moves; recorded in the
+   * audit trail as `actor`'s (decision 0032).
+   */
   async sendTest(appId: string, actor: AuditActor): Promise<{ eventId: string }> {
     const eventId = await this.dataSource.transaction(async (manager) => {
       if (!UUID.test(appId) || !(await manager.existsBy(ApplicationEntity, { id: appId }))) {
