@@ -21,6 +21,7 @@ import { WalletBalanceNotNegative1763901800000 } from './1763901800000-WalletBal
 import { TimeOrderedIds1763901900000 } from './1763901900000-TimeOrderedIds.js';
 import { WebhookClaimLockOrder1763902000000 } from './1763902000000-WebhookClaimLockOrder.js';
 import { WebhookEventsRoomToClaim1763902100000 } from './1763902100000-WebhookEventsRoomToClaim.js';
+import { MoneyPathReferencesKept1763902200000 } from './1763902200000-MoneyPathReferencesKept.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -47,4 +48,5 @@ export const MIGRATIONS = [
   TimeOrderedIds1763901900000,
   WebhookClaimLockOrder1763902000000,
   WebhookEventsRoomToClaim1763902100000,
+  MoneyPathReferencesKept1763902200000,
 ];

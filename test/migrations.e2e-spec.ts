@@ -129,6 +129,61 @@ describe('migrations and entities', () => {
     expect(await options()).toEqual(['fillfactor=50']);
   });
 
+  it('MoneyPathReferencesKept: down enforces the keys again (refused while a row names nothing), up unenforces them', async () => {
+    const name = 'MoneyPathReferencesKept1763902200000';
+    const state = async () => ({
+      unenforced: (
+        await dataSource.query<{ conname: string }[]>(
+          `SELECT conname FROM pg_constraint WHERE contype = 'f' AND NOT conenforced ORDER BY conname`,
+        )
+      ).map((row) => row.conname),
+      kept: (
+        await dataSource.query<{ tgname: string }[]>(
+          `SELECT tgname FROM pg_trigger WHERE tgname LIKE '%\\_kept' ORDER BY tgname`,
+        )
+      ).map((row) => row.tgname),
+      ledgerPost: createHash('sha256')
+        .update(
+          (await functionDefinitions((sql, params) => dataSource.query(sql, params))).ledger_post,
+          'utf8',
+        )
+        .digest('hex'),
+    });
+    const after = await state();
+    expect(after.unenforced).toEqual([
+      'FK_operated_amounts_account',
+      'FK_postings_account',
+      'FK_postings_entry',
+      'FK_transfers_account',
+      'FK_webhook_events_app',
+    ]);
+    expect(after.kept).toEqual(['applications_kept', 'ledger_accounts_kept', 'wallet_accounts_kept']);
+    for (;;) {
+      const applied = await appliedMigrations(dataSource);
+      if (applied[applied.length - 1] === name) break;
+      await dataSource.undoLastMigration({ transaction: 'each' });
+    }
+    const ghost = randomUUID();
+    await dataSource.query(
+      `INSERT INTO operated_amounts (account_id, period, deposit, withdraw) VALUES ($1, 'M2026-01', 1, 0)`,
+      [ghost],
+    );
+    await expect(dataSource.undoLastMigration({ transaction: 'each' })).rejects.toThrow(
+      /FK_operated_amounts_account/,
+    );
+    expect((await appliedMigrations(dataSource)).at(-1)).toBe(name);
+    await dataSource.query(`DELETE FROM operated_amounts WHERE account_id = $1`, [ghost]);
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    // Every key enforced, no trigger, and ledger_post as it was before (without the accounts' lookup).
+    expect(await state()).toEqual({
+      unenforced: [],
+      kept: [],
+      ledgerPost: 'e8c4a49073748888e3f2013c8b63226a05aef6ad0ba0840e84c6bd56bc0592ea',
+    });
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await state()).toEqual(after);
+  });
+
   it('stops at WalletBalanceNotNegative while a wallet balance is negative, naming it; applies once mended', async () => {
     const name = 'WalletBalanceNotNegative1763901800000';
     for (;;) {
@@ -150,7 +205,12 @@ describe('migrations and entities', () => {
       await dataSource.runMigrations({ transaction: 'each' });
       await expect(appliedMigrations(dataSource)).resolves.toEqual(allMigrations);
     } finally {
-      await dataSource.query(`DELETE FROM ledger_accounts WHERE id = $1`, [id]);
+      // Accounts are never deleted (ledger_parents_kept, decision 0046) but this one is the test's own: removed
+      // with the triggers off, as a replica applies rows.
+      await dataSource.transaction(async (manager) => {
+        await manager.query(`SET LOCAL session_replication_role = replica`);
+        await manager.query(`DELETE FROM ledger_accounts WHERE id = $1`, [id]);
+      });
     }
   });
 });

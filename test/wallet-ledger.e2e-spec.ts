@@ -339,6 +339,57 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
       ).toStrictEqual([{ actor: `client:${app.appId}` }]);
     });
 
+    it('never deletes an account or an application, which the money path names through unenforced keys (decision 0046)', async () => {
+      const { account } = await someEntry();
+      for (const sql of [
+        `DELETE FROM wallet_accounts WHERE id = '${account.uuid}'`,
+        `DELETE FROM ledger_accounts WHERE id = '${account.uuid}'`,
+        `DELETE FROM applications WHERE id = '${app.appId}'`,
+        `TRUNCATE wallet_accounts CASCADE`,
+        `TRUNCATE ledger_accounts CASCADE`,
+        `TRUNCATE applications CASCADE`,
+      ]) {
+        await expect(t.dataSource.query(sql)).rejects.toThrow(
+          /are never deleted: the money path's rows refer to them/,
+        );
+      }
+      expect((await getBalance(account.uuid)).body.balance).toBe(3.33);
+      expect(
+        await t.dataSource.query(
+          `SELECT conname FROM pg_constraint WHERE contype = 'f' AND NOT conenforced ORDER BY conname`,
+        ),
+      ).toStrictEqual(
+        [
+          'FK_operated_amounts_account',
+          'FK_postings_account',
+          'FK_postings_entry',
+          'FK_transfers_account',
+          'FK_webhook_events_app',
+        ].map((conname) => ({ conname })),
+      );
+    });
+
+    it('refuses an entry that names an account that does not exist, and writes nothing', async () => {
+      const [left] = await systemPair();
+      const ghost = randomUUID();
+      const entries = async () =>
+        ((await t.dataSource.query(`SELECT count(*)::int AS n FROM journal_entries`)) as { n: number }[])[0]
+          .n;
+      const before = await entries();
+      await expect(
+        ledger.post(t.dataSource.manager, {
+          appId: app.appId,
+          kind: 'TEST',
+          actor: 'test',
+          lines: [
+            { accountId: left, amount: new Money('1'), currency: 'ARS' },
+            { accountId: ghost, amount: new Money('-1'), currency: 'ARS' },
+          ],
+        }),
+      ).rejects.toThrow(/names an account that does not exist/);
+      expect(await entries()).toBe(before);
+    });
+
     it('refuses a zero posting', async () => {
       const { entryId, account } = await someEntry();
       await expect(
@@ -608,6 +659,7 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
         unbalancedEntries: [],
         balanceMismatches: [],
         totals: expect.any(Array),
+        missingReferences: [],
       });
       // Every currency sums to zero (ARS from the adjustments, USD from the system-account test above).
       expect(inProcess.totals).toContainEqual({ currency: 'ARS', sum: '0.000000' });
@@ -637,6 +689,36 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
         expect(failing.stderr).toMatch(/does not verify/);
       } finally {
         await t.dataSource.query(`UPDATE ledger_accounts SET balance = 12.34 WHERE id = $1`, [account.uuid]);
+      }
+      expect((await ledger.verify()).ok).toBe(true);
+    });
+
+    it('reports rows that name nothing through an unenforced key, in process and through the CLI', async () => {
+      const [ghostApp, ghostAccount] = [randomUUID(), randomUUID()];
+      const [event] = (await t.dataSource.query(
+        `INSERT INTO webhook_events (id, app_id, event, subject, payload, status)
+         VALUES (uuidv7(), $1, 'transfer_update', 'x', '{}', 'delivered') RETURNING id::text AS id`,
+        [ghostApp],
+      )) as { id: string }[];
+      await t.dataSource.query(
+        `INSERT INTO operated_amounts (account_id, period, deposit, withdraw) VALUES ($1, 'M2026-01', 1, 0), ($1, 'M2026-02', 2, 0)`,
+        [ghostAccount],
+      );
+      try {
+        const broken = await ledger.verify();
+        expect(broken.ok).toBe(false);
+        expect(broken.missingReferences).toStrictEqual([
+          { constraint: 'FK_operated_amounts_account', missing: ghostAccount, rows: 2 },
+          { constraint: 'FK_webhook_events_app', missing: ghostApp, rows: 1 },
+        ]);
+        expect(broken.balanceMismatches).toStrictEqual([]);
+
+        const failing = await verifyCli();
+        expect(failing.code).toBe(1);
+        expect(failing.report).toStrictEqual(broken);
+      } finally {
+        await t.dataSource.query(`DELETE FROM webhook_events WHERE id = $1`, [event.id]);
+        await t.dataSource.query(`DELETE FROM operated_amounts WHERE account_id = $1`, [ghostAccount]);
       }
       expect((await ledger.verify()).ok).toBe(true);
     });

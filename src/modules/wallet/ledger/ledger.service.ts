@@ -39,6 +39,21 @@ export interface VerifyReport {
   incompleteEntries: string[];
   balanceMismatches: { accountId: string; cached: string; postings: string }[];
   totals: { currency: string; sum: string }[];
+  /**
+   * Rows that name a row that does not exist, through a foreign key declared NOT ENFORCED (the money path's,
+   * docs/decisions/0046): the constraint, the value named and how many rows name it (the first 100 values).
+   */
+  missingReferences: { constraint: string; missing: string; rows: number }[];
+}
+
+/** A foreign key declared NOT ENFORCED, as `verify` looks it up (one column each). */
+interface UnenforcedReference {
+  constraint: string;
+  /** Table and column, quoted as SQL needs them. */
+  child: string;
+  childColumn: string;
+  parent: string;
+  parentColumn: string;
 }
 
 /**
@@ -115,7 +130,8 @@ export class LedgerService {
 
   /**
    * Recomputes everything from the postings: every entry balances per currency, every wallet's cached
-   * balance equals the sum of its postings, and all accounts together sum to zero per currency.
+   * balance equals the sum of its postings, and all accounts together sum to zero per currency; and every
+   * foreign key the database does not enforce (read from the catalog) holds.
    */
   async verify(): Promise<VerifyReport> {
     const manager = this.dataSource.manager;
@@ -143,8 +159,14 @@ export class LedgerService {
               (SELECT count(*) FROM ledger_accounts WHERE kind = 'WALLET')::int AS wallets`,
     )) as { entries: number; postings: number; wallets: number }[];
     const totalsBalance = totals.every((total) => new Money(total.sum).isZero());
+    const missing = await this.missingReferences();
     return {
-      ok: unbalanced.length === 0 && incomplete.length === 0 && mismatches.length === 0 && totalsBalance,
+      ok:
+        unbalanced.length === 0 &&
+        incomplete.length === 0 &&
+        mismatches.length === 0 &&
+        totalsBalance &&
+        missing.length === 0,
       entries: counts.entries,
       postings: counts.postings,
       walletAccounts: counts.wallets,
@@ -152,6 +174,35 @@ export class LedgerService {
       incompleteEntries: incomplete,
       balanceMismatches: mismatches,
       totals,
+      missingReferences: missing,
     };
+  }
+
+  /** The values that unenforced foreign keys name and that do not exist, with how many rows name each. */
+  private async missingReferences(): Promise<VerifyReport['missingReferences']> {
+    const manager = this.dataSource.manager;
+    const references = (await manager.query(
+      `SELECT c.conname AS constraint, c.conrelid::regclass::text AS child, quote_ident(a.attname) AS "childColumn",
+              c.confrelid::regclass::text AS parent, quote_ident(b.attname) AS "parentColumn"
+         FROM pg_constraint c
+         JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
+         JOIN pg_attribute b ON b.attrelid = c.confrelid AND b.attnum = c.confkey[1]
+        WHERE c.contype = 'f' AND NOT c.conenforced AND cardinality(c.conkey) = 1
+          AND c.connamespace = current_schema()::regnamespace
+        ORDER BY c.conname`,
+    )) as UnenforcedReference[];
+    const found: VerifyReport['missingReferences'] = [];
+    for (const ref of references) {
+      const rows = (await manager.query(
+        `SELECT $1::text AS constraint, c.${ref.childColumn}::text AS missing, count(*)::int AS rows
+           FROM ${ref.child} c
+          WHERE c.${ref.childColumn} IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM ${ref.parent} p WHERE p.${ref.parentColumn} = c.${ref.childColumn})
+          GROUP BY 2 ORDER BY 2 LIMIT 100`,
+        [ref.constraint],
+      )) as VerifyReport['missingReferences'];
+      found.push(...rows);
+    }
+    return found;
   }
 }
