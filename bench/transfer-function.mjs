@@ -14,7 +14,7 @@
 //
 // Settings (environment): BENCH_FN_S (seconds per measured phase, 10), BENCH_FN_ROUNDS (ABBA rounds, 1),
 // BENCH_FN_BATCH (transfers per call, 30; 1 = the single call, wallet_create_transfer), BENCH_FN_CONNS (comma list, "1,2"), BENCH_PGBENCH_S (20),
-// BENCH_FN_ACCOUNTS (1000), BENCH_FN_PREFILL (transfers written before measuring, 20000), BENCH_FN_PROFILE_CALLS (calls in the profiled round, 200), BENCH_FN_ONLY (a comma
+// BENCH_FN_ACCOUNTS (1000), BENCH_FN_PREFILL (transfers written before measuring, 20000), BENCH_FN_PROFILE_CALLS (calls in the profiled round, 200), BENCH_FN_PROFILE_PER_TX (calls per transaction in it, 1), BENCH_FN_ONLY (a comma
 // list of pgbench, transfers, profile).
 import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
@@ -35,6 +35,7 @@ const S = {
   pgbenchS: Number(env('BENCH_PGBENCH_S', '20')),
   accounts: Number(env('BENCH_FN_ACCOUNTS', '1000')),
   profileCalls: Number(env('BENCH_FN_PROFILE_CALLS', '200')),
+  profilePerTx: Number(env('BENCH_FN_PROFILE_PER_TX', '1')),
   prefill: Number(env('BENCH_FN_PREFILL', '20000')),
   base: env('BENCH_FN_BASE', '1763900700000'),
   only: env('BENCH_FN_ONLY', 'pgbench,transfers,profile').split(','),
@@ -428,7 +429,13 @@ async function main() {
       await client.query('SELECT pg_stat_statements_reset()');
       let done = 0;
       for (let i = 0; i < S.profileCalls; i++) {
+        // BENCH_FN_PROFILE_PER_TX calls share a transaction: what every transaction builds again shows as the
+        // difference per call.
+        if (S.profilePerTx > 1 && i % S.profilePerTx === 0) await client.query('BEGIN');
         done += (await callOnce(client)).length;
+        if (S.profilePerTx > 1 && (i % S.profilePerTx === S.profilePerTx - 1 || i === S.profileCalls - 1)) {
+          await client.query('COMMIT');
+        }
       }
       await client.query(`SET pg_stat_statements.track = 'none'`);
       await client.query(`SET track_functions = 'none'`);
