@@ -722,5 +722,28 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
       }
       expect((await ledger.verify()).ok).toBe(true);
     });
+
+    it('reads every unenforced key from the catalog, one of several columns too (a null in it names nothing)', async () => {
+      await t.dataSource.query(`CREATE TABLE verify_parent (a int, b text, PRIMARY KEY (a, b))`);
+      await t.dataSource.query(
+        `CREATE TABLE verify_child (id int, a int, b text,
+           CONSTRAINT "FK_verify_child_parent" FOREIGN KEY (a, b) REFERENCES verify_parent (a, b) NOT ENFORCED)`,
+      );
+      try {
+        await t.dataSource.query(`INSERT INTO verify_parent VALUES (1, 'x')`);
+        await t.dataSource.query(
+          `INSERT INTO verify_child VALUES (1, 1, 'x'), (2, 2, 'y'), (3, 2, 'y'), (4, NULL, 'z'), (5, 1, 'z')`,
+        );
+        const report = await ledger.verify();
+        expect(report.ok).toBe(false);
+        expect(report.missingReferences).toStrictEqual([
+          { constraint: 'FK_verify_child_parent', missing: '(1,z)', rows: 1 },
+          { constraint: 'FK_verify_child_parent', missing: '(2,y)', rows: 2 },
+        ]);
+      } finally {
+        await t.dataSource.query(`DROP TABLE verify_child, verify_parent`);
+      }
+      expect((await ledger.verify()).ok).toBe(true);
+    });
   });
 });

@@ -46,14 +46,13 @@ export interface VerifyReport {
   missingReferences: { constraint: string; missing: string; rows: number }[];
 }
 
-/** A foreign key declared NOT ENFORCED, as `verify` looks it up (one column each). */
+/** A foreign key declared NOT ENFORCED, as `verify` looks it up: tables and columns quoted as SQL needs them. */
 interface UnenforcedReference {
   constraint: string;
-  /** Table and column, quoted as SQL needs them. */
   child: string;
-  childColumn: string;
+  childColumns: string[];
   parent: string;
-  parentColumn: string;
+  parentColumns: string[];
 }
 
 /**
@@ -178,26 +177,32 @@ export class LedgerService {
     };
   }
 
-  /** The values that unenforced foreign keys name and that do not exist, with how many rows name each. */
+  /**
+   * The values that unenforced foreign keys name and that do not exist, with how many rows name each (a row with a
+   * null in the key names nothing, as an enforced key's MATCH SIMPLE reads it).
+   */
   private async missingReferences(): Promise<VerifyReport['missingReferences']> {
     const manager = this.dataSource.manager;
     const references = (await manager.query(
-      `SELECT c.conname AS constraint, c.conrelid::regclass::text AS child, quote_ident(a.attname) AS "childColumn",
-              c.confrelid::regclass::text AS parent, quote_ident(b.attname) AS "parentColumn"
+      `SELECT c.conname AS constraint, c.conrelid::regclass::text AS child, c.confrelid::regclass::text AS parent,
+              array(SELECT quote_ident(a.attname) FROM unnest(c.conkey) WITH ORDINALITY AS k(n, i)
+                      JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.i) AS "childColumns",
+              array(SELECT quote_ident(a.attname) FROM unnest(c.confkey) WITH ORDINALITY AS k(n, i)
+                      JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.i) AS "parentColumns"
          FROM pg_constraint c
-         JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[1]
-         JOIN pg_attribute b ON b.attrelid = c.confrelid AND b.attnum = c.confkey[1]
-        WHERE c.contype = 'f' AND NOT c.conenforced AND cardinality(c.conkey) = 1
-          AND c.connamespace = current_schema()::regnamespace
+        WHERE c.contype = 'f' AND NOT c.conenforced AND c.connamespace = current_schema()::regnamespace
         ORDER BY c.conname`,
     )) as UnenforcedReference[];
     const found: VerifyReport['missingReferences'] = [];
     for (const ref of references) {
+      const named = ref.childColumns.map((column) => `c.${column}`);
+      const matches = ref.parentColumns.map((column, i) => `p.${column} = ${named[i]}`).join(' AND ');
+      const value = named.length === 1 ? `${named[0]}::text` : `row(${named.join(', ')})::text`;
       const rows = (await manager.query(
-        `SELECT $1::text AS constraint, c.${ref.childColumn}::text AS missing, count(*)::int AS rows
+        `SELECT $1::text AS constraint, ${value} AS missing, count(*)::int AS rows
            FROM ${ref.child} c
-          WHERE c.${ref.childColumn} IS NOT NULL
-            AND NOT EXISTS (SELECT 1 FROM ${ref.parent} p WHERE p.${ref.parentColumn} = c.${ref.childColumn})
+          WHERE ${named.map((column) => `${column} IS NOT NULL`).join(' AND ')}
+            AND NOT EXISTS (SELECT 1 FROM ${ref.parent} p WHERE ${matches})
           GROUP BY 2 ORDER BY 2 LIMIT 100`,
         [ref.constraint],
       )) as VerifyReport['missingReferences'];
