@@ -36,7 +36,7 @@ export class MoneyPathReferencesKept1763902200000 implements MigrationInterface 
 
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(
-      loadFunction('ledger_parents_kept', '4bac8ece7cbb362d1165eb4d7fd115b04b0a254304b7f44e13b2cab217f8038b'),
+      loadFunction('ledger_parents_kept', 'dd048a05daad8f6f2113b64e6cc3949bde1d04c76ad2a796ae0c937aa094267b'),
     );
     for (const table of KEPT) {
       await queryRunner.query(
