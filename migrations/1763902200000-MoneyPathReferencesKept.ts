@@ -1,13 +1,13 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 import { functionDefinitions, loadFunction } from './sql.js';
 
-/** The money path's foreign keys this migration stops enforcing: table, constraint, column, referenced table. */
+/** The money path's foreign keys this migration stops enforcing, by table (decision 0046 names what each refers to). */
 const REFERENCES = [
-  ['postings', 'FK_postings_entry', 'entry_id', 'journal_entries'],
-  ['postings', 'FK_postings_account', 'account_id', 'ledger_accounts'],
-  ['transfers', 'FK_transfers_account', 'account_id', 'wallet_accounts'],
-  ['operated_amounts', 'FK_operated_amounts_account', 'account_id', 'wallet_accounts'],
-  ['webhook_events', 'FK_webhook_events_app', 'app_id', 'applications'],
+  ['postings', 'FK_postings_entry'],
+  ['postings', 'FK_postings_account'],
+  ['transfers', 'FK_transfers_account'],
+  ['operated_amounts', 'FK_operated_amounts_account'],
+  ['webhook_events', 'FK_webhook_events_app'],
 ] as const;
 
 /** The tables whose rows those name, kept by ledger_parents_kept (journal_entries is append-only already). */
@@ -36,7 +36,7 @@ export class MoneyPathReferencesKept1763902200000 implements MigrationInterface 
 
   async up(queryRunner: QueryRunner): Promise<void> {
     await queryRunner.query(
-      loadFunction('ledger_parents_kept', 'dd048a05daad8f6f2113b64e6cc3949bde1d04c76ad2a796ae0c937aa094267b'),
+      loadFunction('ledger_parents_kept', 'f8c677cac2e624594c545c4cf99f4a02492d4f562bb8a3779983e83214adc7a3'),
     );
     for (const table of KEPT) {
       await queryRunner.query(

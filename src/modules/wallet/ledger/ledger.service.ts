@@ -185,11 +185,14 @@ export class LedgerService {
     const manager = this.dataSource.manager;
     const references = (await manager.query(
       `SELECT c.conname AS constraint, c.conrelid::regclass::text AS child, c.confrelid::regclass::text AS parent,
-              array(SELECT quote_ident(a.attname) FROM unnest(c.conkey) WITH ORDINALITY AS k(n, i)
-                      JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.i) AS "childColumns",
-              array(SELECT quote_ident(a.attname) FROM unnest(c.confkey) WITH ORDINALITY AS k(n, i)
-                      JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.i) AS "parentColumns"
+              cols."childColumns", cols."parentColumns"
          FROM pg_constraint c
+        CROSS JOIN LATERAL (
+          SELECT array_agg(quote_ident(a.attname) ORDER BY k.i) AS "childColumns",
+                 array_agg(quote_ident(b.attname) ORDER BY k.i) AS "parentColumns"
+            FROM unnest(c.conkey, c.confkey) WITH ORDINALITY AS k(child, parent, i)
+            JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.child
+            JOIN pg_attribute b ON b.attrelid = c.confrelid AND b.attnum = k.parent) cols
         WHERE c.contype = 'f' AND NOT c.conenforced AND c.connamespace = current_schema()::regnamespace
         ORDER BY c.conname`,
     )) as UnenforcedReference[];
