@@ -635,7 +635,7 @@ async function main() {
   /**
    * Where the money calls' database time goes: pg_stat_activity sampled inside PostgreSQL (a session function on
    * waitsDb, every WAITS_EVERY_MS for `seconds`, its own clock: a sampler on the bench's event loop would run in
-   * step with autocannon's requests) for the backends running wallet_create_transfer(s), by wait event; one with
+   * step with autocannon's requests) for the backends running wallet_create_transfers, by wait event; one with
    * none is running (on a CPU or waiting for one: PostgreSQL cannot tell). Gives the calls in flight on average
    * and each state's share of their time.
    */

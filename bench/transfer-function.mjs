@@ -13,7 +13,7 @@
 // falls on both. BENCH_FN_BASE=none measures the head only.
 //
 // Settings (environment): BENCH_FN_S (seconds per measured phase, 10), BENCH_FN_ROUNDS (ABBA rounds, 1),
-// BENCH_FN_BATCH (transfers per call, 30; 1 = the single call, wallet_create_transfer), BENCH_FN_CONNS (comma list, "1,2"), BENCH_PGBENCH_S (20),
+// BENCH_FN_BATCH (transfers per call, 30; 1 = a group of one, or wallet_create_transfer where the base has it), BENCH_FN_CONNS (comma list, "1,2"), BENCH_PGBENCH_S (20),
 // BENCH_FN_ACCOUNTS (1000), BENCH_FN_PREFILL (transfers written before measuring, 20000), BENCH_FN_PROFILE_CALLS (calls in the profiled round, 200), BENCH_FN_PROFILE_PER_TX (calls per transaction in it, 1), BENCH_FN_ONLY (a comma
 // list of pgbench, transfers, profile).
 import { createHash, randomInt, randomUUID } from 'node:crypto';
@@ -230,11 +230,12 @@ async function main() {
   };
   const batchInput = () => `[${Array.from({ length: S.batch }, transferInput).join(',')}]`;
   /**
-   * One call as TransferBatcher makes it: a group through wallet_create_transfers, or (BENCH_FN_BATCH=1) the
-   * single call's wallet_create_transfer, named statements both; the answers as an array.
+   * One call as TransferBatcher makes it: a group through wallet_create_transfers, named statement, the answers
+   * as an array. With BENCH_FN_BATCH=1, a schema that still has the single call's wallet_create_transfer (a base
+   * older than migration 1763902300000) gets that instead, as its TransferBatcher did.
    */
   const callOnce = async (client) => {
-    if (S.batch === 1) {
+    if (S.batch === 1 && singleCall) {
       const { rows } = await client.query({
         name: 'fn-bench-one',
         text: 'SELECT wallet_create_transfer($1::jsonb) AS r',
@@ -319,6 +320,7 @@ async function main() {
       : MIGRATIONS.filter((M) => Number(/(\d{13})$/.exec(new M().name)?.[1]) > Number(S.base));
   const runner = { query: (sql, params) => db.query(sql, params).then((r) => r.rows) };
   let current = 'head';
+  let singleCall = false;
   const use = async (variant) => {
     if (variant === current) return;
     if (variant === 'base') for (const M of [...newer].reverse()) await new M().down(runner);
@@ -329,6 +331,8 @@ async function main() {
       client.connection.parsedStatements = {};
     }
     current = variant;
+    singleCall =
+      (await db.query(`SELECT to_regprocedure('wallet_create_transfer(jsonb)') AS f`)).rows[0].f !== null;
   };
   const variants = newer.length ? ['head', 'base'] : ['head'];
   say(

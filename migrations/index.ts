@@ -22,6 +22,7 @@ import { TimeOrderedIds1763901900000 } from './1763901900000-TimeOrderedIds.js';
 import { WebhookClaimLockOrder1763902000000 } from './1763902000000-WebhookClaimLockOrder.js';
 import { WebhookEventsRoomToClaim1763902100000 } from './1763902100000-WebhookEventsRoomToClaim.js';
 import { MoneyPathReferencesKept1763902200000 } from './1763902200000-MoneyPathReferencesKept.js';
+import { GroupReadsOnce1763902300000 } from './1763902300000-GroupReadsOnce.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -49,4 +50,5 @@ export const MIGRATIONS = [
   WebhookClaimLockOrder1763902000000,
   WebhookEventsRoomToClaim1763902100000,
   MoneyPathReferencesKept1763902200000,
+  GroupReadsOnce1763902300000,
 ];

@@ -779,8 +779,8 @@ describe('audit trail', () => {
     expect(failures).toEqual([]);
   });
 
-  it('records external transfers (wallet_transfer_try), each transfer of a group, and the clearing outcome', async () => {
-    // External: INICIADO, recorded by wallet_transfer_try with the request's id and route.
+  it('records external transfers (wallet_create_transfers), each transfer of a group, and the clearing outcome', async () => {
+    // External: INICIADO, recorded by wallet_create_transfers with the request's id and route.
     const sender = await funded(500);
     const external = `audit-${randomUUID()}`;
     const sent = await request(t.http)
@@ -915,9 +915,10 @@ describe('audit trail', () => {
     await runner.connect();
     try {
       await runner.startTransaction();
-      const [{ result }] = (await runner.query('SELECT wallet_create_transfer($1::jsonb) AS result', [
-        parameters,
-      ])) as { result: { row: { id: string } } }[];
+      const rows = (await runner.query('SELECT wallet_create_transfers($1::jsonb) AS result', [
+        `[${parameters}]`,
+      ])) as { result: { row: { id: string } }[] }[];
+      const result = rows[0].result[0];
       const inside = (await runner.query(
         'SELECT resource_id, outcome FROM audit_records WHERE request_id = $1',
         [requestId],

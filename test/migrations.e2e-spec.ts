@@ -77,21 +77,22 @@ describe('migrations and entities', () => {
         .map(([name, definition]) => ({ name, definition }));
     const calls = (rows: { definition: string }[], call: string) =>
       rows.map((row) => row.definition.split(call).length - 1);
+    // Back to the schema TimeOrderedIds left (GroupReadsOnce later folded wallet_transfer_try into the group).
+    while ((await appliedMigrations(dataSource)).at(-1) !== 'TimeOrderedIds1763901900000') {
+      await dataSource.undoLastMigration({ transaction: 'each' });
+    }
     const after = await definitions();
     expect(calls(after, 'uuidv7()')).toEqual([3, 1]);
     expect(calls(after, 'gen_random_uuid()')).toEqual([0, 0]);
-    for (;;) {
-      const applied = await appliedMigrations(dataSource);
-      await dataSource.undoLastMigration({ transaction: 'each' });
-      if (applied[applied.length - 1] === 'TimeOrderedIds1763901900000') break;
-    }
+    await dataSource.undoLastMigration({ transaction: 'each' });
     const before = await definitions();
     expect(calls(before, 'uuidv7()')).toEqual([0, 0]);
     expect(before.map((row) => row.definition)).toEqual(
       after.map((row) => row.definition.replaceAll('uuidv7()', 'gen_random_uuid()')),
     );
     await dataSource.runMigrations({ transaction: 'each' });
-    expect(await definitions()).toEqual(after);
+    // Up to the last migration again: wallet_transfer_try is folded into wallet_create_transfers (GroupReadsOnce).
+    expect(await definitions()).toEqual(after.filter((row) => row.name === 'wallet_write_internal'));
   });
 
   it('WebhookClaimLockOrder down puts the claim without its lock back exactly, and up the one with it', async () => {

@@ -6,14 +6,15 @@ import { MINOR_UNITS } from '../src/modules/wallet/money.js';
 import { createTestDatabase } from './support/database.js';
 
 /**
- * The leaner transfer functions (migrations/1763900800000-LeanerTransferFunction.ts) against the first ones
- * (1763900700000, installed beside them as *_v1): for every case, the same input through both, each in a
- * transaction that is rolled back, must give the same answer (or the same error, SQLSTATE, DETAIL and HINT)
- * and write the same rows (random ids, sequence numbers and timestamps masked). Single calls and groups,
+ * The current transfer function (wallet_create_transfers, src/modules/transfers/sql/) against the first ones
+ * (migrations/1763900700000-TransferFunction.ts, installed beside it as *_v1): for every case, the same input
+ * through both, each in a transaction that is rolled back, must give the same answer (or the same error,
+ * SQLSTATE, DETAIL and HINT: a group of one's refusal compared with the single call's raised one) and write the
+ * same rows (random ids, sequence numbers and timestamps masked). Single requests and groups,
  * every refusal, refusals that compete (which one wins), idempotency keys (replay, another body, a key twice in
  * a group, a key that wins over a refusal), fees and taxes, external transfers.
  */
-describe('wallet_create_transfer(s): the leaner version answers and writes exactly what the first one did', () => {
+describe('wallet_create_transfers: the current version answers and writes exactly what the first one did', () => {
   let database: { url: string; drop: () => Promise<void> };
   let db: pg.Client;
   const appA = randomUUID();
@@ -217,6 +218,25 @@ describe('wallet_create_transfer(s): the leaner version answers and writes exact
     }
   }
 
+  /**
+   * One request through the current entry point, a group of one (GroupReadsOnce dropped wallet_create_transfer),
+   * its answer in the first function's terms: a refusal as the error wallet_refuse raised (SQLSTATE = code,
+   * DETAIL = path, HINT = type); the rows as they are (a refusal writes none).
+   */
+  async function callOne(payload: Record<string, unknown>): Promise<unknown> {
+    const outcome = (await call('wallet_create_transfers', [payload])) as {
+      answer: { result?: Record<string, unknown>[] };
+      written: unknown;
+    };
+    const first = outcome.answer.result?.[0];
+    if (first === undefined || !('refused' in first)) {
+      return { answer: first === undefined ? outcome.answer : { result: first }, written: outcome.written };
+    }
+    const refused = first.refused as { code: string; path: string; type: string; message: string };
+    const error = { code: refused.code, message: refused.message, detail: refused.path, hint: refused.type };
+    return { answer: { error }, written: outcome.written };
+  }
+
   const single: [string, () => Record<string, unknown>][] = [
     ['internal, no key', () => input('payer', 'payee', '10.50')],
     [
@@ -298,7 +318,7 @@ describe('wallet_create_transfer(s): the leaner version answers and writes exact
   it.each(single)('single: %s', async (_name, make) => {
     const payload = make();
     const v1 = await call('wallet_create_transfer_v1', payload);
-    const head = await call('wallet_create_transfer', payload);
+    const head = await callOne(payload);
     expect(head).toStrictEqual(v1);
   });
 
@@ -422,7 +442,7 @@ describe('wallet_create_transfer(s): the leaner version answers and writes exact
     expect(Object.keys(before)).toHaveLength(tables.length);
     await db.query('BEGIN');
     try {
-      // More than five calls, so PL/pgSQL settles on its generic plans, through both entry points.
+      // More than five calls (it keeps generic plans from the first, plan_cache_mode), groups of two and of one.
       for (let i = 0; i < 7; i++) {
         await db.query('SELECT wallet_create_transfers($1::jsonb)', [
           JSON.stringify([
@@ -430,8 +450,8 @@ describe('wallet_create_transfer(s): the leaner version answers and writes exact
             input('payer', EXTERNAL_CBU, '1.00'),
           ]),
         ]);
-        await db.query('SELECT wallet_create_transfer($1::jsonb)', [
-          JSON.stringify(input('payer', 'payee', '1.00')),
+        await db.query('SELECT wallet_create_transfers($1::jsonb)', [
+          JSON.stringify([input('payer', 'payee', '1.00')]),
         ]);
       }
     } finally {

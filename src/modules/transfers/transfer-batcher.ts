@@ -111,11 +111,6 @@ export class TransferBatcher {
 
   private async run(batch: Request[]): Promise<Settled<TransferResult>[]> {
     try {
-      if (batch.length === 1) {
-        const result = await this.writer.create(batch[0].input);
-        this.learn(batch[0], result);
-        return [{ value: result }];
-      }
       const results = await this.writer.createGroup(batch.map((request) => request.input));
       return results.map((result, n) => {
         if ('refused' in result) return { error: refusalError(result.refused) };

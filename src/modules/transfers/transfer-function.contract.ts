@@ -1,9 +1,9 @@
 /**
  * The contract of the money path's database functions (src/modules/transfers/sql/, docs/decisions/0027): the
- * JSON TransfersService sends to wallet_create_transfer(jsonb), or in an array to
- * wallet_create_transfers(jsonb), and what they answer. wallet_transfer_try.sql reads every field of
- * TransferRequest by these names and builds TransferViewRow with these keys; TransfersService builds the
- * request with encodeTransferRequest, TransferWriter reads the answers as these types.
+ * JSON TransfersService sends, in an array, to wallet_create_transfers(jsonb), and what it answers.
+ * wallet_create_transfers.sql reads every field of TransferRequest by these names and builds TransferViewRow with
+ * these keys; TransfersService builds the request with encodeTransferRequest, TransferWriter reads the answers as
+ * these types.
  */
 
 /** One transfer to create: what the function needs that is not in the database. */
@@ -87,8 +87,8 @@ export type TransferResult = { replay: TransferViewRow } | { row: TransferViewRo
 
 /**
  * A refusal: WT400 is a validation error at `path` of type `type`, WT403 a forbidden request with reason
- * `type`. wallet_create_transfers returns it per transfer; wallet_create_transfer raises it (wallet_refuse:
- * SQLSTATE = code, DETAIL = path, HINT = type, MESSAGE = message).
+ * `type`. wallet_create_transfers returns it per transfer; wallet_reverse_transfer raises its own refusals
+ * (wallet_refuse: SQLSTATE = code, DETAIL = path, HINT = type, MESSAGE = message).
  */
 export interface TransferRefusal {
   code: 'WT400' | 'WT403';

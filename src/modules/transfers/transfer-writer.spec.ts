@@ -27,10 +27,10 @@ describe('one writer of transfers and transfer_status_history (docs/decisions/00
     expect(holding(typescript, CREATES)).toEqual(['modules/transfers/transfer-writer.ts']);
   });
 
-  it('in the database: wallet_transfer_try (an external transfer), wallet_write_internal (internal ones) and wallet_reverse_transfer (reversals, returns)', () => {
+  it('in the database: wallet_create_transfers (an external transfer), wallet_write_internal (internal ones) and wallet_reverse_transfer (reversals, returns)', () => {
     expect(holding(filesUnder(SRC, '.sql'), WRITES).sort()).toEqual([
+      'modules/transfers/sql/wallet_create_transfers.sql',
       'modules/transfers/sql/wallet_reverse_transfer.sql',
-      'modules/transfers/sql/wallet_transfer_try.sql',
       'modules/transfers/sql/wallet_write_internal.sql',
     ]);
   });

@@ -10,7 +10,6 @@ import {
   type EncodedTransferRequest,
   type ReversalResult,
   type TransferGroupResult,
-  type TransferResult,
 } from './transfer-function.contract.js';
 import type { TransferStatus } from './transfer-status.js';
 
@@ -41,7 +40,7 @@ export interface StatusMove {
 /**
  * The one writer of `transfers` and `transfer_status_history` (docs/decisions/0027-money-engine-layout.md):
  * no other TypeScript writes either table (src/modules/transfers/transfer-writer.spec.ts checks). A new
- * transfer is written by the database functions it calls (wallet_create_transfer(s),
+ * transfer is written by the database functions it calls (wallet_create_transfers,
  * src/modules/transfers/sql/); an inbound deposit and a clearing step are written here, in the caller's
  * transaction. The caller holds the rules: the checks, the locks, the ledger entry, the webhook.
  */
@@ -54,12 +53,10 @@ export class TransferWriter {
    */
   constructor(@Inject(PG_POOL) private readonly pool: pg.Pool) {}
 
-  /** One transfer in one statement (autocommit); a refusal is raised (SQLSTATE WT400/WT403). */
-  create(request: EncodedTransferRequest): Promise<TransferResult> {
-    return this.call<TransferResult>('wallet_create_transfer', request);
-  }
-
-  /** A group in one statement, one transaction: an answer per request, in order; a refusal is returned. */
+  /**
+   * A group (one request or more) in one statement, one transaction: an answer per request, in order; a refusal
+   * is returned, not raised.
+   */
   createGroup(requests: readonly EncodedTransferRequest[]): Promise<TransferGroupResult[]> {
     return this.call<TransferGroupResult[]>('wallet_create_transfers', encodeTransferGroup(requests));
   }
@@ -133,7 +130,6 @@ export class TransferWriter {
 
 /** The database functions TransferWriter calls (src/modules/transfers/sql/), each as its named statement. */
 const MONEY_CALLS = {
-  wallet_create_transfer: 'SELECT wallet_create_transfer($1::jsonb) AS result',
   wallet_create_transfers: 'SELECT wallet_create_transfers($1::jsonb) AS result',
   wallet_reverse_transfer: 'SELECT wallet_reverse_transfer($1::jsonb) AS result',
 } as const;

@@ -37,7 +37,7 @@ export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 /**
  * POST /wallet/transactions and the reads. A transfer is created by one call
- * of the database function wallet_create_transfer (one round trip, no entity
+ * of the database function wallet_create_transfers (one round trip, no entity
  * hydration): internal transfers settle in it (both sides ACREDITADO);
  * external ones hold the money and go to the clearing rail afterwards. Every
  * check that refuses (funds, limits, state) runs before anything is written,

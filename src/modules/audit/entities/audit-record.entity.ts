@@ -9,7 +9,7 @@ import { SchemaDeclaration } from '#common/database/schema-declaration.js';
 @SchemaDeclaration({
   name: 'audit_records',
   writtenBy:
-    'audit_append (src/modules/audit/sql/audit_append.sql, called by AuditService.append and wallet_transfer_try) and wallet_write_internal',
+    'audit_append (src/modules/audit/sql/audit_append.sql, called by AuditService.append and wallet_create_transfers) and wallet_write_internal',
 })
 @Check('CHK_audit_records_principal_type', `"principal_type" IN ('client', 'subject', 'cli', 'system')`)
 @Index('idx_audit_records_app_at', ['appId', 'at', 'id'])

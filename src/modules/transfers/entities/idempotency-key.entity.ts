@@ -4,7 +4,7 @@ import { SchemaDeclaration } from '#common/database/schema-declaration.js';
 /** An Idempotency-Key of POST /wallet/transactions with the answer it got. */
 @SchemaDeclaration({
   name: 'idempotency_keys',
-  writtenBy: 'the function wallet_transfer_try (claim and answer); IdempotencyKeyPruner deletes old keys',
+  writtenBy: 'the function wallet_create_transfers (claim and answer); IdempotencyKeyPruner deletes old keys',
 })
 @Index('idx_idempotency_keys_created', ['createdAt'])
 export class IdempotencyKeyEntity {

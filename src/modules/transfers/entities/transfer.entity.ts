@@ -17,7 +17,7 @@ import type { TransferStatus } from '../transfer-status.js';
 @SchemaDeclaration({
   name: 'transfers',
   writtenBy:
-    'TransferWriter and the functions it calls (wallet_transfer_try, wallet_write_internal, wallet_reverse_transfer)',
+    'TransferWriter and the functions it calls (wallet_create_transfers, wallet_write_internal, wallet_reverse_transfer)',
 })
 @Check('CHK_transfers_movement_type', `"movement_type" IN ('DEPOSIT', 'WITHDRAW')`)
 @Check('CHK_transfers_route', `"route" IN ('INTERNAL', 'EXTERNAL')`)

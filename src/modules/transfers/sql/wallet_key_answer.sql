@@ -2,7 +2,7 @@
 -- {refused: …} when the key was used with another request, {replay: <stored row>} when its transfer
 -- committed, NULL when the key is claimed but holds no answer yet (its claim is this transaction's own).
 -- Guarantees: a key is never answered for a different body; a stored answer is replayed exactly as first
--- given. Called by wallet_transfer_try after its INSERT … ON CONFLICT DO NOTHING waited for a twin in flight.
+-- given. Called by wallet_create_transfers after its INSERT … ON CONFLICT DO NOTHING waited for a twin in flight.
 CREATE OR REPLACE FUNCTION public.wallet_key_answer(p_app uuid, p_key text, p_hash text)
  RETURNS jsonb
  LANGUAGE plpgsql

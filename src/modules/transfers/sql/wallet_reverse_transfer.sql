@@ -11,7 +11,7 @@
 --   sender +amount); a transfer_update for the sender's application.
 -- Guarantees:
 -- - the original pair's transfer rows are locked (FOR UPDATE, id order), then the ledger rows (id order, as
---   wallet_transfer_try locks them), so reversals never deadlock with transfers or the clearing steps, and
+--   wallet_create_transfers locks them), so reversals never deadlock with transfers or the clearing steps, and
 --   concurrent reversals of one transfer run one after the other;
 -- - the reversed total (the amounts of the rows whose reversal_of is the original WITHDRAW) never exceeds the
 --   original amount; the amount defaults to what is left;
@@ -20,7 +20,7 @@
 --   refusal is raised with wallet_refuse (WT400/WT403, WT404 for an unknown transfer), so nothing is written;
 -- - no fee, no tax, no operated amounts, no limit check: a reversal undoes money that was already counted;
 -- - the Idempotency-Key (already in the reversal namespace, see the contract) is claimed with its answer as in
---   wallet_transfer_try: an already used key wins over a refusal; another body under the same key is refused.
+--   wallet_create_transfers: an already used key wins over a refusal; another body under the same key is refused.
 -- - one audit record (audit_append, docs/decisions/0032-audit-trail.md) in the same transaction: the new row of
 --   the account that gave the money (the caller's WITHDRAW), or the returned DEPOSIT; none for a refusal or a
 --   replay. actor goes on the journal entry, auditActor/route/requestId on the audit record.

@@ -1,4 +1,4 @@
--- Writes the rows of internal transfers already checked and applied by wallet_transfer_try (type
+-- Writes the rows of internal transfers already checked and applied by wallet_create_transfers (type
 -- wallet_internal_write, migrations/1763900900000-GroupWrites.ts), one INSERT per table for the whole array, in
 -- its order: each transfer's journal entry and postings (the tax applies to debit and credit: the receiver pays
 -- it on what it receives), the sender's WITHDRAW and the receiver's own DEPOSIT (docs/decisions/0013), the
@@ -8,7 +8,7 @@
 -- transfer_status_path, decision 0035).
 -- Guarantees: the same rows, in the same order, as writing the transfers one by one
 -- (test/transfers-function-equivalence.e2e-spec.ts); each entry balances (checked again at commit by
--- ledger_entry_balances). Balances and operated amounts are not written here (wallet_transfer_try did).
+-- ledger_entry_balances). Balances and operated amounts are not written here (wallet_create_transfers does).
 CREATE OR REPLACE FUNCTION public.wallet_write_internal(p wallet_internal_write[])
  RETURNS void
  LANGUAGE plpgsql

@@ -4,7 +4,7 @@
 -- anything is written, and so is one that names an account that does not exist (postings.account_id is not an
 -- enforced foreign key: decision 0046). The caller holds the wallet rows' locks (taken in id order), so the
 -- balance moves are not lost to a concurrent writer.
--- Called by LedgerService.post (src/modules/wallet/ledger/ledger.service.ts) and by wallet_transfer_try for an
+-- Called by LedgerService.post (src/modules/wallet/ledger/ledger.service.ts) and by wallet_create_transfers for an
 -- external WITHDRAW's hold.
 CREATE OR REPLACE FUNCTION public.ledger_post(p_app uuid, p_kind text, p_reference text, p_description text, p_actor text, p_accounts uuid[], p_amounts numeric[], p_currency text)
  RETURNS uuid

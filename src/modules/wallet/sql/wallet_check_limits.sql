@@ -5,7 +5,7 @@
 -- would exceed p_monthly or p_annual. p_whose names the account in the message.
 -- Guarantees: money in flight counts against the limit, so transfers that have not settled cannot together
 -- exceed it; the refusal raises, so the caller's statement writes nothing. The caller holds the account's
--- ledger row lock. Used by TransfersService.inbound; wallet_transfer_try makes the same check inline.
+-- ledger row lock. Used by TransfersService.inbound; wallet_create_transfers makes the same check inline.
 CREATE OR REPLACE FUNCTION public.wallet_check_limits(p_account uuid, p_side text, p_amount numeric, p_monthly numeric, p_annual numeric, p_month text, p_year text, p_whose text)
  RETURNS void
  LANGUAGE plpgsql

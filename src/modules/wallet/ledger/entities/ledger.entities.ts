@@ -18,7 +18,7 @@ import { SchemaDeclaration } from '#common/database/schema-declaration.js';
  */
 @SchemaDeclaration({
   name: 'ledger_accounts',
-  writtenBy: 'LedgerService; the functions ledger_system_account, ledger_post and wallet_transfer_try',
+  writtenBy: 'LedgerService; the functions ledger_system_account, ledger_post and wallet_create_transfers',
 })
 @Check('CHK_ledger_accounts_kind', `"kind" IN ('WALLET', 'SYSTEM')`)
 export class LedgerAccountEntity {

@@ -1,4 +1,70 @@
--- One transfer of POST /wallet/transactions, checked and applied: the request p is a TransferRequest
+import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { loadFunction } from './sql.js';
+
+/**
+ * Functions whose header named wallet_transfer_try: their text is loaded again (the same definitions, pinned at the
+ * files' new text), so each file stays the last loaded copy of its function.
+ */
+const HEADERS_ONLY = [
+  ['wallet_add_operated', '1e9e33af2060cd72714bc665c9db3551c705d72fc9dec6d1b91c614886c8ba03'],
+  ['wallet_check_limits', '881a7d5f949c6feee1ee4a808feeb9f14440322bb70a52887f4ce78e74c62645'],
+  ['ledger_post', 'b86b847e862413f7e3df9b82e7803e5fcdc84a73f504fbaa4d03abba4b3e03dd'],
+  ['wallet_key_answer', '49299c3723ed6511f419028380f024c74638eec46ff8825e8b6d0f0e9c1aef11'],
+  ['wallet_write_internal', '760b891768057c50ed68e08c2462e91d0aacbde411e7133f0c9c5d8bad1595e0'],
+  ['wallet_reverse_transfer', '70f157ca0ce16b8fee29813df8bc15413d85fc9046760b1cc4f951de32bb5ef8'],
+] as const;
+
+/**
+ * A group's accounts are read once, not once per transfer (docs/decisions/0047-group-reads-once.md).
+ * `wallet_create_transfers` locks the group's ledger rows in id order as before, then reads every account of the
+ * group in one statement, with its balance, the month's and the year's operated amounts and what it has in flight
+ * (type `wallet_group_account`), and checks each transfer against those plus what the group's earlier transfers
+ * moved, in PL/pgSQL arithmetic. Before, `wallet_transfer_try` ran three or four statements per transfer (the
+ * receiver by CVU, the sender with its owner, the ledger rows, the limits), each paying its executor's start-up;
+ * now a transfer runs one (its Idempotency-Key) besides what it writes. `wallet_transfer_try` is gone (its body
+ * is the group's loop) and so is `wallet_create_transfer`: a single request is a group of one.
+ */
+export class GroupReadsOnce1763902300000 implements MigrationInterface {
+  name = 'GroupReadsOnce1763902300000';
+
+  async up(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(`
+      CREATE TYPE "wallet_group_account" AS (
+        id uuid, app_id uuid, owner_id uuid, owner_type text, status text, currency text, cvu text, fee_type text,
+        fee_amount numeric, monthly_withdraw_limit numeric, annual_withdraw_limit numeric,
+        monthly_deposit_limit numeric, annual_deposit_limit numeric, owner_name text, owner_tax_id text,
+        owner_tax_id_type text, balance numeric, month_withdraw numeric, month_deposit numeric,
+        year_withdraw numeric, year_deposit numeric, in_flight_withdraw numeric, in_flight_deposit numeric
+      )`);
+    await queryRunner.query(
+      loadFunction(
+        'wallet_create_transfers',
+        'dc0e4c60787fff70da36243f933956cc4c3b7ec4293f984035faba2eb5db6017',
+      ),
+    );
+    for (const [name, sha256] of HEADERS_ONLY) await queryRunner.query(loadFunction(name, sha256));
+    // IF EXISTS: a database migrated from nothing since the files were removed may not have these (a migration
+    // whose file is gone installs nothing, loadFunction); one migrated before has them.
+    await queryRunner.query(
+      `DROP FUNCTION IF EXISTS "wallet_transfer_try"(jsonb, uuid[], boolean, uuid[], numeric[])`,
+    );
+    // The single call is a group of one: TransferWriter sends every request to wallet_create_transfers.
+    await queryRunner.query(`DROP FUNCTION IF EXISTS "wallet_create_transfer"(jsonb)`);
+  }
+
+  /**
+   * The three functions as they were (their files at the commit before this one), the type dropped. The
+   * functions of HEADERS_ONLY stay: only their files' headers changed.
+   */
+  async down(queryRunner: QueryRunner): Promise<void> {
+    await queryRunner.query(TRANSFER_TRY_BEFORE);
+    await queryRunner.query(CREATE_TRANSFERS_BEFORE);
+    await queryRunner.query(CREATE_TRANSFER_BEFORE);
+    await queryRunner.query(`DROP TYPE "wallet_group_account"`);
+  }
+}
+
+const TRANSFER_TRY_BEFORE = `-- One transfer of POST /wallet/transactions, checked and applied: the request p is a TransferRequest
 -- (src/modules/transfers/transfer-function.contract.ts). result is {row, submit} (a new transfer),
 -- {replay} (its Idempotency-Key's stored answer) or {refused} (code, path, type, message); write holds an
 -- internal transfer's rows for wallet_write_internal. New ids (the transfer, an internal one's DEPOSIT and its
@@ -336,3 +402,118 @@ BEGIN
 END
 $function$
 
+`;
+
+const CREATE_TRANSFERS_BEFORE = `-- A group commit of POST /wallet/transactions (TransferBatcher, docs/decisions/0015 and 0021):
+-- SELECT wallet_create_transfers($1::jsonb) with an array of TransferRequest; the answer is an array, in the same
+-- order, of TransferResult or {refused} (TransferGroupResult, src/modules/transfers/transfer-function.contract.ts).
+-- Guarantees: first every ledger row the group may touch (senders and the live accounts behind the
+-- counterparty numbers) is locked in id order (index probes: its cost grows with the group, not the accounts), so concurrent groups never deadlock on them; then each transfer
+-- is checked and applied on its own, in arrival order, against the balances and limits the earlier ones left
+-- (the same Idempotency-Key twice replays the first's answer); a refusal answers only its own request and
+-- writes nothing; the internal transfers' rows are written once for the group (wallet_write_internal), and
+-- so are, for a group of one month, their balances and operated amounts (one UPDATE, one upsert: decision 0035). One
+-- transaction, one WAL flush for the whole group. Sequential scans are off while it runs (docs/decisions/0022).
+CREATE OR REPLACE FUNCTION public.wallet_create_transfers(p jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+DECLARE
+  v_results jsonb[] := '{}';
+  v_writes wallet_internal_write[] := '{}';
+  v_try record;
+  v_item jsonb;
+  v_locked uuid[];
+  v_ids uuid[];
+  v_sums numeric[];
+  v_month text;
+  v_w wallet_internal_write;
+  v_g integer;
+BEGIN
+  -- = ANY (ARRAY(…)): one index probe per account of the group, whatever the planner guesses of the JSON's
+  -- length (an IN (subquery) was planned as a scan of every account's key, decision 0035).
+  SELECT array_agg(id) INTO v_locked FROM (
+    SELECT id FROM ledger_accounts
+     WHERE id = ANY (ARRAY(SELECT (e->>'accountId')::uuid FROM jsonb_array_elements(p) AS e
+                           UNION
+                           SELECT w.id FROM wallet_accounts w
+                            WHERE w.cvu = ANY (ARRAY(SELECT e->'counterparty'->>'identifier'
+                                                       FROM jsonb_array_elements(p) AS e))
+                              AND w.status <> 'DELETED'))
+       AND kind = 'WALLET'
+     ORDER BY id FOR UPDATE) l;
+  -- A group of one month (every group but one that straddles a month's end) adds up what its internal transfers move, per
+  -- account (v_ids; v_sums: balance, withdrawals, deposits of the month, three per account), and writes balances
+  -- and operated amounts once, after the last one; each transfer's checks see the sums so far
+  -- (wallet_transfer_try's p_group_ids, p_group_sums). Otherwise (v_ids NULL) each transfer writes its own.
+  SELECT CASE WHEN count(DISTINCT e->>'month') = 1 THEN '{}'::uuid[] END, min(e->>'month'),
+         array_fill(0::numeric, ARRAY[6 * count(*)::integer])
+    INTO v_ids, v_month, v_sums FROM jsonb_array_elements(p) AS e;
+  FOR v_item IN SELECT e FROM jsonb_array_elements(p) AS e LOOP
+    v_try := wallet_transfer_try(v_item, v_locked, false, v_ids, v_sums);
+    v_results := v_results || v_try.result;
+    IF (v_try.write).id IS NOT NULL THEN
+      v_w := v_try.write;
+      v_writes := v_writes || v_w;
+      IF v_ids IS NOT NULL THEN
+        v_g := array_position(v_ids, v_w.account_id);
+        IF v_g IS NULL THEN
+          v_ids := v_ids || v_w.account_id;
+          v_g := cardinality(v_ids);
+        END IF;
+        v_sums[3 * v_g - 2] := v_sums[3 * v_g - 2] - v_w.total;
+        v_sums[3 * v_g - 1] := v_sums[3 * v_g - 1] + v_w.amount;
+        v_g := array_position(v_ids, v_w.recv_id);
+        IF v_g IS NULL THEN
+          v_ids := v_ids || v_w.recv_id;
+          v_g := cardinality(v_ids);
+        END IF;
+        v_sums[3 * v_g - 2] := v_sums[3 * v_g - 2] + v_w.amount - v_w.tax;
+        v_sums[3 * v_g] := v_sums[3 * v_g] + v_w.amount;
+      END IF;
+    END IF;
+  END LOOP;
+  IF cardinality(v_writes) > 0 THEN
+    PERFORM wallet_write_internal(v_writes);
+  END IF;
+  IF cardinality(v_ids) > 0 THEN
+    -- The rows were locked above, in id order; = ANY (v_ids) keeps it one index probe per account.
+    UPDATE ledger_accounts a SET balance = a.balance + d.amount
+      FROM (SELECT v_ids[i] AS id, v_sums[3 * i - 2] AS amount FROM generate_subscripts(v_ids, 1) AS i) d
+     WHERE a.id = ANY (v_ids) AND a.id = d.id AND a.kind = 'WALLET' AND d.amount <> 0;
+    INSERT INTO operated_amounts AS o (account_id, period, deposit, withdraw)
+    SELECT v_ids[i], v_month, v_sums[3 * i], v_sums[3 * i - 1] FROM generate_subscripts(v_ids, 1) AS i
+    ON CONFLICT (account_id, period) DO UPDATE
+       SET deposit = o.deposit + EXCLUDED.deposit, withdraw = o.withdraw + EXCLUDED.withdraw, updated_at = now();
+  END IF;
+  RETURN to_jsonb(v_results);
+END
+$function$
+
+`;
+
+const CREATE_TRANSFER_BEFORE = `-- The single call of POST /wallet/transactions: SELECT wallet_create_transfer($1::jsonb), one statement in
+-- autocommit, one round trip (docs/decisions/0015). p is a TransferRequest and the answer a TransferResult
+-- (src/modules/transfers/transfer-function.contract.ts): {row, submit} or {replay}.
+-- Guarantees: everything wallet_transfer_try guarantees, in one transaction; a refusal is raised with
+-- wallet_refuse (SQLSTATE WT400/WT403), so the statement writes nothing. Sequential scans are off while it
+-- runs (docs/decisions/0022): its statements stay index probes whatever the statistics were when a connection
+-- planned them.
+CREATE OR REPLACE FUNCTION public.wallet_create_transfer(p jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET enable_seqscan TO 'off'
+AS $function$
+DECLARE
+  v_result jsonb := (wallet_transfer_try(p)).result;
+  v_refused jsonb := v_result->'refused';
+BEGIN
+  IF v_refused IS NOT NULL THEN
+    PERFORM wallet_refuse(v_refused->>'code', v_refused->>'path', v_refused->>'type', v_refused->>'message');
+  END IF;
+  RETURN v_result;
+END
+$function$
+
+`;
