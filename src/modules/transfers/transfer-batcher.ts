@@ -3,7 +3,7 @@ import { MicroBatcher, type Settled } from '#common/database/micro-batcher.js';
 import { MetricsRegistry } from '#common/metrics/metrics.registry.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { Gauge, Histogram } from 'prom-client';
-import { refusalError, refusalOf } from './transfer-errors.js';
+import { refusalError } from './transfer-errors.js';
 import type { EncodedTransferRequest, TransferResult } from './transfer-function.contract.js';
 import { TransferWriter } from './transfer-writer.js';
 
@@ -109,16 +109,13 @@ export class TransferBatcher {
     this.accountOfCvu.set(cvu, accountId);
   }
 
+  /** A refusal comes back in the group's answer; anything thrown (a lost connection) fails the whole call. */
   private async run(batch: Request[]): Promise<Settled<TransferResult>[]> {
-    try {
-      const results = await this.writer.createGroup(batch.map((request) => request.input));
-      return results.map((result, n) => {
-        if ('refused' in result) return { error: refusalError(result.refused) };
-        this.learn(batch[n], result);
-        return { value: result };
-      });
-    } catch (error) {
-      throw refusalOf(error) ?? error;
-    }
+    const results = await this.writer.createGroup(batch.map((request) => request.input));
+    return results.map((result, n) => {
+      if ('refused' in result) return { error: refusalError(result.refused) };
+      this.learn(batch[n], result);
+      return { value: result };
+    });
   }
 }
