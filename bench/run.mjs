@@ -778,27 +778,26 @@ async function main() {
         },
       ],
     };
+    /** GET /v1/wallet/accounts/{uuid}/`route` of a random account each time. */
+    const anyAccountGet = (route) => ({
+      url: `${api.baseUrl}wallet/accounts/${accounts[0].uuid}/${route}`,
+      headers,
+      requests: [
+        {
+          method: 'GET',
+          setupRequest: (request) => ({
+            ...request,
+            path: `/v1/wallet/accounts/${accounts[pick(-1)].uuid}/${route}`,
+          }),
+        },
+      ],
+    });
+    // A front-end's list of movements: a page of 20 of an account's transfers, newest first.
+    const transferList = anyAccountGet('transactions?limit=20');
     const phases = [
       ['transfersUniform', 'transfers, uniform over the accounts', transfers(false), true],
       ['transfersHot', 'transfers, all from one hot account', transfers(true), true],
-      [
-        'balance',
-        'GET balance',
-        {
-          url: `${api.baseUrl}wallet/accounts/${accounts[0].uuid}/balance`,
-          headers,
-          requests: [
-            {
-              method: 'GET',
-              setupRequest: (request) => ({
-                ...request,
-                path: `/v1/wallet/accounts/${accounts[pick(-1)].uuid}/balance`,
-              }),
-            },
-          ],
-        },
-        false,
-      ],
+      ['balance', 'GET balance', anyAccountGet('balance'), false],
       ['transfersC1', 'transfers at 1 connection', { ...transfers(false), connections: 1 }, true],
       // The HTTP floor under transfersC1: the equipped ping at 1 connection (no database), so the one-connection
       // latency splits into the request's floor, the database call and the API's work around the call.
@@ -827,6 +826,15 @@ async function main() {
         'on request',
       ],
       ['transferGet', 'GET a transfer', transferGet, false, 'on request'],
+      // Only when BENCH_HTTP_PHASES names them (after a transfer phase): a page of an account's transfers.
+      [
+        'transferListC1',
+        'GET a page of transfers at 1 connection',
+        { ...transferList, connections: 1 },
+        false,
+        'on request',
+      ],
+      ['transferList', 'GET a page of transfers', transferList, false, 'on request'],
       // Last, so the RSS read after the round follows the same ping load the bare Nest app got.
       ['ping', 'GET /v1/health/live', { url: `${api.baseUrl}health/live` }, false],
     ];

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import request from 'supertest';
+import type { Principal } from '../src/common/auth/principal.js';
+import { listStatement, type TransferListFilter } from '../src/modules/transfers/transfer-views.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
 import {
   allPages,
@@ -260,6 +263,162 @@ describe('transfers: API (real database)', () => {
       const clientB = await registerClient(t.app, 'transfers-api-c');
       const tokenB = await accessToken(t.http, clientB);
       expect((await get(`/v1/wallet/accounts/${receiver.uuid}/transactions`, tokenB)).status).toBe(404);
+    });
+  });
+
+  // TransferViews.list runs named statements: after five calls a connection may keep a generic plan, planned
+  // without the parameters' values (decision 0048). On one application with a long, skewed history, each shape's
+  // generic plan must read about what the custom plan for the values reads: no sequential scan, no parallel plan,
+  // a rare status through the partial index of transfers in flight (a literal), a page through the keyset index.
+  describe('lists as named statements: generic plans on a skewed history', () => {
+    const BULK = 30_000;
+    let lists: TestClient;
+    let big: AccountInfo & { ownerId: string };
+    let small: AccountInfo & { ownerId: string };
+    let db: pg.Client;
+
+    beforeAll(async () => {
+      lists = await registerClient(t.app, 'transfers-api-lists');
+      const listsToken = await accessToken(t.http, lists);
+      const openIn = async () => {
+        const ownerId = await createOwner(t.http, listsToken);
+        return { ...(await openAccount(t.http, listsToken, lists.appId, ownerId)), ownerId };
+      };
+      big = await openIn();
+      small = await openIn();
+      // BULK rows on one account over 30 days (ten of them INICIADO, the rest ACREDITADO; deposits and
+      // withdrawals alternating), twenty on the other: list rows only, as the list reads them.
+      await t.dataSource.query(
+        `INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name,
+                                counterparty_tax_id, counterparty_identifier_type, counterparty_identifier, amount,
+                                currency, concept, created_at)
+         SELECT gen_random_uuid(), $1, CASE WHEN i <= $4 THEN $2 ELSE $3 END::uuid,
+                CASE WHEN i % 2 = 0 THEN 'DEPOSIT' ELSE 'WITHDRAW' END,
+                CASE WHEN i % ($4 / 10) = 0 THEN 'INICIADO' ELSE 'ACREDITADO' END, 'EXTERNAL', 'Bulk',
+                '20123456786', 'CBU', '0110599520000001234561', 1, 'ARS', 'VAR',
+                now() - make_interval(secs => i * 86.4)
+           FROM generate_series(1, $4 + 20) AS i`,
+        [lists.appId, big.uuid, small.uuid, BULK],
+      );
+      await t.dataSource.query('ANALYZE transfers');
+      await t.dataSource.query('ANALYZE wallet_accounts');
+      db = new pg.Client({ connectionString: t.databaseUrl });
+      await db.connect();
+    }, 120_000);
+    afterAll(() => db?.end());
+
+    interface PlanNode {
+      'Node Type': string;
+      'Relation Name'?: string;
+      'Actual Rows'?: number;
+      'Actual Loops'?: number;
+      'Rows Removed by Filter'?: number;
+      Plans?: PlanNode[];
+    }
+    const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
+    const literal = (value: unknown) =>
+      db.escapeLiteral(value instanceof Date ? value.toISOString() : String(value));
+    /** The plan of the statement the list would run, as PostgreSQL plans it in `mode`, run. */
+    const planOf = async (
+      principal: Principal,
+      filter: TransferListFilter,
+      mode: 'force_custom_plan' | 'force_generic_plan',
+      before?: { createdAt: Date; id: string },
+    ): Promise<{ nodes: PlanNode[]; transferRowsRead: number }> => {
+      const { text, values } = listStatement(principal, filter, 101, before);
+      await db.query(`SET plan_cache_mode = ${mode}`);
+      await db.query('DEALLOCATE ALL');
+      await db.query(`PREPARE list AS ${text}`);
+      const explained = await db.query<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE list(${values.map(literal).join(', ')})`,
+      );
+      const all = nodes(explained.rows[0]['QUERY PLAN'][0].Plan);
+      const transferRowsRead = all
+        .filter((node) => node['Relation Name'] === 'transfers')
+        .reduce(
+          (sum, node) =>
+            sum +
+            ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) *
+              (node['Actual Loops'] ?? 1),
+          0,
+        );
+      return { nodes: all, transferRowsRead };
+    };
+
+    it('every shape: the generic plan reads about what the custom plan reads, no sequential scan of transfers, no parallel plan', async () => {
+      const app: Principal = { kind: 'client', appId: lists.appId };
+      const tenDaysAgo = new Date(Date.now() - 10 * 86_400_000);
+      const shapes: [string, Principal, TransferListFilter, { createdAt: Date; id: string }?][] = [
+        ['application', app, {}],
+        ['application, a page further', app, {}, { createdAt: tenDaysAgo, id: randomUUID() }],
+        ['application, a rare status', app, { status: 'INICIADO' }],
+        ['application, the common status', app, { status: 'ACREDITADO' }],
+        ['application, a movement type', app, { movementType: 'DEPOSIT' }],
+        [
+          'application, one hour ten days ago',
+          app,
+          { from: tenDaysAgo.toISOString(), to: new Date(tenDaysAgo.getTime() + 3_600_000).toISOString() },
+        ],
+        ['application, since ten days ago', app, { from: tenDaysAgo.toISOString() }],
+        ['application, the small account', app, { accountId: small.uuid }],
+        ['application, the big account', app, { accountId: big.uuid }],
+        // A user token lists one of its accounts (GET /v1/wallet/accounts/{uuid}/transactions).
+        [
+          'the small owner, its account',
+          { kind: 'subject', appId: lists.appId, subject: small.ownerId },
+          { accountId: small.uuid },
+        ],
+        [
+          'the big owner, its account',
+          { kind: 'subject', appId: lists.appId, subject: big.ownerId },
+          { accountId: big.uuid },
+        ],
+        [
+          'the big owner, its account, a rare status',
+          { kind: 'subject', appId: lists.appId, subject: big.ownerId },
+          { accountId: big.uuid, status: 'INICIADO' },
+        ],
+      ];
+      const read: Record<string, [number, number]> = {};
+      for (const [label, principal, filter, before] of shapes) {
+        const custom = await planOf(principal, filter, 'force_custom_plan', before);
+        const generic = await planOf(principal, filter, 'force_generic_plan', before);
+        // (The test's other tables are a few rows each: a sequential scan of them is the right plan.)
+        const wrong = generic.nodes
+          .filter(
+            (node) =>
+              node['Node Type'].startsWith('Gather') ||
+              (node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'transfers'),
+          )
+          .map((node) => node['Node Type']);
+        expect([label, wrong]).toStrictEqual([label, []]);
+        read[label] = [custom.transferRowsRead, generic.transferRowsRead];
+      }
+      for (const [label, [custom, generic]] of Object.entries(read)) {
+        expect([label, generic <= 2 * custom + 50]).toStrictEqual([label, true]);
+      }
+      // A page reads a page; a rare status comes through the partial index of transfers in flight, not by
+      // walking the application's 30,000 rows; an account's rows through its own index (the small account's
+      // twenty are the application's oldest).
+      expect(read['application'][1]).toBeLessThanOrEqual(101);
+      expect(read['application, a rare status'][1]).toBeLessThan(100);
+      expect(read['the small owner, its account'][1]).toBeLessThanOrEqual(20);
+      expect(read['the big owner, its account'][1]).toBeLessThanOrEqual(101);
+    }, 60_000);
+
+    it('through the API, to the application and to the owner: pages of every size are whole and in order whatever LIMIT the statement fetched', async () => {
+      const listsToken = await accessToken(t.http, lists);
+      const path = `/v1/wallet/accounts/${small.uuid}/transactions`;
+      const everything = (await get(`${path}?limit=500`, listsToken)).body as { uuid: string }[];
+      expect(everything).toHaveLength(20);
+      const owner = await subjectToken(lists, small.ownerId);
+      for (const size of [1, 3, 7, 10, 19, 20]) {
+        for (const as of [listsToken, owner]) {
+          const { pages } = await allPages<{ uuid: string }>(t.http, path, as, size);
+          expect(pages.every((page) => page.length <= size)).toBe(true);
+          expect(pages.flat().map((item) => item.uuid)).toStrictEqual(everything.map((item) => item.uuid));
+        }
+      }
     });
   });
 

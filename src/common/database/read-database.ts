@@ -23,9 +23,16 @@ export class ReadDatabase implements OnApplicationShutdown {
     return this.replica !== null;
   }
 
-  /** One read-only statement; its rows. */
-  async query<T>(sql: string, params: unknown[]): Promise<T[]> {
-    const result = await (this.replica ?? this.primary).query(sql, params);
+  /**
+   * One read-only statement; its rows. With `name`, a named statement: parsed once per connection and, once
+   * PostgreSQL finds its generic plan as cheap as the custom ones (plan_cache_mode auto), planned once too. A
+   * name stands for one text only (see statementName).
+   */
+  async query<T>(sql: string, params: unknown[], name?: string): Promise<T[]> {
+    const pool = this.replica ?? this.primary;
+    const result = await (name === undefined
+      ? pool.query(sql, params)
+      : pool.query({ name, text: sql, values: params }));
     return result.rows as T[];
   }
 

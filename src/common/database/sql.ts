@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { ObjectLiteral, SelectQueryBuilder } from 'typeorm';
 import { decodeCursor, type CursorPosition } from '../http/pagination.js';
 
@@ -17,6 +18,44 @@ export function isUniqueViolation(error: unknown, constraint?: string): boolean 
   const { code, constraint: name } = pgErrorOf(error);
   return code === '23505' && (constraint === undefined || name === constraint);
 }
+
+/**
+ * The name of a named statement built from its text: `prefix` and a digest of the text, so that one name never
+ * stands for two texts (node-postgres refuses that) however the text was assembled.
+ */
+export function statementName(prefix: string, text: string): string {
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    name = `${prefix}_${createHash('sha256').update(text).digest('base64url').slice(0, 22)}`;
+    // A list's texts are a few dozen shapes; the bound only keeps a bug from growing it without end.
+    if (statementNames.size >= 10_000) statementNames.clear();
+    statementNames.set(text, name);
+  }
+  return name;
+}
+const statementNames = new Map<string, string>();
+
+/**
+ * A value from a closed set (a status, a movement type) as an SQL literal, for a named statement whose plan
+ * should know it (a partial index's predicate, the value's frequency); anything outside the set is an error.
+ */
+export function closedSetLiteral(value: string, allowed: readonly string[]): string {
+  if (!allowed.includes(value) || !/^[A-Z_]+$/.test(value)) {
+    throw new Error(`not a value of the closed set: ${JSON.stringify(value)}`);
+  }
+  return `'${value}'`;
+}
+
+/**
+ * The LIMIT written into a named list statement: the smallest of a few fixed sizes that holds `rows`, so that a
+ * generic plan knows how few rows it reads (with LIMIT $n PostgreSQL assumes a tenth of the table, and its
+ * generic plan can turn parallel) and a connection keeps a handful of texts per list shape, not one per page size.
+ * The caller serves the first `rows`.
+ */
+export function listFetchSize(rows: number): number {
+  return LIST_FETCH_SIZES.find((size) => size >= rows) ?? rows;
+}
+const LIST_FETCH_SIZES = [2, 11, 21, 51, 101, 201, 501];
 
 /** Keyset pagination on (created_at, id): rows strictly after the cursor position. */
 export function keysetAfter<T extends ObjectLiteral>(
