@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
+import pg from 'pg';
 import request from 'supertest';
+import { statementQuery } from '../src/modules/wallet/accounts/statement.service.js';
 import { subjectToken, type TestClient } from './support/auth.js';
 import { bearer, countRows, expectNotFound, expectValidation } from './support/identity.js';
 import type { TestApp } from './support/test-app.js';
@@ -422,7 +424,7 @@ describe('wallet statements and balance as of a time (real database)', () => {
   });
 
   describe('on a long history', () => {
-    it('a balance as of a recent time is one index-only range scan bounded by the postings after it (100,000 postings)', async () => {
+    it('a balance as of a recent time is one index-only range scan bounded by the postings after it (100,000 postings); a statement: its generic plans read what its custom plans read', async () => {
       const z = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
       const system = randomUUID();
       await t.dataSource.query(
@@ -480,6 +482,65 @@ describe('wallet statements and balance as of a time (real database)', () => {
         99990, 100000, 10, 10,
       ]);
       expect(body.movements[9].balance).toBe(100000);
+
+      // The statement is a named statement (decision 0048): a connection may keep a generic plan, made without
+      // the window's and the cursor's values. It must read no more of the postings than the custom plan reads (a
+      // whole-history window sums the whole history either way), and a short window only that window.
+      const db = new pg.Client({ connectionString: t.databaseUrl });
+      await db.connect();
+      try {
+        const principal = { kind: 'client' as const, appId: appA.appId };
+        const [middle] = (
+          await db.query(
+            `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at, id::text
+             FROM postings WHERE account_id = $1 ORDER BY created_at OFFSET 50000 LIMIT 1`,
+            [z.uuid],
+          )
+        ).rows as { at: string; id: string }[];
+        const cases: [string, ReturnType<typeof statementQuery>][] = [
+          ['the first page', statementQuery(z.uuid, principal, '1970-01-01T00:00:00Z', 'now', 101)],
+          [
+            'a page after a cursor',
+            statementQuery(z.uuid, principal, '1970-01-01T00:00:00Z', 'now', 101, middle),
+          ],
+          [
+            'the last ten postings',
+            statementQuery(z.uuid, principal, startOfLast10, '2999-01-01T00:00:00Z', 101),
+          ],
+        ];
+        const read: Record<string, number[]> = {};
+        for (const [label, query] of cases) {
+          read[label] = [];
+          for (const mode of ['force_custom_plan', 'force_generic_plan']) {
+            await db.query(`SET plan_cache_mode = ${mode}`);
+            await db.query('DEALLOCATE ALL');
+            await db.query(`PREPARE s AS ${query.text}`);
+            const values = query.values.map((value) =>
+              value === null ? 'NULL' : db.escapeLiteral(String(value)),
+            );
+            const [{ 'QUERY PLAN': explained }] = (
+              await db.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE s(${values.join(', ')})`)
+            ).rows as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
+            const nodes = flatten(explained[0].Plan);
+            const onPostings = nodes.filter((node) => node['Relation Name'] === 'postings');
+            read[label].push(
+              onPostings.reduce(
+                (sum, node) =>
+                  sum +
+                  ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) *
+                    (node['Actual Loops'] ?? 1),
+                0,
+              ),
+            );
+          }
+        }
+        for (const [label, [custom, generic]] of Object.entries(read)) {
+          expect([label, generic <= 2 * custom + 50]).toStrictEqual([label, true]);
+        }
+        expect(read['the last ten postings'][1]).toBeLessThan(100);
+      } finally {
+        await db.end();
+      }
     }, 120_000);
   });
 });
@@ -487,7 +548,10 @@ describe('wallet statements and balance as of a time (real database)', () => {
 interface PlanNode {
   'Node Type': string;
   'Index Name'?: string;
+  'Relation Name'?: string;
   'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
   'Heap Fetches'?: number;
   Plans?: PlanNode[];
 }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ReadDatabase } from '#common/database/read-database.js';
+import { listFetchSize, statementName } from '#common/database/sql.js';
 import type { Principal } from '#common/auth/principal.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { parseInstant, RFC3339 } from '#common/http/instant.js';
@@ -88,63 +89,41 @@ interface StatementHead {
 
 const UTC_TEXT = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
+/** GET …/balance?at=: one named statement (planned once per connection). */
+const BALANCE_AT = `SELECT (${balanceAt('$4::timestamptz')})::text AS balance
+                      FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id`;
+
 /**
- * Balances as of an instant and account statements, read from the postings (docs/decisions/0030). Each answer is
- * one SQL statement, so its numbers come from one snapshot. A time before the account existed gives zero; a time
- * in the future gives the postings known so far (today's balance).
+ * StatementService.statement's query: the head (currency, the window's bounds as text, opening and closing
+ * balances, totals) and a page of movements with their running balance, in one statement (one snapshot). A named
+ * statement, one text with a cursor and one without (a generic plan cannot take `$n IS NULL OR …` as an index
+ * bound), its LIMIT a fixed size at least `rows` (listFetchSize; decision 0048): the page may hold more rows than
+ * asked for, the first ones are the same.
  */
-@Injectable()
-export class StatementService {
-  /** Both answers tolerate a replica's lag (decision 0033): they read the replica when there is one. */
-  constructor(private readonly reads: ReadDatabase) {}
-
-  async balanceAt(principal: Principal, id: string, at: string | undefined): Promise<BalanceResponseDto> {
-    const instant = parseInstant(at, 'at');
-    const accountId = id.toLowerCase();
-    const rows = await this.reads.query<{ balance: string }>(
-      `SELECT (${balanceAt('$4::timestamptz')})::text AS balance
-         FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id`,
-      [accountId, principal.appId, ownerOf(principal), instant],
-    );
-    if (rows.length === 0) throw new NotFoundError(id, 'Account not found');
-    return { id: accountId, accountId, balance: toJson(rows[0].balance) };
-  }
-
-  async statement(
-    principal: Principal,
-    id: string,
-    query: { from?: string; to?: string; limit?: number; cursor?: string },
-  ): Promise<StatementPage> {
-    const from = query.from === undefined ? HISTORY_START : parseInstant(query.from, 'from');
-    const to = query.to === undefined ? 'now' : parseInstant(query.to, 'to'); // 'now': the statement's own time
-    const cursor = decodeStatementCursor(query.cursor);
-    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-    const accountId = id.toLowerCase();
-    const params = [
-      accountId,
-      principal.appId,
-      ownerOf(principal),
-      from,
-      to,
-      limit + 1,
-      cursor?.at ?? null,
-      cursor?.id ?? null,
-    ];
-    const [head] = await this.reads.query<StatementHead>(
-      `WITH acc AS (SELECT a.* FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id),
+export function statementQuery(
+  accountId: string,
+  principal: Principal,
+  from: string,
+  to: string,
+  rows: number,
+  cursor?: StatementCursor,
+): { name: string; text: string; values: unknown[] } {
+  const values: unknown[] = [accountId, principal.appId, ownerOf(principal), from, to];
+  if (cursor) values.push(cursor.at, cursor.id);
+  const after = cursor ? 'AND (p.created_at, p.id) > ($6::timestamptz, $7::bigint)' : '';
+  // Where the page starts: the balance at `from`, or, after a cursor, the balance after the cursor's posting.
+  const start = cursor
+    ? `a.balance - COALESCE((SELECT sum(p.amount) FROM postings p
+                              WHERE p.account_id = a.id AND (p.created_at, p.id) > ($6::timestamptz, $7::bigint)), 0)`
+    : balanceAt('$4::timestamptz');
+  const text = `WITH acc AS (SELECT a.* FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id),
             page AS (
               SELECT p.id, p.created_at, p.amount, p.entry_id
                 FROM acc a JOIN postings p ON p.account_id = a.id
-               WHERE p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz
-                 AND ($7::timestamptz IS NULL OR (p.created_at, p.id) > ($7::timestamptz, $8::bigint))
+               WHERE p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz ${after}
                ORDER BY p.created_at, p.id
-               LIMIT $6),
-            start AS (
-              SELECT CASE WHEN $7::timestamptz IS NULL THEN (${balanceAt('$4::timestamptz')})
-                          ELSE a.balance - COALESCE((SELECT sum(p.amount) FROM postings p
-                                 WHERE p.account_id = a.id AND (p.created_at, p.id) > ($7::timestamptz, $8::bigint)), 0)
-                     END AS balance
-                FROM acc a)
+               LIMIT ${listFetchSize(rows)}),
+            start AS (SELECT ${start} AS balance FROM acc a)
        SELECT ($4::timestamptz > $5::timestamptz) AS reversed,
               a.currency, ${UTC_TEXT('$4::timestamptz')} AS from_text, ${UTC_TEXT('$5::timestamptz')} AS to_text,
               (${balanceAt('$4::timestamptz')})::text AS opening,
@@ -162,12 +141,48 @@ export class StatementService {
                               COALESCE(-sum(p.amount) FILTER (WHERE p.amount < 0), 0)::text AS total_out
                          FROM postings p
                         WHERE p.account_id = a.id
-                          AND p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz) totals`,
-      params,
+                          AND p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz) totals`;
+  return { name: statementName('wallet_statement', text), text, values };
+}
+
+/**
+ * Balances as of an instant and account statements, read from the postings (docs/decisions/0030). Each answer is
+ * one SQL statement, so its numbers come from one snapshot. A time before the account existed gives zero; a time
+ * in the future gives the postings known so far (today's balance).
+ */
+@Injectable()
+export class StatementService {
+  /** Both answers tolerate a replica's lag (decision 0033): they read the replica when there is one. */
+  constructor(private readonly reads: ReadDatabase) {}
+
+  async balanceAt(principal: Principal, id: string, at: string | undefined): Promise<BalanceResponseDto> {
+    const instant = parseInstant(at, 'at');
+    const accountId = id.toLowerCase();
+    const rows = await this.reads.query<{ balance: string }>(
+      BALANCE_AT,
+      [accountId, principal.appId, ownerOf(principal), instant],
+      'wallet_balance_at',
     );
+    if (rows.length === 0) throw new NotFoundError(id, 'Account not found');
+    return { id: accountId, accountId, balance: toJson(rows[0].balance) };
+  }
+
+  async statement(
+    principal: Principal,
+    id: string,
+    query: { from?: string; to?: string; limit?: number; cursor?: string },
+  ): Promise<StatementPage> {
+    const from = query.from === undefined ? HISTORY_START : parseInstant(query.from, 'from');
+    const to = query.to === undefined ? 'now' : parseInstant(query.to, 'to'); // 'now': the statement's own time
+    const cursor = decodeStatementCursor(query.cursor);
+    const limit = query.limit ?? DEFAULT_PAGE_SIZE;
+    const accountId = id.toLowerCase();
+    const { name, text, values } = statementQuery(accountId, principal, from, to, limit + 1, cursor);
+    const [head] = await this.reads.query<StatementHead>(text, values, name);
     if (!head) throw new NotFoundError(id, 'Account not found');
     if (head.reversed) throw ValidationFailedError.single('to', 'invalid', 'to must not be before from');
     const more = head.movements.length > limit;
+    // (The page may hold more rows than limit + 1: statementQuery's LIMIT is a fixed size.)
     const served = more ? head.movements.slice(0, limit) : head.movements;
     const last = served[served.length - 1];
     const exact: ExactStatement = {
