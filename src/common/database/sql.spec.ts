@@ -12,12 +12,14 @@ describe('named list statements (sql.ts)', () => {
   });
 
   it('closedSetLiteral: a value of the set as a literal; anything else, a quote above all, is an error', () => {
-    const set = ['INICIADO', 'ACREDITADO'];
+    const set = ['INICIADO', 'ACREDITADO', 'kyc_steep_update'];
     expect(closedSetLiteral('INICIADO', set)).toBe("'INICIADO'");
+    expect(closedSetLiteral('kyc_steep_update', set)).toBe("'kyc_steep_update'");
     for (const value of ['iniciado', "INICIADO'; DROP TABLE transfers; --", '', 'EN_CURSO']) {
       expect(() => closedSetLiteral(value, set)).toThrow('not a value of the closed set');
     }
     expect(() => closedSetLiteral("A'B", ["A'B"])).toThrow('not a value of the closed set');
+    expect(() => closedSetLiteral('a\\b', ['a\\b'])).toThrow('not a value of the closed set');
   });
 
   it('listFetchSize: the smallest fixed size that holds the rows asked for, so a page size maps to few texts', () => {

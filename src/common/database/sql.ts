@@ -36,11 +36,11 @@ export function statementName(prefix: string, text: string): string {
 const statementNames = new Map<string, string>();
 
 /**
- * A value from a closed set (a status, a movement type) as an SQL literal, for a named statement whose plan
+ * A value from a closed set (a status, a movement type, an event type) as an SQL literal, for a named statement whose plan
  * should know it (a partial index's predicate, the value's frequency); anything outside the set is an error.
  */
 export function closedSetLiteral(value: string, allowed: readonly string[]): string {
-  if (!allowed.includes(value) || !/^[A-Z_]+$/.test(value)) {
+  if (!allowed.includes(value) || !/^[A-Za-z_]+$/.test(value)) {
     throw new Error(`not a value of the closed set: ${JSON.stringify(value)}`);
   }
   return `'${value}'`;

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ReadDatabase } from '#common/database/read-database.js';
+import { closedSetLiteral, listFetchSize, statementName } from '#common/database/sql.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import {
   decodeMicrosecondCursor,
@@ -10,7 +11,7 @@ import {
   toKeysetPage,
   type Page,
 } from '#common/http/pagination.js';
-import type { EventResponseDto } from './dto/event.dto.js';
+import { EVENT_TYPES, type EventResponseDto } from './dto/event.dto.js';
 import type { WebhookEventStatus, WebhookPayload } from './entities/webhook-event.entity.js';
 
 interface EventRow {
@@ -56,21 +57,18 @@ export class EventsFeedService {
     }
     const cursor = query.after ?? query.cursor;
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-    const params: unknown[] = [appId, limit + 1];
+    // A named statement (decision 0048): the type a checked literal, the LIMIT a fixed size at least limit + 1
+    // (toKeysetPage serves the first `limit` and tells from the next row that more exist).
+    const params: unknown[] = [appId];
     let where = 'app_id = $1';
-    if (query.type !== undefined) {
-      params.push(query.type);
-      where += ` AND event = $${params.length}`;
-    }
+    if (query.type !== undefined) where += ` AND event = ${closedSetLiteral(query.type, EVENT_TYPES)}`;
     if (cursor !== undefined) {
       const after = decodeMicrosecondCursor(cursor, query.after !== undefined ? 'after' : 'cursor', UUID);
       params.push(after.micros, after.id);
-      where += ` AND (created_at, id) > ('epoch'::timestamptz + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length}::uuid)`;
+      where += ` AND (created_at, id) > ('epoch'::timestamptz + $2::bigint * interval '1 microsecond', $3::uuid)`;
     }
-    const rows = await this.reads.query<EventRow>(
-      `SELECT ${COLUMNS} FROM webhook_events WHERE ${where} ORDER BY created_at, id LIMIT $2`,
-      params,
-    );
+    const text = `SELECT ${COLUMNS} FROM webhook_events WHERE ${where} ORDER BY created_at, id LIMIT ${listFetchSize(limit + 1)}`;
+    const rows = await this.reads.query<EventRow>(text, params, statementName('wallet_events_feed', text));
     return toKeysetPage(rows, limit, view, encode);
   }
 
