@@ -12,6 +12,7 @@ import {
   expectValidation,
   type ValidationItem,
 } from './support/identity.js';
+import { preparedPlan, rowsRead, type PlanNode } from './support/plans.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import {
   counterParty,
@@ -307,17 +308,6 @@ describe('transfers: API (real database)', () => {
     }, 120_000);
     afterAll(() => db?.end());
 
-    interface PlanNode {
-      'Node Type': string;
-      'Relation Name'?: string;
-      'Actual Rows'?: number;
-      'Actual Loops'?: number;
-      'Rows Removed by Filter'?: number;
-      Plans?: PlanNode[];
-    }
-    const nodes = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(nodes)];
-    const literal = (value: unknown) =>
-      db.escapeLiteral(value instanceof Date ? value.toISOString() : String(value));
     /** The plan of the statement the list would run, as PostgreSQL plans it in `mode`, run. */
     const planOf = async (
       principal: Principal,
@@ -326,23 +316,8 @@ describe('transfers: API (real database)', () => {
       before?: { createdAt: Date; id: string },
     ): Promise<{ nodes: PlanNode[]; transferRowsRead: number }> => {
       const { text, values } = listStatement(principal, filter, 101, before);
-      await db.query(`SET plan_cache_mode = ${mode}`);
-      await db.query('DEALLOCATE ALL');
-      await db.query(`PREPARE list AS ${text}`);
-      const explained = await db.query<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
-        `EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE list(${values.map(literal).join(', ')})`,
-      );
-      const all = nodes(explained.rows[0]['QUERY PLAN'][0].Plan);
-      const transferRowsRead = all
-        .filter((node) => node['Relation Name'] === 'transfers')
-        .reduce(
-          (sum, node) =>
-            sum +
-            ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) *
-              (node['Actual Loops'] ?? 1),
-          0,
-        );
-      return { nodes: all, transferRowsRead };
+      const nodes = await preparedPlan(db, text, values, mode);
+      return { nodes, transferRowsRead: rowsRead(nodes, 'transfers') };
     };
 
     it('every shape: the generic plan reads about what the custom plan reads, no sequential scan of transfers, no parallel plan', async () => {

@@ -7,6 +7,7 @@ import { statementQuery } from '../src/modules/wallet/accounts/statement.service
 import { subjectToken, type TestClient } from './support/auth.js';
 import { bearer, countRows, expectNotFound, expectValidation } from './support/identity.js';
 import type { TestApp } from './support/test-app.js';
+import { flattenPlan, preparedPlan, rowsRead, type PlanNode } from './support/plans.js';
 import { postTransfer, transferBody } from './support/transfers.js';
 import { startWithTwoApplications } from './support/two-applications.js';
 import { createOwner, openAccount, setBalance, type AccountInfo } from './support/wallet.js';
@@ -467,7 +468,7 @@ describe('wallet statements and balance as of a time (real database)', () => {
            FROM ledger_accounts a WHERE a.id = $1`,
         [z.uuid, startOfLast10],
       )) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
-      const nodes = flatten(plan[0].Plan);
+      const nodes = flattenPlan(plan[0].Plan);
       expect(nodes.some((node) => node['Node Type'] === 'Seq Scan')).toBe(false);
       const scan = nodes.find((node) => node['Index Name'] === 'idx_postings_account_time');
       expect(scan?.['Node Type']).toBe('Index Only Scan');
@@ -511,27 +512,8 @@ describe('wallet statements and balance as of a time (real database)', () => {
         const read: Record<string, number[]> = {};
         for (const [label, query] of cases) {
           read[label] = [];
-          for (const mode of ['force_custom_plan', 'force_generic_plan']) {
-            await db.query(`SET plan_cache_mode = ${mode}`);
-            await db.query('DEALLOCATE ALL');
-            await db.query(`PREPARE s AS ${query.text}`);
-            const values = query.values.map((value) =>
-              value === null ? 'NULL' : db.escapeLiteral(String(value)),
-            );
-            const [{ 'QUERY PLAN': explained }] = (
-              await db.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE s(${values.join(', ')})`)
-            ).rows as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
-            const nodes = flatten(explained[0].Plan);
-            const onPostings = nodes.filter((node) => node['Relation Name'] === 'postings');
-            read[label].push(
-              onPostings.reduce(
-                (sum, node) =>
-                  sum +
-                  ((node['Actual Rows'] ?? 0) + (node['Rows Removed by Filter'] ?? 0)) *
-                    (node['Actual Loops'] ?? 1),
-                0,
-              ),
-            );
+          for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
+            read[label].push(rowsRead(await preparedPlan(db, query.text, query.values, mode), 'postings'));
           }
         }
         for (const [label, [custom, generic]] of Object.entries(read)) {
@@ -544,16 +526,3 @@ describe('wallet statements and balance as of a time (real database)', () => {
     }, 120_000);
   });
 });
-
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  'Relation Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  'Heap Fetches'?: number;
-  Plans?: PlanNode[];
-}
-
-const flatten = (node: PlanNode): PlanNode[] => [node, ...(node.Plans ?? []).flatMap(flatten)];
