@@ -25,6 +25,12 @@ import {
   tail,
 } from './lib/procs.mjs';
 import { GOALS, fmt, goalsTable, judge, medianOf, percentile, table } from './lib/report.mjs';
+import {
+  BARE_LEDGER_ACCOUNTS,
+  BARE_LEDGER_CHECK,
+  BARE_LEDGER_SCHEMA,
+  BARE_LEDGER_SCRIPT,
+} from './lib/bare-ledger.mjs';
 import { accessToken, createFundedAccounts, newKeyPair, transferBody } from './lib/service.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -53,7 +59,7 @@ const S = {
   logLevel: process.env.BENCH_LOG_LEVEL || 'info',
   cpuProf: process.env.BENCH_CPU_PROF === '1',
   skipPgQueue: process.env.BENCH_SKIP_PG_QUEUE === '1',
-  // For iterating on one part: a comma list of pgbench, bare, http, webhooks (and of the HTTP phases with
+  // For iterating on one part: a comma list of pgbench, ledger, bare, http, webhooks (and of the HTTP phases with
   // BENCH_HTTP_PHASES). A partial run writes bench/results/partial.json, never latest.json.
   only: (process.env.BENCH_ONLY || '').split(',').filter(Boolean),
   httpPhases: (process.env.BENCH_HTTP_PHASES || '').split(',').filter(Boolean),
@@ -223,6 +229,32 @@ async function main() {
       throw new Error(`pgbench -i -s ${scale} left ${rows[0].n} rows in pgbench_accounts`);
   }
 
+  // The bare-ledger reference (lib/bare-ledger.mjs): its database, and pgbench's script for it.
+  const bareLedgerScript = path.join(tmp, 'bare-ledger.pgbench');
+  const bareLedgerTotal = async () => {
+    const client = new pg.Client({ connectionString: dbUrl('bare_ledger') });
+    await client.connect();
+    try {
+      return (await client.query(BARE_LEDGER_CHECK)).rows[0];
+    } finally {
+      await client.end();
+    }
+  };
+  let bareLedgerStart;
+  if (wanted('ledger')) {
+    await admin.query('CREATE DATABASE bare_ledger');
+    const client = new pg.Client({ connectionString: dbUrl('bare_ledger') });
+    await client.connect();
+    try {
+      await client.query(BARE_LEDGER_SCHEMA);
+      await client.query('VACUUM ANALYZE');
+    } finally {
+      await client.end();
+    }
+    writeFileSync(bareLedgerScript, BARE_LEDGER_SCRIPT);
+    bareLedgerStart = await bareLedgerTotal();
+  }
+
   // -------------------------------------------------------------------------------------------------------
   // The service: schema, keys, two applications (transfers; webhooks to the receiver), funded accounts
   const dataDir = path.join(tmp, 'service');
@@ -353,6 +385,7 @@ async function main() {
   // -------------------------------------------------------------------------------------------------------
   const ratios = medianOf(runs.map((x) => x.ratios));
   const ratiosPostgresQueue = medianOf(runs.map((x) => x.ratiosPostgresQueue));
+  const ratiosBareLedger = medianOf(runs.map((x) => x.ratiosBareLedger));
   const raw = medianOf(runs.map((x) => x.raw));
   const goals = Object.fromEntries(
     Object.entries(GOALS).map(([name, [direction, must, stretch, what]]) => {
@@ -381,6 +414,7 @@ async function main() {
     runs: S.runs,
     note: S.runs > 1 ? `medians of ${S.runs} runs` : 'one run (BENCH_RUNS=3 for the median of three)',
     ratios,
+    ratiosBareLedger,
     ratiosPostgresQueue,
     goals,
     raw,
@@ -495,31 +529,33 @@ async function main() {
     ];
   }
 
+  /** pgbench (tpcb-like, or the options of a `script`), prepared: TPS, mean latency, server CPU per transaction. */
+  async function bench(db, clients, threads, seconds, script = []) {
+    await admin.query('CHECKPOINT');
+    const pgCpuBefore = serverCpuMicros(pgHandle.pid);
+    const { stdout } = await run(
+      pgbench,
+      ['-M', 'prepared', ...script, '-c', String(clients), '-j', String(threads), '-T', String(seconds), db],
+      { env: pgEnv, timeoutMs: (seconds + 120) * 1000 },
+    );
+    const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(stdout)?.[1]);
+    const latencyMs = Number(/latency average = ([\d.]+) ms/.exec(stdout)?.[1]);
+    const failed = Number(/number of failed transactions: (\d+)/.exec(stdout)?.[1] ?? 0);
+    if (!Number.isFinite(tps) || !Number.isFinite(latencyMs))
+      throw new Error(`cannot read pgbench output:\n${stdout}`);
+    if (failed > 0) fail(`pgbench on ${db} reported ${failed} failed transactions`);
+    const processed = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1]);
+    // The server's CPU over the run (pgbench's own connection set-up and vacuum included, a little).
+    const pgCpuUsPerTx = processed > 0 ? (serverCpuMicros(pgHandle.pid) - pgCpuBefore) / processed : null;
+    return { tps, latencyMs, pgCpuUsPerTx };
+  }
+
   // -------------------------------------------------------------------------------------------------------
   async function oneRun(r) {
     const raw = {};
 
     // References: pgbench (tpcb-like, prepared, 32 clients, 2 threads), at scale 10 and 1, then 1 client.
     const skipped = { tps: Number.NaN, latencyMs: Number.NaN };
-    const bench = async (db, clients, threads, seconds) => {
-      await admin.query('CHECKPOINT');
-      const pgCpuBefore = serverCpuMicros(pgHandle.pid);
-      const { stdout } = await run(
-        pgbench,
-        ['-M', 'prepared', '-c', String(clients), '-j', String(threads), '-T', String(seconds), db],
-        { env: pgEnv, timeoutMs: (seconds + 120) * 1000 },
-      );
-      const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(stdout)?.[1]);
-      const latencyMs = Number(/latency average = ([\d.]+) ms/.exec(stdout)?.[1]);
-      const failed = Number(/number of failed transactions: (\d+)/.exec(stdout)?.[1] ?? 0);
-      if (!Number.isFinite(tps) || !Number.isFinite(latencyMs))
-        throw new Error(`cannot read pgbench output:\n${stdout}`);
-      if (failed > 0) fail(`pgbench on ${db} reported ${failed} failed transactions`);
-      const processed = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1]);
-      // The server's CPU over the run (pgbench's own connection set-up and vacuum included, a little).
-      const pgCpuUsPerTx = processed > 0 ? (serverCpuMicros(pgHandle.pid) - pgCpuBefore) / processed : null;
-      return { tps, latencyMs, pgCpuUsPerTx };
-    };
     const timed = async (label, db, clients, threads, seconds) => {
       if (!wanted('pgbench')) return skipped;
       say(`pgbench ${label}, ${seconds} s…`);
@@ -539,6 +575,10 @@ async function main() {
       scale10C1Tps: c1.tps,
       scale10C1LatencyMs: c1.latencyMs,
     };
+
+    // Reference: the bare ledger, over SQL (pgbench running its script: -n, its tables are not pgbench's) and
+    // behind a bare HTTP server, at 32 clients and at 1.
+    raw.bareLedger = await bareLedger(r);
 
     // Reference: bare NestJS + Express, GET /ping.
     raw.bareNest = { rps: Number.NaN, rssMiB: Number.NaN };
@@ -623,13 +663,117 @@ async function main() {
       rssPerBareNest: raw.apiRssAfterRound1MiB / raw.bareNest.rssMiB,
       rssGrowth: (raw.apiRssAfterRound2MiB - raw.apiRssAfterRound1MiB) / raw.apiRssAfterRound1MiB,
     };
+    const b = raw.bareLedger;
+    // Beside the goals, not judged: the bare ledger against pgbench, and the service against the bare ledger.
+    const ratiosBareLedger = {
+      bareSqlPerPgbench: b.sqlTps / s10.tps,
+      bareSqlC1PerPgbench: b.sqlC1LatencyMs / c1.latencyMs,
+      bareHttpPerPgbench: b.httpRps / s10.tps,
+      bareHttpC1PerPgbench: b.httpC1MeanMs / c1.latencyMs,
+      transfersPerBareHttp: u.transfersUniform.rps / b.httpRps,
+      latencyC1PerBareHttp: u.transfersC1.meanMs / b.httpC1MeanMs,
+    };
     const ratiosPostgresQueue = raw.webhooksPostgres
       ? {
           webhooksPerRawDrain: raw.webhooksPostgres.deliveredPerSec / raw.rawBullmqPostgres.drainJobsPerSec,
           webhookLatencyPerRaw: raw.webhooksPostgres.latencyP99Ms / raw.rawBullmqPostgres.latencyP99Ms,
         }
       : {};
-    return { run: r, ratios, ratiosPostgresQueue, raw };
+    return { run: r, ratios, ratiosBareLedger, ratiosPostgresQueue, raw };
+  }
+
+  /**
+   * The bare-ledger reference of one run: pgbench with its script at 32 clients and at 1 (`sqlTps`,
+   * `sqlC1LatencyMs`, the server's CPU per transfer), then bench/bare-ledger.mjs under autocannon at 32 connections
+   * and at 1 (`httpRps`, `httpC1MeanMs`, the server process's and PostgreSQL's CPU per transfer), as the service's
+   * transfer phases are measured. Checks that money is conserved and every transfer has its two entries.
+   */
+  async function bareLedger(r) {
+    const none = {
+      sqlTps: Number.NaN,
+      sqlC1LatencyMs: Number.NaN,
+      httpRps: Number.NaN,
+      httpC1MeanMs: Number.NaN,
+    };
+    if (!wanted('ledger')) return none;
+    const script = ['-n', '-f', bareLedgerScript];
+    say(`bare ledger over SQL, 32 clients, ${S.pgbenchS} s…`);
+    const sql = await bench('bare_ledger', 32, 2, S.pgbenchS, script);
+    say(`  ${sql.tps.toFixed(0)} tps, ${sql.latencyMs} ms mean`);
+    say(`bare ledger over SQL, 1 client, ${S.pgbenchC1S} s…`);
+    const sqlC1 = await bench('bare_ledger', 1, 1, S.pgbenchC1S, script);
+    say(`  ${sqlC1.tps.toFixed(0)} tps, ${sqlC1.latencyMs} ms mean`);
+
+    const port = await freePort();
+    const server = await startProcess(
+      'bare ledger',
+      process.execPath,
+      [path.join(ROOT, 'bench/bare-ledger.mjs')],
+      {
+        env: { ...process.env, PORT: String(port), DATABASE_URL: dbUrl('bare_ledger') },
+        cwd: ROOT,
+        logFile: path.join(tmp, `bare-ledger-${r}.log`),
+        readyLine: 'bare ledger listening',
+      },
+    );
+    const pick = (exclude) => {
+      for (;;) {
+        const id = 1 + Math.floor(Math.random() * BARE_LEDGER_ACCOUNTS);
+        if (id !== exclude) return id;
+      }
+    };
+    const transfers = {
+      url: `http://127.0.0.1:${port}/transfers`,
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      requests: [
+        {
+          method: 'POST',
+          setupRequest: (request) => {
+            const from = pick(0);
+            const cents = 100 + Math.floor(Math.random() * 900);
+            const amount = `${Math.floor(cents / 100)}.${String(cents % 100).padStart(2, '0')}`;
+            return { ...request, body: JSON.stringify({ from, to: pick(from), amount }) };
+          },
+        },
+      ],
+    };
+    await admin.query('CHECKPOINT');
+    say(`bare ledger over HTTP, ${S.connections} connections…`);
+    const http = await measure('bare ledger over HTTP', server.pid, transfers);
+    say(`  ${http.rps.toFixed(0)} req/s, mean ${http.meanMs} ms, CPU ${fmt(http.cpuUsPerRequest, 0)} µs/req`);
+    await admin.query('CHECKPOINT');
+    say('bare ledger over HTTP, 1 connection…');
+    const httpC1 = await measure('bare ledger over HTTP at 1 connection', server.pid, {
+      ...transfers,
+      connections: 1,
+    });
+    say(
+      `  ${httpC1.rps.toFixed(0)} req/s, mean ${httpC1.meanMs} ms, CPU ${fmt(httpC1.cpuUsPerRequest, 0)} µs/req`,
+    );
+    await stopChild(server);
+
+    const after = await bareLedgerTotal();
+    if (after.total !== bareLedgerStart.total || after.unbalanced !== 0)
+      fail(
+        `bare ledger: money not conserved (${bareLedgerStart.total} → ${after.total}, ${after.unbalanced} unbalanced transfers)`,
+      );
+    return {
+      sqlTps: sql.tps,
+      sqlLatencyMs: sql.latencyMs,
+      sqlPgCpuUsPerTransfer: sql.pgCpuUsPerTx,
+      sqlC1LatencyMs: sqlC1.latencyMs,
+      sqlC1PgCpuUsPerTransfer: sqlC1.pgCpuUsPerTx,
+      httpRps: http.rps,
+      httpMeanMs: http.meanMs,
+      httpP99Ms: http.p99Ms,
+      httpCpuUsPerRequest: http.cpuUsPerRequest,
+      httpPgCpuUsPerRequest: http.pgCpuUsPerRequest,
+      httpC1MeanMs: httpC1.meanMs,
+      httpC1CpuUsPerRequest: httpC1.cpuUsPerRequest,
+      httpC1PgCpuUsPerRequest: httpC1.pgCpuUsPerRequest,
+      transfers: after.transfers,
+    };
   }
 
   /**
@@ -1164,6 +1308,16 @@ async function main() {
         row('pgbench s10 tps (32 clients)', r.pgbench?.scale10Tps),
         row('pgbench s1 tps (32 clients)', r.pgbench?.scale1Tps),
         row('pgbench s10 latency, 1 client', r.pgbench?.scale10C1LatencyMs, 'ms', 2),
+        row(
+          'bare ledger over SQL: tps (32 clients) / latency (1 client)',
+          r.bareLedger?.sqlTps,
+          `/ ${fmt(r.bareLedger?.sqlC1LatencyMs, 2)} ms`,
+        ),
+        row(
+          'bare ledger over HTTP: req/s (32 connections) / latency (1 connection)',
+          r.bareLedger?.httpRps,
+          `/ ${fmt(r.bareLedger?.httpC1MeanMs, 2)} ms`,
+        ),
         row('bare Nest GET /ping', r.bareNest?.rps, 'req/s'),
         row('transfers uniform', u.transfersUniform?.rps, 'req/s'),
         row('transfers uniform p99', u.transfersUniform?.p99Ms, 'ms', 1),
@@ -1245,6 +1399,16 @@ async function main() {
         row('receiver RSS', r.receiverRssMiB, 'MiB'),
       ]),
     );
+    const b = result.ratiosBareLedger;
+    if (Number.isFinite(b.bareSqlPerPgbench) || Number.isFinite(b.bareHttpPerPgbench)) {
+      lines.push('');
+      lines.push(
+        `The bare ledger, beside: over SQL ${fmt(b.bareSqlPerPgbench)} of pgbench's TPS and ` +
+          `${fmt(b.bareSqlC1PerPgbench)} of its latency at 1 client; behind bare HTTP ${fmt(b.bareHttpPerPgbench)} ` +
+          `and ${fmt(b.bareHttpC1PerPgbench)}. The service against it behind bare HTTP: transfers ` +
+          `${fmt(b.transfersPerBareHttp)} of its req/s, latency at 1 connection ${fmt(b.latencyC1PerBareHttp)} of its own.`,
+      );
+    }
     if (Object.keys(result.ratiosPostgresQueue).length) {
       lines.push('');
       lines.push(
