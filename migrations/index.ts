@@ -23,6 +23,7 @@ import { WebhookClaimLockOrder1763902000000 } from './1763902000000-WebhookClaim
 import { WebhookEventsRoomToClaim1763902100000 } from './1763902100000-WebhookEventsRoomToClaim.js';
 import { MoneyPathReferencesKept1763902200000 } from './1763902200000-MoneyPathReferencesKept.js';
 import { GroupReadsOnce1763902300000 } from './1763902300000-GroupReadsOnce.js';
+import { EntriesBalancePerStatement1763902400000 } from './1763902400000-EntriesBalancePerStatement.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -51,4 +52,5 @@ export const MIGRATIONS = [
   WebhookEventsRoomToClaim1763902100000,
   MoneyPathReferencesKept1763902200000,
   GroupReadsOnce1763902300000,
+  EntriesBalancePerStatement1763902400000,
 ];

@@ -452,11 +452,11 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
       await t.dataSource.query(`UPDATE ledger_accounts SET balance = 0 WHERE id = $1`, [system]);
     });
 
-    it('an unbalanced entry fails at commit (deferred), and leaves nothing behind', async () => {
+    it('an unbalanced entry is refused by the INSERT of its postings, and leaves nothing behind', async () => {
       const account = await open();
       const entryId = randomUUID();
       const before = await postingCount();
-      let reachedCommit = false;
+      let afterInsert = false;
       await expect(
         t.dataSource.transaction(async (manager) => {
           await manager.query(
@@ -467,11 +467,11 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
             `INSERT INTO postings (entry_id, account_id, amount, currency) VALUES ($1, $2, 10, 'ARS')`,
             [entryId, account.uuid],
           );
-          // The statement itself passed: the check waits for the commit.
-          reachedCommit = true;
+          afterInsert = true;
         }),
-      ).rejects.toThrow(/does not balance/);
-      expect(reachedCommit).toBe(true);
+      ).rejects.toThrow(new RegExp(`journal entry ${entryId} does not balance in ARS`));
+      // The statement itself failed (decision 0049): the check does not wait for the commit.
+      expect(afterInsert).toBe(false);
       expect(await postingCount()).toBe(before);
       expect(
         await t.dataSource.query(`SELECT id FROM journal_entries WHERE id = $1`, [entryId]),
@@ -493,28 +493,66 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
           );
         }),
       ).rejects.toThrow(/does not balance/);
+      expect(await postingCount()).toBe(before);
     });
 
-    it('an entry may be unbalanced between its statements as long as it balances at commit', async () => {
+    it('each INSERT balances every entry it writes to: one balanced statement passes, a split entry does not', async () => {
       const [left, right] = await systemPair();
-      const entryId = randomUUID();
+      const before = await postingCount();
+      // Two entries in one statement, each balanced: one check for the statement, and it passes.
+      const [first, second] = [randomUUID(), randomUUID()];
       await t.dataSource.transaction(async (manager) => {
         await manager.query(
-          `INSERT INTO journal_entries (id, kind, actor) VALUES ($1, 'TEST', 'test:raw-sql')`,
-          [entryId],
+          `INSERT INTO journal_entries (id, kind, actor) VALUES ($1, 'TEST', 'test:raw-sql'), ($2, 'TEST', 'test:raw-sql')`,
+          [first, second],
         );
         await manager.query(
-          `INSERT INTO postings (entry_id, account_id, amount, currency) VALUES ($1, $2, 7.5, 'ARS')`,
-          [entryId, left],
-        );
-        await manager.query(
-          `INSERT INTO postings (entry_id, account_id, amount, currency) VALUES ($1, $2, -7.5, 'ARS')`,
-          [entryId, right],
+          `INSERT INTO postings (entry_id, account_id, amount, currency)
+           VALUES ($1, $3, 7.5, 'ARS'), ($1, $4, -7.5, 'ARS'), ($2, $3, -2, 'ARS'), ($2, $4, 2, 'ARS')`,
+          [first, second, left, right],
         );
       });
-      expect(
-        await t.dataSource.query(`SELECT count(*)::int AS n FROM postings WHERE entry_id = $1`, [entryId]),
-      ).toStrictEqual([{ n: 2 }]);
+      expect(await postingCount()).toBe(before + 4);
+
+      // One entry's postings split over two statements: the first is refused, though the second would balance it.
+      const split = randomUUID();
+      let secondWritten = false;
+      await expect(
+        t.dataSource.transaction(async (manager) => {
+          await manager.query(
+            `INSERT INTO journal_entries (id, kind, actor) VALUES ($1, 'TEST', 'test:raw-sql')`,
+            [split],
+          );
+          await manager.query(
+            `INSERT INTO postings (entry_id, account_id, amount, currency) VALUES ($1, $2, 7.5, 'ARS')`,
+            [split, left],
+          );
+          await manager.query(
+            `INSERT INTO postings (entry_id, account_id, amount, currency) VALUES ($1, $2, -7.5, 'ARS')`,
+            [split, right],
+          );
+          secondWritten = true;
+        }),
+      ).rejects.toThrow(new RegExp(`journal entry ${split} does not balance in ARS`));
+      expect(secondWritten).toBe(false);
+      expect(await postingCount()).toBe(before + 4);
+
+      // Two entries in one statement, one of them unbalanced: the whole statement is refused, naming that one.
+      const [ok, bad] = [randomUUID(), randomUUID()];
+      await expect(
+        t.dataSource.transaction(async (manager) => {
+          await manager.query(
+            `INSERT INTO journal_entries (id, kind, actor) VALUES ($1, 'TEST', 'test:raw-sql'), ($2, 'TEST', 'test:raw-sql')`,
+            [ok, bad],
+          );
+          await manager.query(
+            `INSERT INTO postings (entry_id, account_id, amount, currency)
+             VALUES ($1, $3, 1, 'ARS'), ($1, $4, -1, 'ARS'), ($2, $3, 1, 'ARS'), ($2, $4, -0.99, 'ARS')`,
+            [ok, bad, left, right],
+          );
+        }),
+      ).rejects.toThrow(new RegExp(`journal entry ${bad} does not balance in ARS`));
+      expect(await postingCount()).toBe(before + 4);
     });
 
     it('LedgerService.post refuses an unbalanced or one-line entry before writing', async () => {

@@ -7,8 +7,9 @@
 -- 0032). No history rows: a transfer's creation (COMMITING → its first status) is implied by its row (view
 -- transfer_status_path, decision 0035).
 -- Guarantees: the same rows, in the same order, as writing the transfers one by one
--- (test/transfers-function-equivalence.e2e-spec.ts); each entry balances (checked again at commit by
--- ledger_entry_balances). Balances and operated amounts are not written here (wallet_create_transfers does).
+-- (test/transfers-function-equivalence.e2e-spec.ts); each entry balances (checked again by ledger_entry_balances,
+-- once for the INSERT of the group's postings). Balances and operated amounts are not written here
+-- (wallet_create_transfers does).
 CREATE OR REPLACE FUNCTION public.wallet_write_internal(p wallet_internal_write[])
  RETURNS void
  LANGUAGE plpgsql
