@@ -28,6 +28,7 @@ import { GOALS, fmt, goalsTable, judge, medianOf, percentile, table } from './li
 import {
   BARE_LEDGER_ACCOUNTS,
   BARE_LEDGER_CHECK,
+  BARE_LEDGER_PREFILL,
   BARE_LEDGER_SCHEMA,
   BARE_LEDGER_SCRIPT,
 } from './lib/bare-ledger.mjs';
@@ -247,6 +248,7 @@ async function main() {
     await client.connect();
     try {
       await client.query(BARE_LEDGER_SCHEMA);
+      await client.query(BARE_LEDGER_PREFILL);
       await client.query('VACUUM ANALYZE');
     } finally {
       await client.end();
