@@ -24,6 +24,7 @@ import { WebhookEventsRoomToClaim1763902100000 } from './1763902100000-WebhookEv
 import { MoneyPathReferencesKept1763902200000 } from './1763902200000-MoneyPathReferencesKept.js';
 import { GroupReadsOnce1763902300000 } from './1763902300000-GroupReadsOnce.js';
 import { EntriesBalancePerStatement1763902400000 } from './1763902400000-EntriesBalancePerStatement.js';
+import { TimeOrderedIdsOffTheHotPath1763902500000 } from './1763902500000-TimeOrderedIdsOffTheHotPath.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   MoneyPathReferencesKept1763902200000,
   GroupReadsOnce1763902300000,
   EntriesBalancePerStatement1763902400000,
+  TimeOrderedIdsOffTheHotPath1763902500000,
 ];

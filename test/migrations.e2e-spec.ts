@@ -95,6 +95,30 @@ describe('migrations and entities', () => {
     expect(await definitions()).toEqual(after.filter((row) => row.name === 'wallet_write_internal'));
   });
 
+  it('TimeOrderedIdsOffTheHotPath down gives ledger_post and wallet_reverse_transfer their random ids back, and up the time-ordered ones', async () => {
+    const definitions = async () =>
+      Object.entries(await functionDefinitions((sql, params) => dataSource.query(sql, params)))
+        .filter(([name]) => name === 'ledger_post' || name === 'wallet_reverse_transfer')
+        .map(([name, definition]) => ({ name, definition }));
+    const calls = (rows: { definition: string }[], call: string) =>
+      rows.map((row) => row.definition.split(call).length - 1);
+    while ((await appliedMigrations(dataSource)).at(-1) !== 'TimeOrderedIdsOffTheHotPath1763902500000') {
+      await dataSource.undoLastMigration({ transaction: 'each' });
+    }
+    const after = await definitions();
+    expect(after.map((row) => row.name)).toEqual(['ledger_post', 'wallet_reverse_transfer']);
+    expect(calls(after, 'uuidv7()')).toEqual([1, 3]);
+    expect(calls(after, 'gen_random_uuid()')).toEqual([0, 0]);
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    const before = await definitions();
+    expect(calls(before, 'uuidv7()')).toEqual([0, 0]);
+    expect(before.map((row) => row.definition)).toEqual(
+      after.map((row) => row.definition.replaceAll('uuidv7()', 'gen_random_uuid()')),
+    );
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await definitions()).toEqual(after);
+  });
+
   it('WebhookClaimLockOrder down puts the claim without its lock back exactly, and up the one with it', async () => {
     const claim = async () =>
       (await functionDefinitions((sql, params) => dataSource.query(sql, params))).webhook_claim;

@@ -213,6 +213,12 @@ describe('transfers: API (real database)', () => {
         }),
       );
       expect(external.body.status).toBe('INICIADO');
+      // Its hold's journal entry (ledger_post) has a time-ordered id too (decision 0050).
+      const [hold] = (await t.dataSource.query(
+        `SELECT id::text AS id FROM journal_entries WHERE reference = $1 AND kind = 'TRANSFER_HOLD'`,
+        [external.body.uuid],
+      )) as { id: string }[];
+      expect(hold.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
 
       expectUnauthorized(await get('/v1/wallet/transactions/all', await subjectToken(client, from.ownerId)));
       const { pages, cursors } = await allPages<{ uuid: string; createdAt: string }>(

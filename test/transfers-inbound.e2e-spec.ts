@@ -15,6 +15,8 @@ const payer = (
   }
 ).accounts[0];
 
+const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
 describe('cli transfers inbound: money arriving from the rail into a CVU', () => {
   let t: TestApp;
   let dataDir: string;
@@ -77,10 +79,11 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
       counterParty: { type: 'EXTERNAL', identifier: payer.number, name: payer.titulares },
     });
     const [event] = (await t.dataSource.query(
-      `SELECT event, payload->'data' AS data FROM webhook_events WHERE subject = $1`,
+      `SELECT id::text AS id, event, payload->'data' AS data FROM webhook_events WHERE subject = $1`,
       [answer.transferId],
-    )) as { event: string; data: unknown }[];
+    )) as { id: string; event: string; data: unknown }[];
     expect(event).toStrictEqual({
+      id: expect.stringMatching(V7),
       event: 'transfer_update',
       data: {
         uuid: answer.transferId,
@@ -89,6 +92,13 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
         newStatus: 'ACCEPTED',
       },
     });
+    // The deposit, its journal entry and its event have time-ordered ids (decision 0050).
+    expect(answer.transferId).toMatch(V7);
+    const entries = (await t.dataSource.query(
+      `SELECT id::text AS id FROM journal_entries WHERE reference = $1 AND kind = 'INBOUND_TRANSFER'`,
+      [answer.transferId],
+    )) as { id: string }[];
+    expect(entries).toStrictEqual([{ id: expect.stringMatching(V7) }]);
     expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
   });
 

@@ -55,6 +55,8 @@ const cents = (amount: number): number => Math.round(amount * 100);
 
 const REVERSAL_KEYS = [...TRANSACTION_INFO_KEYS, 'reversalOf'].sort();
 
+const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
 describe('reversals of settled transfers and returns from the rail (real database)', () => {
   let t: TestApp;
   let appA: TestClient;
@@ -228,13 +230,20 @@ describe('reversals of settled transfers and returns from the rail (real databas
       { uuid: deposit.id, movementType: 'DEPOSIT', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
     ]);
     const eventApps = (await t.dataSource.query(
-      `SELECT subject, app_id FROM webhook_events WHERE subject IN ($1, $2)`,
+      `SELECT subject, app_id, id::text AS id FROM webhook_events WHERE subject IN ($1, $2)`,
       [part.uuid, deposit.id],
-    )) as { subject: string; app_id: string }[];
+    )) as { subject: string; app_id: string; id: string }[];
     expect(Object.fromEntries(eventApps.map((row) => [row.subject, row.app_id]))).toStrictEqual({
       [part.uuid]: appB.appId,
       [deposit.id]: appA.appId,
     });
+    // The new rows, their journal entry and their events have time-ordered ids (decision 0050).
+    const [entryId] = (await t.dataSource.query(
+      `SELECT id::text AS id FROM journal_entries WHERE reference = $1`,
+      [part.uuid],
+    )) as { id: string }[];
+    for (const id of [part.uuid, deposit.id, entryId.id, ...eventApps.map((row) => row.id)])
+      expect(id).toMatch(V7);
 
     // What was reversed, from both sides; the original's TransactionInfo is unchanged.
     const fromB = await summary(tokenB, original.d);

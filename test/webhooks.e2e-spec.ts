@@ -149,6 +149,8 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
       status: self.attemptsOf(req.id).length <= 2 ? 500 : 200,
     }));
     const eventId = await emit(transferUpdate(appId));
+    // The id (the Webhook-Id) is time-ordered, as the money path's events' (decision 0050).
+    expect(eventId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     const delivered = await waitForStatus(appId, eventId, 'delivered');
     await sleep(QUIET_MS);
 

@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -163,10 +163,11 @@ export class TransfersService {
     const taxProblem = cuitProblem(input.fromTaxId, ['person', 'entity']);
     if (taxProblem) throw ValidationFailedError.single('cuit', 'invalid', `cuit ${taxProblem}`);
     const work = this.dataSource.transaction(async (manager) => {
+      // With the account, the new transfer's id: time-ordered, uuidv7(), as every transfer's (decisions 0042, 0050).
       const [row] = (await manager.query(
-        `SELECT id, app_id FROM wallet_accounts WHERE cvu = $1 AND status <> 'DELETED'`,
+        `SELECT id, app_id, uuidv7()::text AS transfer_id FROM wallet_accounts WHERE cvu = $1 AND status <> 'DELETED'`,
         [input.cvu],
-      )) as { id: string; app_id: string }[];
+      )) as { id: string; app_id: string; transfer_id: string }[];
       if (!row) throw new NotFoundError(input.cvu, 'No account with that CVU');
       const account = await this.accounts.require(manager, { kind: 'client', appId: row.app_id }, row.id);
       if (account.status !== 'ACTIVE')
@@ -183,7 +184,7 @@ export class TransfersService {
         year,
       ]);
       const settlement = await this.ledger.systemAccount(manager, 'SETTLEMENT', account.currency);
-      const id = randomUUID();
+      const id = row.transfer_id;
       await this.ledger.post(manager, {
         appId: account.appId,
         kind: 'INBOUND_TRANSFER',

@@ -25,7 +25,8 @@
 --   the account that gave the money (the caller's WITHDRAW), or the returned DEPOSIT; none for a refusal or a
 --   replay. actor goes on the journal entry, auditActor/route/requestId on the audit record.
 -- - no history rows: the new rows' creation (COMMITING → ACREDITADO) is implied by them (transfer_status_path,
---   decision 0035).
+--   decision 0035);
+-- - the new rows' ids (both transfers, the events) are time-ordered, uuidv7(), as a transfer's (decisions 0042, 0050).
 CREATE OR REPLACE FUNCTION public.wallet_reverse_transfer(p jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -42,8 +43,8 @@ DECLARE
   v_reversed numeric;
   v_left numeric;
   v_balance numeric;
-  v_rw uuid := gen_random_uuid();
-  v_rd uuid := gen_random_uuid();
+  v_rw uuid := uuidv7();
+  v_rd uuid := uuidv7();
   v_created timestamptz;
   v_row jsonb;
   v_refusal jsonb;
@@ -261,7 +262,7 @@ BEGIN
 
   -- A transfer_update for each new row, to the application of its account (as wallet_write_internal writes it).
   INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at)
-  SELECT gen_random_uuid(), x.app_id, 'transfer_update', x.id::text,
+  SELECT uuidv7(), x.app_id, 'transfer_update', x.id::text,
          jsonb_build_object('event', 'transfer_update', 'timestamp', floor(extract(epoch FROM now()))::bigint,
            'data', jsonb_build_object('uuid', x.id, 'movementType', x.movement_type,
                                       'backStatus', 'PENDING', 'newStatus', 'ACCEPTED')),

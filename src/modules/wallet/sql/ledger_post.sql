@@ -5,13 +5,13 @@
 -- enforced foreign key: decision 0046). The caller holds the wallet rows' locks (taken in id order), so the
 -- balance moves are not lost to a concurrent writer.
 -- Called by LedgerService.post (src/modules/wallet/ledger/ledger.service.ts) and by wallet_create_transfers for an
--- external WITHDRAW's hold.
+-- external WITHDRAW's hold. The entry's id is time-ordered, uuidv7() (decisions 0042, 0050).
 CREATE OR REPLACE FUNCTION public.ledger_post(p_app uuid, p_kind text, p_reference text, p_description text, p_actor text, p_accounts uuid[], p_amounts numeric[], p_currency text)
  RETURNS uuid
  LANGUAGE plpgsql
 AS $function$
       DECLARE
-        v_entry uuid := gen_random_uuid();
+        v_entry uuid := uuidv7();
         v_sum numeric;
         v_lines integer;
       BEGIN
