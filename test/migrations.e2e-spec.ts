@@ -70,17 +70,25 @@ describe('migrations and entities', () => {
     await expectNoDrift();
   });
 
-  it('TimeOrderedIds down gives the money path its random ids back, and up the time-ordered ones', async () => {
-    const definitions = async () =>
-      Object.entries(await functionDefinitions((sql, params) => dataSource.query(sql, params)))
-        .filter(([name]) => name === 'wallet_transfer_try' || name === 'wallet_write_internal')
-        .map(([name, definition]) => ({ name, definition }));
-    const calls = (rows: { definition: string }[], call: string) =>
-      rows.map((row) => row.definition.split(call).length - 1);
-    // Back to the schema TimeOrderedIds left (GroupReadsOnce later folded wallet_transfer_try into the group).
-    while ((await appliedMigrations(dataSource)).at(-1) !== 'TimeOrderedIds1763901900000') {
+  /** The live definitions of the functions named, by name order. */
+  const definitionsOf = async (names: string[]) =>
+    Object.entries(await functionDefinitions((sql, params) => dataSource.query(sql, params)))
+      .filter(([name]) => names.includes(name))
+      .map(([name, definition]) => ({ name, definition }));
+  /** How many times each definition calls `call`. */
+  const calls = (rows: { definition: string }[], call: string) =>
+    rows.map((row) => row.definition.split(call).length - 1);
+  /** Migrations undone, last first, until `name` is the last one applied. */
+  const undoUntil = async (name: string) => {
+    while ((await appliedMigrations(dataSource)).at(-1) !== name) {
       await dataSource.undoLastMigration({ transaction: 'each' });
     }
+  };
+
+  it('TimeOrderedIds down gives the money path its random ids back, and up the time-ordered ones', async () => {
+    const definitions = () => definitionsOf(['wallet_transfer_try', 'wallet_write_internal']);
+    // Back to the schema TimeOrderedIds left (GroupReadsOnce later folded wallet_transfer_try into the group).
+    await undoUntil('TimeOrderedIds1763901900000');
     const after = await definitions();
     expect(calls(after, 'uuidv7()')).toEqual([3, 1]);
     expect(calls(after, 'gen_random_uuid()')).toEqual([0, 0]);
@@ -96,15 +104,8 @@ describe('migrations and entities', () => {
   });
 
   it('TimeOrderedIdsOffTheHotPath down gives ledger_post and wallet_reverse_transfer their random ids back, and up the time-ordered ones', async () => {
-    const definitions = async () =>
-      Object.entries(await functionDefinitions((sql, params) => dataSource.query(sql, params)))
-        .filter(([name]) => name === 'ledger_post' || name === 'wallet_reverse_transfer')
-        .map(([name, definition]) => ({ name, definition }));
-    const calls = (rows: { definition: string }[], call: string) =>
-      rows.map((row) => row.definition.split(call).length - 1);
-    while ((await appliedMigrations(dataSource)).at(-1) !== 'TimeOrderedIdsOffTheHotPath1763902500000') {
-      await dataSource.undoLastMigration({ transaction: 'each' });
-    }
+    const definitions = () => definitionsOf(['ledger_post', 'wallet_reverse_transfer']);
+    await undoUntil('TimeOrderedIdsOffTheHotPath1763902500000');
     const after = await definitions();
     expect(after.map((row) => row.name)).toEqual(['ledger_post', 'wallet_reverse_transfer']);
     expect(calls(after, 'uuidv7()')).toEqual([1, 3]);
