@@ -78,6 +78,24 @@ describe('migrations and entities', () => {
   /** How many times each definition calls `call`. */
   const calls = (rows: { definition: string }[], call: string) =>
     rows.map((row) => row.definition.split(call).length - 1);
+  /**
+   * `after` (definitions whose ids are time-ordered: `uuidv7` calls each, no random one) against what undoing the
+   * last migration leaves: the same definitions, every uuidv7() a gen_random_uuid() again.
+   */
+  const expectRandomIdsBack = async (
+    after: { definition: string }[],
+    uuidv7: number[],
+    definitions: () => Promise<{ definition: string }[]>,
+  ) => {
+    expect(calls(after, 'uuidv7()')).toEqual(uuidv7);
+    expect(calls(after, 'gen_random_uuid()')).toEqual([0, 0]);
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    const before = await definitions();
+    expect(calls(before, 'uuidv7()')).toEqual([0, 0]);
+    expect(before.map((row) => row.definition)).toEqual(
+      after.map((row) => row.definition.replaceAll('uuidv7()', 'gen_random_uuid()')),
+    );
+  };
   /** Migrations undone, last first, until `name` is the last one applied. */
   const undoUntil = async (name: string) => {
     while ((await appliedMigrations(dataSource)).at(-1) !== name) {
@@ -90,14 +108,7 @@ describe('migrations and entities', () => {
     // Back to the schema TimeOrderedIds left (GroupReadsOnce later folded wallet_transfer_try into the group).
     await undoUntil('TimeOrderedIds1763901900000');
     const after = await definitions();
-    expect(calls(after, 'uuidv7()')).toEqual([3, 1]);
-    expect(calls(after, 'gen_random_uuid()')).toEqual([0, 0]);
-    await dataSource.undoLastMigration({ transaction: 'each' });
-    const before = await definitions();
-    expect(calls(before, 'uuidv7()')).toEqual([0, 0]);
-    expect(before.map((row) => row.definition)).toEqual(
-      after.map((row) => row.definition.replaceAll('uuidv7()', 'gen_random_uuid()')),
-    );
+    await expectRandomIdsBack(after, [3, 1], definitions);
     await dataSource.runMigrations({ transaction: 'each' });
     // Up to the last migration again: wallet_transfer_try is folded into wallet_create_transfers (GroupReadsOnce).
     expect(await definitions()).toEqual(after.filter((row) => row.name === 'wallet_write_internal'));
@@ -108,14 +119,7 @@ describe('migrations and entities', () => {
     await undoUntil('TimeOrderedIdsOffTheHotPath1763902500000');
     const after = await definitions();
     expect(after.map((row) => row.name)).toEqual(['ledger_post', 'wallet_reverse_transfer']);
-    expect(calls(after, 'uuidv7()')).toEqual([1, 3]);
-    expect(calls(after, 'gen_random_uuid()')).toEqual([0, 0]);
-    await dataSource.undoLastMigration({ transaction: 'each' });
-    const before = await definitions();
-    expect(calls(before, 'uuidv7()')).toEqual([0, 0]);
-    expect(before.map((row) => row.definition)).toEqual(
-      after.map((row) => row.definition.replaceAll('uuidv7()', 'gen_random_uuid()')),
-    );
+    await expectRandomIdsBack(after, [1, 3], definitions);
     await dataSource.runMigrations({ transaction: 'each' });
     expect(await definitions()).toEqual(after);
   });
