@@ -25,6 +25,7 @@ import { MoneyPathReferencesKept1763902200000 } from './1763902200000-MoneyPathR
 import { GroupReadsOnce1763902300000 } from './1763902300000-GroupReadsOnce.js';
 import { EntriesBalancePerStatement1763902400000 } from './1763902400000-EntriesBalancePerStatement.js';
 import { TimeOrderedIdsOffTheHotPath1763902500000 } from './1763902500000-TimeOrderedIdsOffTheHotPath.js';
+import { WebhookClaimWithoutFlushWait1763902600000 } from './1763902600000-WebhookClaimWithoutFlushWait.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -55,4 +56,5 @@ export const MIGRATIONS = [
   GroupReadsOnce1763902300000,
   EntriesBalancePerStatement1763902400000,
   TimeOrderedIdsOffTheHotPath1763902500000,
+  WebhookClaimWithoutFlushWait1763902600000,
 ];

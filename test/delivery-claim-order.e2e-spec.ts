@@ -138,3 +138,111 @@ describe('webhook_claim: in place', () => {
     }
   });
 });
+
+/**
+ * The claim's commit does not wait for the WAL flush (docs/decisions/0051-webhook-claim-without-flush-wait.md):
+ * its transaction, and only its, runs with synchronous_commit off; a claim a server crash forgets costs a second
+ * delivery, never a lost one.
+ */
+describe('webhook_claim: its commit does not wait for the flush', () => {
+  let database: { url: string; drop: () => Promise<void> };
+  let client: pg.Client;
+  let app: string;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    app = randomUUID();
+    await client.query(
+      `INSERT INTO applications (id, name, webhook_url) VALUES ($1, 'claim', 'https://example.test/hook')`,
+      [app],
+    );
+  });
+  afterAll(async () => {
+    await client?.end();
+    await database?.drop();
+  });
+
+  async function pendingEvent(): Promise<string> {
+    const { rows } = await client.query<{ id: string }>(
+      `INSERT INTO webhook_events (id, app_id, event, subject, payload, next_attempt_at)
+       VALUES (gen_random_uuid(), $1, 'transfer_update', gen_random_uuid()::text, '{}'::jsonb, now()) RETURNING id`,
+      [app],
+    );
+    return rows[0].id;
+  }
+
+  async function setting(): Promise<string> {
+    return (await client.query<{ s: string }>(`SELECT current_setting('synchronous_commit') AS s`)).rows[0].s;
+  }
+
+  it('turns synchronous_commit off for the transaction it runs in, and the session keeps its own', async () => {
+    expect(await setting()).toBe('on');
+    await client.query('BEGIN');
+    try {
+      const claimed = await client.query('SELECT * FROM webhook_claim($1, 30000)', [await pendingEvent()]);
+      expect(claimed.rowCount).toBe(1);
+      expect(await setting()).toBe('off');
+    } finally {
+      await client.query('ROLLBACK');
+    }
+    expect(await setting()).toBe('on');
+    // Alone, as the worker calls it: committed (another session sees the lease), and the session is unchanged.
+    const id = await pendingEvent();
+    await client.query('SELECT * FROM webhook_claim($1, 30000)', [id]);
+    expect(await setting()).toBe('on');
+    const other = new pg.Client({ connectionString: database.url });
+    await other.connect();
+    try {
+      const { rows } = await other.query<{ leased: boolean; attempts: number }>(
+        `SELECT lease_until > now() AS leased, attempts FROM webhook_events WHERE id = $1`,
+        [id],
+      );
+      expect(rows).toEqual([{ leased: true, attempts: 1 }]);
+    } finally {
+      await other.end();
+    }
+  });
+
+  it('a claim forgotten by a crash: the attempt is recorded, the event stays pending and is claimed again', async () => {
+    const id = await pendingEvent();
+    await client.query('SELECT * FROM webhook_claim($1, 30000)', [id]);
+    // What the server finds after a crash that lost the claim's commit: the event as it was before the claim.
+    await client.query(
+      `UPDATE webhook_events SET lease_until = NULL, attempts = 0, last_attempt_at = NULL WHERE id = $1`,
+      [id],
+    );
+    // The worker had POSTed (delivered) and records attempt 1.
+    const attempt = {
+      id,
+      attempt: 1,
+      url: 'https://example.test/hook',
+      started_ms: Date.now(),
+      duration_ms: 3,
+      status_code: 200,
+      outcome: 'delivered',
+      error: null,
+      retry_delay_ms: null,
+    };
+    await client.query('SELECT * FROM webhook_record($1)', [JSON.stringify([attempt])]);
+    const after = await client.query<{ status: string; attempts: number; recorded: number }>(
+      `SELECT e.status, e.attempts, (SELECT count(*)::int FROM webhook_attempts a WHERE a.event_id = e.id) AS recorded
+         FROM webhook_events e WHERE e.id = $1`,
+      [id],
+    );
+    expect(after.rows).toEqual([{ status: 'pending', attempts: 0, recorded: 1 }]);
+    // Due again: the sweeper's claim (or any) takes it as attempt 1, and its record says delivered.
+    const again = await client.query<{ attempts: number }>('SELECT * FROM webhook_claim($1, 30000)', [id]);
+    expect(again.rows.map((row) => row.attempts)).toEqual([1]);
+    await client.query('SELECT * FROM webhook_record($1)', [
+      JSON.stringify([{ ...attempt, started_ms: attempt.started_ms + 1000 }]),
+    ]);
+    const done = await client.query<{ status: string; recorded: number }>(
+      `SELECT e.status, (SELECT count(*)::int FROM webhook_attempts a WHERE a.event_id = e.id) AS recorded
+         FROM webhook_events e WHERE e.id = $1`,
+      [id],
+    );
+    expect(done.rows).toEqual([{ status: 'delivered', recorded: 2 }]);
+  });
+});

@@ -141,6 +141,20 @@ describe('migrations and entities', () => {
     expect(await claim()).toBe(after);
   });
 
+  it('WebhookClaimWithoutFlushWait down gives the claim back without its SET LOCAL, and up with it', async () => {
+    const claim = async () =>
+      (await functionDefinitions((sql, params) => dataSource.query(sql, params))).webhook_claim;
+    const after = await claim();
+    const statement = '  SET LOCAL synchronous_commit TO off;\n';
+    expect(after).toContain(`BEGIN\n${statement}  RETURN QUERY`);
+    await undoUntil('TimeOrderedIdsOffTheHotPath1763902500000');
+    const before = await claim();
+    expect(before).not.toContain('synchronous_commit');
+    expect(before).toBe(after.replace(statement, ''));
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await claim()).toBe(after);
+  });
+
   it('WebhookEventsRoomToClaim fills the outbox to half (fillfactor 50); down gives the default back', async () => {
     const options = async () =>
       (

@@ -11,6 +11,12 @@
 -- worker its own) wait for each other instead of deadlocking, whatever order their ids came in. Sequential scans
 -- are off while it runs: each input id is one primary-key probe whatever the statistics said when the session
 -- planned it (a burst makes them wrong; decision 0036).
+-- Its commit does not wait for the WAL flush (synchronous_commit off for the transaction it runs in, which the
+-- worker gives it alone; decision 0051): a lease is not worth an fsync on the way to the receiver. Should the
+-- server crash before the WAL holding the claim is flushed, the claim is forgotten: the delivery's record is
+-- refused by its fence on the attempt number, the event stays pending and the sweeper enqueues it again
+-- (delivered at least once, as after a killed worker). The record (webhook_record), which is what says
+-- delivered, waits for the flush as every other commit, and its flush makes the claim before it durable too.
 CREATE OR REPLACE FUNCTION public.webhook_claim(p_ids text, p_lease_ms integer)
  RETURNS TABLE(id uuid, subject text, payload jsonb, attempts integer, url text)
  LANGUAGE plpgsql
@@ -18,6 +24,7 @@ CREATE OR REPLACE FUNCTION public.webhook_claim(p_ids text, p_lease_ms integer)
 AS $function$
 #variable_conflict use_column
 BEGIN
+  SET LOCAL synchronous_commit TO off;
   RETURN QUERY
   WITH input AS (
     SELECT DISTINCT unnest(string_to_array(p_ids, ','))::uuid AS id, 'pending'::text AS pending
