@@ -68,9 +68,29 @@ describe('WebhookSigner', () => {
     await signer.close();
   });
 
+  it("signs one input alone on the caller's thread, and sends one to the thread while others wait there", async () => {
+    const signer = new WebhookSigner();
+    const threadOf = () => (signer as unknown as { thread?: unknown }).thread;
+    const waitingForThread = () => (signer as unknown as { waiting: Map<number, unknown> }).waiting.size;
+    const alone = await signer.sign(key, payload);
+    await expect(compactVerify(alone, publicKey, { algorithms: ['ES256'] })).resolves.toBeDefined();
+    expect(threadOf()).toBeUndefined(); // an idle worker's delivery: no hop to a thread and back
+
+    // Two in one turn go to the thread; one asked for in the next turn, while they wait, follows them there.
+    const pair = [signer.sign(key, payload), signer.sign(key, { ...payload, timestamp: 2 })];
+    await Promise.resolve();
+    const next = signer.sign(key, { ...payload, timestamp: 3 });
+    await Promise.resolve(); // its turn's end: sent, not signed here
+    expect(threadOf()).toBeDefined();
+    expect(waitingForThread()).toBe(3);
+    for (const jws of await Promise.all([...pair, next]))
+      await expect(compactVerify(jws, publicKey, { algorithms: ['ES256'] })).resolves.toBeDefined();
+    await signer.close();
+  });
+
   it('fails what waits when the signing thread ends, and signs again on a new thread (with every key)', async () => {
     const signer = new WebhookSigner();
-    await signer.sign(key, payload); // the thread holds the key
+    await Promise.all([signer.sign(key, payload), signer.sign(key, payload)]); // the thread holds the key
     const waiting = Array.from({ length: 2000 }, (_, i) => signer.sign(key, { ...payload, timestamp: i }));
     await signer.close();
     const outcomes = await Promise.allSettled(waiting);
@@ -81,8 +101,10 @@ describe('WebhookSigner', () => {
       if (one.status === 'fulfilled')
         await expect(compactVerify(one.value, publicKey, { algorithms: ['ES256'] })).resolves.toBeDefined();
 
-    const again = await signer.sign(key, payload);
-    await expect(compactVerify(again, publicKey, { algorithms: ['ES256'] })).resolves.toBeDefined();
+    // Two at once: a batch for the new thread, which is sent the key again.
+    const again = await Promise.all([signer.sign(key, payload), signer.sign(key, payload)]);
+    for (const jws of again)
+      await expect(compactVerify(jws, publicKey, { algorithms: ['ES256'] })).resolves.toBeDefined();
     await signer.close();
   });
 });
