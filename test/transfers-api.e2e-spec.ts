@@ -23,7 +23,14 @@ import {
   TRANSACTION_INFO_KEYS,
   transferBody,
 } from './support/transfers.js';
-import { createOwner, expectForbidden, openAccount, setBalance, type AccountInfo } from './support/wallet.js';
+import {
+  createOwner,
+  expectForbidden,
+  openAccount,
+  setBalance,
+  UUID_V7,
+  type AccountInfo,
+} from './support/wallet.js';
 
 const paths = (items: ValidationItem[]) => items.map((item) => item.path);
 
@@ -181,7 +188,6 @@ describe('transfers: API (real database)', () => {
     });
 
     it("an internal transfer's new rows have time-ordered ids (UUID version 7: decision 0042)", async () => {
-      const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
       const second = await send(transferBody(sender.uuid, receiver.cvu, 1));
       expect(second.status).toBe(201);
       const secondId = (second.body as { uuid: string }).uuid;
@@ -194,7 +200,7 @@ describe('transfers: API (real database)', () => {
         [[transferId, secondId]],
       )) as { id: string; deposit: string; entry: string; event: string }[];
       expect(rows.map((row) => row.id)).toEqual([transferId, secondId]);
-      for (const row of rows) for (const id of Object.values(row)) expect(id).toMatch(V7);
+      for (const row of rows) for (const id of Object.values(row)) expect(id).toMatch(UUID_V7);
       // The leading 48 bits are the creation time in milliseconds: a later transfer's id sorts after.
       expect(secondId.replace(/-/g, '').slice(0, 12) >= transferId.replace(/-/g, '').slice(0, 12)).toBe(true);
       // And the id is accepted wherever an id is read.
@@ -218,7 +224,7 @@ describe('transfers: API (real database)', () => {
         `SELECT id::text AS id FROM journal_entries WHERE reference = $1 AND kind = 'TRANSFER_HOLD'`,
         [external.body.uuid],
       )) as { id: string }[];
-      expect(hold.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(hold.id).toMatch(UUID_V7);
 
       expectUnauthorized(await get('/v1/wallet/transactions/all', await subjectToken(client, from.ownerId)));
       const { pages, cursors } = await allPages<{ uuid: string; createdAt: string }>(

@@ -7,15 +7,13 @@ import { accessToken, registerClient } from './support/auth.js';
 import { bearer } from './support/identity.js';
 import { childEnv, CLI_JS, runNode } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
-import { createOwner, openAccount } from './support/wallet.js';
+import { createOwner, openAccount, UUID_V7 } from './support/wallet.js';
 
 const payer = (
   JSON.parse(readFileSync('config/counterparty-directory.json', 'utf8')) as {
     accounts: { number: string; titulares: string; cuit: string }[];
   }
 ).accounts[0];
-
-const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describe('cli transfers inbound: money arriving from the rail into a CVU', () => {
   let t: TestApp;
@@ -83,7 +81,7 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
       [answer.transferId],
     )) as { id: string; event: string; data: unknown }[];
     expect(event).toStrictEqual({
-      id: expect.stringMatching(V7),
+      id: expect.stringMatching(UUID_V7),
       event: 'transfer_update',
       data: {
         uuid: answer.transferId,
@@ -93,12 +91,12 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
       },
     });
     // The deposit, its journal entry and its event have time-ordered ids (decision 0050).
-    expect(answer.transferId).toMatch(V7);
+    expect(answer.transferId).toMatch(UUID_V7);
     const entries = (await t.dataSource.query(
       `SELECT id::text AS id FROM journal_entries WHERE reference = $1 AND kind = 'INBOUND_TRANSFER'`,
       [answer.transferId],
     )) as { id: string }[];
-    expect(entries).toStrictEqual([{ id: expect.stringMatching(V7) }]);
+    expect(entries).toStrictEqual([{ id: expect.stringMatching(UUID_V7) }]);
     expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
   });
 

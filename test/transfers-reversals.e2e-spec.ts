@@ -26,7 +26,14 @@ import {
   UNLISTED_CBU,
 } from './support/transfers.js';
 import { startWithTwoApplications } from './support/two-applications.js';
-import { createOwner, expectForbidden, openAccount, setBalance, type AccountInfo } from './support/wallet.js';
+import {
+  createOwner,
+  expectForbidden,
+  openAccount,
+  setBalance,
+  UUID_V7,
+  type AccountInfo,
+} from './support/wallet.js';
 
 interface Reversal {
   uuid: string;
@@ -54,8 +61,6 @@ interface Summary {
 const cents = (amount: number): number => Math.round(amount * 100);
 
 const REVERSAL_KEYS = [...TRANSACTION_INFO_KEYS, 'reversalOf'].sort();
-
-const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describe('reversals of settled transfers and returns from the rail (real database)', () => {
   let t: TestApp;
@@ -243,7 +248,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
       [part.uuid],
     )) as { id: string }[];
     for (const id of [part.uuid, deposit.id, entryId.id, ...eventApps.map((row) => row.id)])
-      expect(id).toMatch(V7);
+      expect(id).toMatch(UUID_V7);
 
     // What was reversed, from both sides; the original's TransactionInfo is unchanged.
     const fromB = await summary(tokenB, original.d);

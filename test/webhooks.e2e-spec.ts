@@ -12,6 +12,7 @@ import { WEBHOOK_EVENTS } from '../src/modules/webhooks/webhook-events.js';
 import { WebhooksService, type EmitInput, type EventView } from '../src/modules/webhooks/webhooks.service.js';
 import { registerClient } from './support/auth.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { UUID_V7 } from './support/wallet.js';
 import {
   isolatedRedisEnv,
   pollUntil,
@@ -150,7 +151,7 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
     }));
     const eventId = await emit(transferUpdate(appId));
     // The id (the Webhook-Id) is time-ordered, as the money path's events' (decision 0050).
-    expect(eventId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(eventId).toMatch(UUID_V7);
     const delivered = await waitForStatus(appId, eventId, 'delivered');
     await sleep(QUIET_MS);
 
