@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { MIGRATIONS } from '../migrations/index.js';
+import { ensureEmbeddedPostgres } from '../src/common/database/embedded-postgres.js';
 import {
   childEnv,
   CLI_JS,
@@ -189,6 +190,8 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     expect(postmasters()).toEqual([]);
     expect(existsSync(path.join(clusterDir, 'postmaster.pid'))).toBe(false);
     expect(running.output()).toContain('"msg":"stopped"');
+    // The server was stopped after the pools had closed their sessions, not across them (decision 0005).
+    expect(running.output()).not.toMatch(/queue connection error|terminating connection|"level":[456]0/);
   }, 30_000);
 
   it('restarts on the same DATA_DIR with its keys and data', async () => {
@@ -248,4 +251,58 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     expect(badOption.stderr).toMatch(/unknown option '--colour'/);
     expect(await waitFor(() => postmasters().length === 0, 5_000)).toBe(true);
   }, 30_000);
+
+  it('a stop lets the sessions end by themselves first, and ends the ones still open after the grace', async () => {
+    const lines: string[] = [];
+    const start = () =>
+      ensureEmbeddedPostgres({
+        dataDir,
+        databaseName: 'wallet',
+        adopt: true,
+        ownProcessGroup: false,
+        log: (line) => lines.push(line),
+      });
+    let server = await start();
+    const session = new pg.Client({ connectionString: server.url });
+    await session.connect();
+    await session.query('CREATE TABLE stop_probe (n int)');
+    await session.query('BEGIN');
+    await session.query('INSERT INTO stop_probe VALUES (1)');
+
+    // Smart shutdown: the server says it is stopping, refuses new sessions, and lets this one work and commit.
+    const began = Date.now();
+    const stopping = server.stop(10_000, 8_000);
+    expect(
+      await waitFor(
+        () => readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').includes('stopping'),
+        5_000,
+      ),
+    ).toBe(true);
+    const latecomer = new pg.Client({ connectionString: server.url });
+    await expect(latecomer.connect()).rejects.toMatchObject({ code: '57P03' }); // cannot_connect_now
+    await session.query('INSERT INTO stop_probe VALUES (2)');
+    await session.query('COMMIT');
+    await session.end();
+    await stopping;
+    expect(Date.now() - began).toBeLessThan(8_000); // it ended with its last session, not at the grace's end
+    expect(postmasters()).toEqual([]);
+    expect(lines.join('\n')).not.toContain('fast shutdown');
+
+    // A session that stays open past the grace is ended (fast shutdown), and the log says why.
+    server = await start();
+    const lingering = new pg.Client({ connectionString: server.url });
+    await lingering.connect();
+    const errors: unknown[] = [];
+    lingering.on('error', (error) => errors.push(error));
+    expect((await lingering.query<{ n: number }>('SELECT n FROM stop_probe ORDER BY n')).rows).toEqual([
+      { n: 1 },
+      { n: 2 },
+    ]);
+    await server.stop(10_000, 300);
+    expect(postmasters()).toEqual([]);
+    expect(await waitFor(() => errors.length > 0, 5_000)).toBe(true);
+    expect(errors[0]).toMatchObject({ code: '57P01' }); // admin_shutdown
+    expect(lines.join('\n')).toContain('sessions still open after 300 ms; fast shutdown');
+    await lingering.end().catch(() => undefined);
+  }, 60_000);
 });

@@ -66,8 +66,11 @@ export interface EmbeddedPostgresHandle {
   readonly earlierClusters?: readonly string[];
   /** True when this process started the server (or adopted an orphan) and must stop it. */
   readonly owned: boolean;
-  /** Fast shutdown of an owned server; no-op for a borrowed one. Never hangs. */
-  stop(timeoutMs?: number): Promise<void>;
+  /**
+   * Stops an owned server (no-op for a borrowed one; never hangs): a smart shutdown, which lets the sessions end
+   * by themselves, for up to `graceMs`; then a fast one, for up to `timeoutMs`; then SIGQUIT.
+   */
+  stop(timeoutMs?: number, graceMs?: number): Promise<void>;
 }
 
 interface PidFile {
@@ -104,6 +107,12 @@ async function isServerAlive(pidFile: PidFile, clusterDir: string): Promise<bool
     return false;
   }
 }
+
+/**
+ * How long a stop waits for the server's sessions to end by themselves (smart shutdown) before it ends them
+ * (fast shutdown): the closing process's own pools end theirs within milliseconds.
+ */
+const SMART_SHUTDOWN_GRACE_MS = 2_000;
 
 async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, stepMs = 50): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
@@ -401,24 +410,33 @@ export async function ensureEmbeddedPostgres(
     relocated,
     ...(earlierClusters ? { earlierClusters } : {}),
     owned,
-    async stop(timeoutMs = 15_000) {
+    async stop(timeoutMs = 15_000, graceMs = SMART_SHUTDOWN_GRACE_MS) {
       if (!owned) return;
       const current = await readPidFile(clusterDir);
       if (!current || current.pid !== running.pid || !(await isServerAlive(current, clusterDir))) return;
-      try {
-        process.kill(running.pid, 'SIGINT'); // fast shutdown: rolls back open transactions, disconnects clients
-      } catch {
-        return;
-      }
-      const stopped = await waitUntil(async () => !(await isServerAlive(current, clusterDir)), timeoutMs);
-      if (!stopped) {
-        log(`embedded PostgreSQL (pid ${running.pid}) did not stop in ${timeoutMs} ms; sending SIGQUIT`);
+      const signal = (name: NodeJS.Signals): boolean => {
         try {
-          process.kill(running.pid, 'SIGQUIT');
+          process.kill(running.pid, name);
+          return true;
         } catch {
-          /* already gone */
+          return false; // already gone
         }
-      }
+      };
+      const stopsWithin = (ms: number) =>
+        waitUntil(async () => !(await isServerAlive(current, clusterDir)), ms);
+      // Smart shutdown first: no new connection, and the server ends once its sessions have. A pool that has
+      // just been ended (pg-pool's end() resolves once its clients have sent Terminate, not once their sockets
+      // closed) has sessions still ending; a fast shutdown at once would race them and end some with FATAL
+      // 57P01, which their pools report as connection errors of a clean stop.
+      if (!signal('SIGTERM')) return;
+      if (await stopsWithin(Math.min(graceMs, timeoutMs))) return;
+      // Sessions still open (a worker or CLI borrowing the server): fast shutdown rolls back their open
+      // transactions and disconnects them.
+      log(`embedded PostgreSQL (pid ${running.pid}): sessions still open after ${graceMs} ms; fast shutdown`);
+      if (!signal('SIGINT')) return;
+      if (await stopsWithin(timeoutMs)) return;
+      log(`embedded PostgreSQL (pid ${running.pid}) did not stop in ${timeoutMs} ms; sending SIGQUIT`);
+      signal('SIGQUIT');
     },
   };
 }
