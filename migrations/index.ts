@@ -26,6 +26,7 @@ import { GroupReadsOnce1763902300000 } from './1763902300000-GroupReadsOnce.js';
 import { EntriesBalancePerStatement1763902400000 } from './1763902400000-EntriesBalancePerStatement.js';
 import { TimeOrderedIdsOffTheHotPath1763902500000 } from './1763902500000-TimeOrderedIdsOffTheHotPath.js';
 import { WebhookClaimWithoutFlushWait1763902600000 } from './1763902600000-WebhookClaimWithoutFlushWait.js';
+import { ReversalsByUserToken1763902700000 } from './1763902700000-ReversalsByUserToken.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -57,4 +58,5 @@ export const MIGRATIONS = [
   EntriesBalancePerStatement1763902400000,
   TimeOrderedIdsOffTheHotPath1763902500000,
   WebhookClaimWithoutFlushWait1763902600000,
+  ReversalsByUserToken1763902700000,
 ];

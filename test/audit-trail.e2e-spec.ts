@@ -604,9 +604,9 @@ describe('audit trail', () => {
         ),
     },
     'POST /v1/wallet/transactions/{uuid}/reversals': {
-      // The receiving account's application gives part of a settled internal transfer back: recorded by
-      // wallet_reverse_transfer (the new WITHDRAW of the account that gives back).
-      valid: async () => {
+      // The receiving account's application (or, with a user token, its owner) gives part of a settled internal
+      // transfer back: recorded by wallet_reverse_transfer (the new WITHDRAW of the account that gives back).
+      valid: async (who) => {
         const sender = await funded(100);
         const receiver = await funded(100);
         const sent = await request(t.http)
@@ -614,14 +614,18 @@ describe('audit trail', () => {
           .set('Authorization', client())
           .send(transferBody(sender.account, receiver.cvu, 10));
         if (sent.status !== 201) throw new Error(`transfer: ${sent.status} ${sent.text}`);
+        // The receiver's side (its DEPOSIT): the row a user token of the receiving owner reaches.
+        const [deposit] = (await t.dataSource.query(
+          `SELECT linked_transfer_id AS id FROM transfers WHERE id = $1`,
+          [(sent.body as { uuid: string }).uuid],
+        )) as { id: string }[];
         return {
           method: 'post',
-          path: `/v1/wallet/transactions/${(sent.body as { uuid: string }).uuid}/reversals`,
-          authorization: client(),
+          path: `/v1/wallet/transactions/${deposit.id}/reversals`,
+          ...(await as(who, receiver.user)),
           json: { amount: 5, reason: 'devolución' },
           status: 201,
           records: [], // the new transfer's id comes with the answer
-          principal: app.appId,
         };
       },
       refused: async () =>

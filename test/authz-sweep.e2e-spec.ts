@@ -690,7 +690,7 @@ describe('authorization sweep generated from the OpenAPI document', () => {
       'POST /v1/wallet/accounts/{uuid}/balance': ['OAuth2ClientCredentials'],
       'POST /v1/wallet/accounts/{uuid}/limits': ['OAuth2ClientCredentials'],
       'POST /v1/wallet/transactions': ['BearerAuth', 'OAuth2ClientCredentials'],
-      'POST /v1/wallet/transactions/{uuid}/reversals': ['OAuth2ClientCredentials'],
+      'POST /v1/wallet/transactions/{uuid}/reversals': ['BearerAuth', 'OAuth2ClientCredentials'],
     });
   });
 });

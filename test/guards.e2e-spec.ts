@@ -455,7 +455,7 @@ describe('route catalog of the real application', () => {
       'GET /v1/wallet/transactions/:uuid -> either',
       // Reversals (docs/decisions/0031): given back by the receiving application, read by either.
       'GET /v1/wallet/transactions/:uuid/reversals -> either',
-      'POST /v1/wallet/transactions/:uuid/reversals -> cc',
+      'POST /v1/wallet/transactions/:uuid/reversals -> either',
       'GET /v1/wallet/transactions/all -> cc',
     ]);
   });

@@ -116,12 +116,13 @@ describe('migrations and entities', () => {
 
   it('TimeOrderedIdsOffTheHotPath down gives ledger_post and wallet_reverse_transfer their random ids back, and up the time-ordered ones', async () => {
     const definitions = () => definitionsOf(['ledger_post', 'wallet_reverse_transfer']);
+    const latest = await definitions();
     await undoUntil('TimeOrderedIdsOffTheHotPath1763902500000');
     const after = await definitions();
     expect(after.map((row) => row.name)).toEqual(['ledger_post', 'wallet_reverse_transfer']);
     await expectRandomIdsBack(after, [1, 3], definitions);
     await dataSource.runMigrations({ transaction: 'each' });
-    expect(await definitions()).toEqual(after);
+    expect(await definitions()).toEqual(latest);
   });
 
   it('WebhookClaimLockOrder down puts the claim without its lock back exactly, and up the one with it', async () => {
@@ -153,6 +154,22 @@ describe('migrations and entities', () => {
     expect(before).toBe(after.replace(statement, ''));
     await dataSource.runMigrations({ transaction: 'each' });
     expect(await claim()).toBe(after);
+  });
+
+  it('ReversalsByUserToken down gives wallet_reverse_transfer back without the user-token checks, and up with them', async () => {
+    const reverse = async () =>
+      (await functionDefinitions((sql, params) => dataSource.query(sql, params))).wallet_reverse_transfer;
+    const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+    const after = await reverse();
+    expect(after).toContain("v_subject uuid := (p->>'subject')::uuid;");
+    expect(after).toContain('only the owner of the account that received the transfer can give it back');
+    await undoUntil('WebhookClaimWithoutFlushWait1763902600000');
+    const before = await reverse();
+    expect(before).not.toContain('v_subject');
+    // The definition TimeOrderedIdsOffTheHotPath installed (its file's text below the header, at the commit before).
+    expect(sha256(before)).toBe('decfc1d0664a315cf1daa8cbc242f7349b151766057798a8c0ab42509589472c');
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await reverse()).toBe(after);
   });
 
   it('WebhookEventsRoomToClaim fills the outbox to half (fillfactor 50); down gives the default back', async () => {

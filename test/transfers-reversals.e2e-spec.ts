@@ -70,6 +70,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
   let tokenB: string;
   let ownerS: string;
   let ownerR: string;
+  let ownerX: string;
   /** Sender (application A) and receiver (application B). */
   let s: AccountInfo;
   let r: AccountInfo;
@@ -139,7 +140,8 @@ describe('reversals of settled transfers and returns from the rail (real databas
     ownerR = await createOwner(t.http, tokenB);
     s = await openAccount(t.http, tokenA, appA.appId, ownerS);
     r = await openAccount(t.http, tokenB, appB.appId, ownerR);
-    x = await openAccount(t.http, tokenB, appB.appId, await createOwner(t.http, tokenB));
+    ownerX = await createOwner(t.http, tokenB);
+    x = await openAccount(t.http, tokenB, appB.appId, ownerX);
     await setBalance(t.http, tokenA, s.uuid, 1000);
     await setFees(t.http, tokenA, s.uuid, 'FIXED', 1.5);
   });
@@ -365,10 +367,95 @@ describe('reversals of settled transfers and returns from the rail (real databas
       'money sent to another institution comes back only as a return from the rail',
     );
 
-    // A client-credentials route: a user token is not accepted.
-    const userToken = await subjectToken(appB, ownerR);
-    const asUser = await refusedWritingNothing(() => reverse(userToken, original.d, { reason: 'x' }));
-    expectUnauthorized(asUser);
+    // A token that is neither an application's nor a user's is not accepted.
+    expectUnauthorized(
+      await refusedWritingNothing(() => reverse('not-a-token', original.d, { reason: 'x' })),
+    );
+    await verify();
+  });
+
+  it("with a user token, the owner of the account that received a transfer gives it back; no one else's rows are reached", async () => {
+    await setBalance(t.http, tokenB, r.uuid, 200);
+    await setBalance(t.http, tokenB, x.uuid, 200);
+    const original = await transfer(tokenA, s, r, 40);
+    const asR = await subjectToken(appB, ownerR);
+    const asS = await subjectToken(appA, ownerS);
+    const asX = await subjectToken(appB, ownerX);
+
+    // The sender's owner sees its WITHDRAW but cannot take the receiver's money back.
+    const bySender = await refusedWritingNothing(() => reverse(asS, original.w, { reason: 'x' }));
+    expectForbidden(bySender, 'FORBIDDEN');
+    expect(bySender.body.message).toBe(
+      'only the application of the account that received the transfer can give it back',
+    );
+    // Rows of another application, or of another owner of the same application: unknown, as GET answers.
+    expectNotFound(await refusedWritingNothing(() => reverse(asR, original.w, { reason: 'x' })), original.w);
+    expectNotFound(await refusedWritingNothing(() => reverse(asX, original.d, { reason: 'x' })), original.d);
+    for (const [token, id] of [
+      [asR, original.w],
+      [asX, original.d],
+    ])
+      expectNotFound(
+        await api().get(`/v1/wallet/transactions/${id}`).set('Authorization', bearer(token)),
+        id,
+      );
+
+    // The receiver's owner gives 15 back, addressing its DEPOSIT; the entry and the audit record name the user.
+    const given = await reverse(asR, original.d, { amount: 15, reason: 'me equivoqué' }, 'user-reversal-1');
+    expect(given.status).toBe(201);
+    const part = given.body as Reversal;
+    expect(part).toMatchObject({
+      type: 'WITHDRAW',
+      status: 'ACREDITADO',
+      amount: 15,
+      reversalOf: original.d,
+      account: { uuid: ownerR, cvu: r.cvu },
+      counterParty: { uuid: ownerS, type: 'INTERNAL', identifier: s.cvu },
+    });
+    const [entry] = (await t.dataSource.query(
+      `SELECT kind, actor FROM journal_entries WHERE reference = $1`,
+      [part.uuid],
+    )) as unknown[];
+    expect(entry).toStrictEqual({ kind: 'TRANSFER_REVERSAL', actor: `subject:${ownerR}` });
+    const audit = (await t.dataSource.query(
+      `SELECT app_id, principal_type, principal, action, resource_type, outcome
+         FROM audit_records WHERE resource_id = $1`,
+      [part.uuid],
+    )) as unknown[];
+    expect(audit).toStrictEqual([
+      {
+        app_id: appB.appId,
+        principal_type: 'subject',
+        principal: ownerR,
+        action: 'POST /v1/wallet/transactions/{uuid}/reversals',
+        resource_type: 'transfer',
+        outcome: 'ACREDITADO',
+      },
+    ]);
+    // A retry under the same key replays the answer; the user reads the summary of its own transfer.
+    const beforeReplay = await counts();
+    const replay = await reverse(asR, original.d, { amount: 15, reason: 'me equivoqué' }, 'user-reversal-1');
+    expect(replay.status).toBe(201);
+    expect(replay.body).toStrictEqual(given.body);
+    expect(await counts()).toStrictEqual(beforeReplay);
+    expect(await summary(asR, original.d)).toMatchObject({ reversed: 15, left: 25 });
+    expect(await summary(tokenA, original.w)).toMatchObject({ reversed: 15, left: 25 });
+
+    // Within one application: r's owner sent to x's owner. Only x's owner gives it back.
+    const inside = await transfer(tokenB, r, x, 20);
+    const byInsideSender = await refusedWritingNothing(() => reverse(asR, inside.w, { reason: 'x' }));
+    expectForbidden(byInsideSender, 'FORBIDDEN');
+    expect(byInsideSender.body.message).toBe(
+      'only the owner of the account that received the transfer can give it back',
+    );
+    expectNotFound(await refusedWritingNothing(() => reverse(asX, inside.w, { reason: 'x' })), inside.w);
+    const back = await reverse(asX, inside.d, { reason: 'no era para mí' });
+    expect(back.status).toBe(201);
+    expect(back.body).toMatchObject({
+      amount: 20,
+      reversalOf: inside.d,
+      account: { uuid: ownerX, cvu: x.cvu },
+    });
     await verify();
   });
 

@@ -7,7 +7,7 @@ import {
   ApiOperation,
   ApiTags,
 } from '@nestjs/swagger';
-import { AuthClient, AuthEither } from '#common/auth/auth.decorator.js';
+import { AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
 import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
 import { CreateReversalDto, ReversalInfoDto, ReversalsSummaryDto } from './dto/reversal.dto.js';
@@ -21,10 +21,10 @@ export class ReversalsController {
   constructor(private readonly reversals: ReversalsService) {}
 
   @Post('wallet/transactions/:uuid/reversals')
-  @AuthClient()
+  @AuthEither()
   @ApiOperation({
     summary:
-      'Give money back along a settled internal transfer (by the application of the account that received it): a new transfer linked to it',
+      'Give money back along a settled internal transfer (by the application of the account that received it, or with a user token by its owner): a new transfer linked to it',
   })
   @ApiHeader({
     name: 'Idempotency-Key',
@@ -38,7 +38,7 @@ export class ReversalsController {
   @ApiForbiddenResponse({
     type: ErrorResponseDto,
     description:
-      "INVALID_STATE: not ACREDITADO, a reversal itself, external, fully reversed, or an account not ACTIVE; FORBIDDEN: the receiving account is another application's",
+      "INVALID_STATE: not ACREDITADO, a reversal itself, external, fully reversed, or an account not ACTIVE; FORBIDDEN: the receiving account is another application's (with a user token, another owner's)",
   })
   create(
     @CurrentPrincipal() principal: Principal,

@@ -54,6 +54,7 @@ export class ReversalsService {
     const request: ReversalRequest = {
       kind: 'reversal',
       appId: principal.appId,
+      subject: principal.kind === 'subject' ? principal.subject : null,
       transferId: id,
       amount: input.amount === undefined ? null : toDb(this.amountOf(input.amount)),
       reason: input.reason,
@@ -85,6 +86,7 @@ export class ReversalsService {
     const result = await this.call({
       kind: 'return',
       appId: null,
+      subject: null,
       transferId: input.transferId.toLowerCase(),
       amount: input.amount === undefined ? null : toDb(this.amountOf(Number(input.amount), input.amount)),
       reason: input.reason,

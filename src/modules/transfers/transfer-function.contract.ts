@@ -121,12 +121,17 @@ export interface ReversalRequest {
   readonly kind: 'reversal' | 'return';
   /** The calling application (the one of the account that gives back); null for a return from the rail. */
   readonly appId: string | null;
+  /**
+   * With a user token, its owner (the user or company): the row addressed must be of one of its accounts, and the
+   * account that gives back its own (decision 0052). Null for an application's token and for a return.
+   */
+  readonly subject: string | null;
   /** Either row of the original transfer the caller sees (its own application's), lower case. */
   readonly transferId: string;
   /** Decimal text (toDb); null: what is left to reverse. Decimals, sign and what is left checked in the function. */
   readonly amount: string | null;
   readonly reason: string;
-  /** The journal entry's actor: `client:<appId>`, or `system:clearing-return` for the rail. */
+  /** The journal entry's actor: `client:<appId>` or `subject:<uuid>`, or `system:clearing-return` for the rail. */
   readonly actor: string;
   /**
    * The audit record's principal, action and request id (docs/decisions/0032-audit-trail.md): for a reversal

@@ -2,7 +2,8 @@
 -- (src/modules/transfers/transfer-function.contract.ts), the answer a ReversalResult: {row} (the new transfer as
 -- the caller sees it, reversal_of included) or {replay} (its Idempotency-Key's stored answer). Two kinds:
 -- - 'reversal' (POST /wallet/transactions/{uuid}/reversals): an INTERNAL transfer, ACREDITADO, addressed by either
---   of its two rows by the application of the account that received it; the receiver's new WITHDRAW and the
+--   of its two rows by the application of the account that received it (with a user token, by that account's
+--   owner, addressing a row of one of its own accounts: decision 0052); the receiver's new WITHDRAW and the
 --   original sender's new DEPOSIT (INTERNAL, ACREDITADO, linked to each other), each with reversal_of = the
 --   original row of its own account; an entry TRANSFER_REVERSAL (receiver -amount, sender +amount); a
 --   transfer_update for each application;
@@ -15,7 +16,8 @@
 --   concurrent reversals of one transfer run one after the other;
 -- - the reversed total (the amounts of the rows whose reversal_of is the original WITHDRAW) never exceeds the
 --   original amount; the amount defaults to what is left;
--- - every check that can refuse (the transfer: found in scope, not a reversal, ACREDITADO, of the kind asked;
+-- - every check that can refuse (the transfer: found in scope (the application's; with a user token, a row of
+--   the owner's own accounts), not a reversal, ACREDITADO, of the kind asked; who gives back;
 --   the amount; both accounts ACTIVE; the funds of the account that gives back) runs before the first write; a
 --   refusal is raised with wallet_refuse (WT400/WT403, WT404 for an unknown transfer), so nothing is written;
 -- - no fee, no tax, no operated amounts, no limit check: a reversal undoes money that was already counted;
@@ -34,6 +36,7 @@ AS $function$
 DECLARE
   v_return boolean := p->>'kind' = 'return';
   v_app uuid := (p->>'appId')::uuid;
+  v_subject uuid := (p->>'subject')::uuid;
   v_key text := p->>'idempotencyKey';
   v_hash text := p->>'requestHash';
   v_id uuid := (p->>'transferId')::uuid;
@@ -67,6 +70,12 @@ BEGIN
     PERFORM 1 FROM transfers x WHERE x.id IN (v_id, v_linked) ORDER BY x.id FOR UPDATE;
     SELECT * INTO t FROM transfers x WHERE x.id = v_id;
     IF NOT v_return AND t.app_id <> v_app THEN
+      v_refusal := jsonb_build_object('code', 'WT404', 'path', v_id, 'type', 'notfound', 'message', 'Transfer not found');
+      EXIT checks;
+    END IF;
+    -- A user token reaches only the rows of its owner's accounts (as GET /wallet/transactions/{uuid}).
+    IF v_subject IS NOT NULL
+       AND NOT EXISTS (SELECT 1 FROM wallet_accounts a WHERE a.id = t.account_id AND a.owner_id = v_subject) THEN
       v_refusal := jsonb_build_object('code', 'WT404', 'path', v_id, 'type', 'notfound', 'message', 'Transfer not found');
       EXIT checks;
     END IF;
@@ -105,6 +114,12 @@ BEGIN
       IF d.app_id <> v_app THEN
         v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'FORBIDDEN',
           'message', 'only the application of the account that received the transfer can give it back');
+        EXIT checks;
+      END IF;
+      IF v_subject IS NOT NULL
+         AND NOT EXISTS (SELECT 1 FROM wallet_accounts a WHERE a.id = d.account_id AND a.owner_id = v_subject) THEN
+        v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'FORBIDDEN',
+          'message', 'only the owner of the account that received the transfer can give it back');
         EXIT checks;
       END IF;
     END IF;
