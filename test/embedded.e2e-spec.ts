@@ -147,11 +147,13 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
   let kid: string;
   let appId: string;
   let firstServerPid: number;
+  let firstPort: number;
 
   it('starts the embedded server, applies the migrations and serves requests', async () => {
     api = await startApi();
     expect(existsSync(path.join(clusterDir, 'postmaster.pid'))).toBe(true);
     firstServerPid = postmasterPid().pid;
+    firstPort = postmasterPid().port;
     expect(isProcessRunning(firstServerPid)).toBe(true);
     expect(postmasters()).toEqual([firstServerPid]);
     expect(api.output()).toContain('embedded PostgreSQL running');
@@ -198,6 +200,8 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     api = await startApi();
     const serverPid = postmasterPid().pid;
     expect(postmasters()).toEqual([serverPid]);
+    // On the port of the last start (DATA_DIR/postgres.port): a borrower's connection string stays valid.
+    expect(postmasterPid().port).toBe(firstPort);
     expect(api.output()).not.toContain('migrations applied');
     expect(await jwksKids(api.port)).toEqual([kid]);
 
@@ -252,7 +256,7 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     expect(await waitFor(() => postmasters().length === 0, 5_000)).toBe(true);
   }, 30_000);
 
-  it('a stop lets the sessions end by themselves first, and ends the ones still open after the grace', async () => {
+  it('a stop lets the sessions end by themselves first, ends the ones still open after the grace, and the next start takes the same port', async () => {
     const lines: string[] = [];
     const start = () =>
       ensureEmbeddedPostgres({
@@ -289,7 +293,13 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     expect(lines.join('\n')).not.toContain('fast shutdown');
 
     // A session that stays open past the grace is ended (fast shutdown), and the log says why.
+    const port = server.port;
     server = await start();
+    expect(server.port).toBe(port); // the last start's port (DATA_DIR/postgres.port)
+    // A borrower's pool, as a worker that borrowed the server holds one.
+    const borrower = new pg.Pool({ connectionString: server.url, max: 1 });
+    borrower.on('error', () => undefined);
+    expect((await borrower.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
     const lingering = new pg.Client({ connectionString: server.url });
     await lingering.connect();
     const errors: unknown[] = [];
@@ -304,5 +314,15 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     expect(errors[0]).toMatchObject({ code: '57P01' }); // admin_shutdown
     expect(lines.join('\n')).toContain('sessions still open after 300 ms; fast shutdown');
     await lingering.end().catch(() => undefined);
+
+    // Started again, on the same port: the borrower's pool, whose session the stop ended, reconnects by itself.
+    server = await start();
+    expect(server.port).toBe(port);
+    expect((await borrower.query<{ n: number }>('SELECT count(*)::int AS n FROM stop_probe')).rows).toEqual([
+      { n: 2 },
+    ]);
+    await borrower.end();
+    await server.stop(10_000);
+    expect(postmasters()).toEqual([]);
   }, 60_000);
 });

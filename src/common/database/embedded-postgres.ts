@@ -135,6 +135,25 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** Where the port of the last server started on a DATA_DIR is kept, so the next start takes it again. */
+const PORT_FILE = 'postgres.port';
+
+/**
+ * The port of the last server started on this DATA_DIR when it is free again, else undefined. A stable port keeps
+ * a borrower's connection string valid across the owner's restarts: a worker that borrowed the server reconnects
+ * to the new one instead of knocking at a closed port.
+ */
+async function rememberedFreePort(dataDir: string): Promise<number | undefined> {
+  const port = Number((await fs.readFile(path.join(dataDir, PORT_FILE), 'utf8').catch(() => '')).trim());
+  if (!Number.isInteger(port) || port < 1024 || port > 65_535) return undefined;
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.unref();
+    server.once('error', () => resolve(undefined));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(port)));
+  });
+}
+
 async function readOrCreatePassword(dataDir: string): Promise<string> {
   const file = path.join(dataDir, 'postgres.credentials');
   try {
@@ -365,11 +384,13 @@ export async function ensureEmbeddedPostgres(
       log(`removing stale postmaster.pid (pid ${existing.pid} is not this data directory's server)`);
       await fs.rm(path.join(clusterDir, 'postmaster.pid'), { force: true });
     }
-    const port = await freePort();
+    // The last start's port when it is free (a retry after a lost race takes any free one).
+    const port = (attempt === 0 ? await rememberedFreePort(dataDir) : undefined) ?? (await freePort());
     try {
       await startServer(binaries, clusterDir, port, user, options.ownProcessGroup ?? false, onOutput);
       server = await readPidFile(clusterDir);
       owned = true;
+      await fs.writeFile(path.join(dataDir, PORT_FILE), `${port}\n`).catch(() => undefined);
     } catch (error) {
       if (error instanceof EmbeddedPostgresError) throw error;
       // Lost a race with another starter, or a real failure: look again, then report the server's own words.
