@@ -169,7 +169,7 @@ export function generateOps(seed: number, count: number, accounts: number, fault
   const ops: Op[] = [];
   const keyed = (i: number) => (faults || rng.chance(0.7) ? `bank-${seed}-${i}` : undefined);
   const amount = () =>
-    rng.chance(0.15) ? rng.int(1, 40) + rng.int(0, 99) / 100 : rng.chance(0.05) ? 1 : rng.int(2, 220);
+    rng.chance(0.15) ? (rng.int(1, 40) * 100 + rng.int(0, 99)) / 100 : rng.chance(0.05) ? 1 : rng.int(2, 220);
   const other = (from: number) => (from + rng.int(1, accounts - 1)) % accounts;
   const transferOps = () =>
     ops
@@ -288,6 +288,11 @@ export class Bank {
   /** The body each keyed request was first sent with, and its final answer. */
   private readonly answers = new Map<number, Promise<Answer | undefined>>();
   private readonly bodies = new Map<number, { body: TransferBody; party: Party; key?: string }>();
+  /**
+   * The key of a refused request that one of its retries then got accepted, by key: the body and the answer it is
+   * now held with. Later retries are replays of that one (the same body) or refused (another body).
+   */
+  private readonly heldAfterRefusal = new Map<string, { body: TransferBody; answer: Answer }>();
   private readonly rng: Rng;
   fundedCents = 0;
 
@@ -485,7 +490,11 @@ export class Bank {
         const original = await this.answers.get(op.of);
         const sent = this.bodies.get(op.of);
         if (!original || !sent?.key) return undefined;
-        const body = op.kind === 'replaySame' ? sent.body : { ...sent.body, amount: sent.body.amount + 1 };
+        // One more peso, in cents: `amount + 1` in floating point can print more than two decimals (2.89 + 1).
+        const body =
+          op.kind === 'replaySame'
+            ? sent.body
+            : { ...sent.body, amount: (toCents(sent.body.amount) + 100) / 100 };
         const answer = await this.send(sent.party, body, sent.key);
         if (original.status === 201) {
           if (op.kind === 'replaySame') {
@@ -500,9 +509,34 @@ export class Bank {
           }
           return answer;
         }
-        // The original was refused and stored nothing: the retry runs as a request of its own.
+        // The original was refused and stored nothing: the retry runs as a request of its own, unless an earlier
+        // retry of it was accepted (funds arrived since): then the key is held with that retry's body.
+        const held = this.heldAfterRefusal.get(sent.key);
+        if (held) {
+          const same = held.body.amount === body.amount;
+          if (same ? !sameAnswer(answer, held.answer) : !isRefusal(answer, 'Idempotency-Key'))
+            this.violation(
+              `op ${index} ${op.kind} of refused op ${op.of} (key ${sent.key}, held since a retry was accepted): ` +
+                `expected ${same ? show(held.answer) : '400 at Idempotency-Key'}, got ${show(answer)}`,
+            );
+          return answer;
+        }
+        if (isRefusal(answer, 'Idempotency-Key')) {
+          // A retry with the other body, in flight at the same time, was accepted first and holds the key.
+          const [holder] = await this.query<{ amount: string }>(
+            `SELECT t.amount::text AS amount FROM idempotency_keys k
+               JOIN transfers t ON t.id = (k.response_body->>'id')::uuid WHERE k.key = $1`,
+            [sent.key],
+          );
+          if (!holder || toCents(Number(holder.amount)) === toCents(body.amount))
+            this.violation(
+              `op ${index} ${op.kind} of refused op ${op.of} (key ${sent.key}): ${show(answer)}, and no other body holds the key`,
+            );
+          return answer;
+        }
+        if (answer.status === 201) this.heldAfterRefusal.set(sent.key, { body, answer });
         const from = this.accounts.findIndex((account) => account.uuid === body.accountUUID);
-        this.expectTransferAnswer(index, `${op.kind} of refused`, answer, body, sent.key, from);
+        this.expectTransferAnswer(index, `${op.kind} of refused op ${op.of}`, answer, body, sent.key, from);
         return answer;
       }
       case 'read': {
