@@ -1,7 +1,7 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
-import { functionDefinitions } from '../migrations/sql.js';
+import { functionDefinitions, sha256Of } from '../migrations/sql.js';
 import { dataSourceOptions } from '../src/data-source.js';
 import { createTestDatabase } from './support/database.js';
 
@@ -70,6 +70,9 @@ describe('migrations and entities', () => {
     await expectNoDrift();
   });
 
+  /** The live definition of one function, as PostgreSQL prints it. */
+  const liveDefinition = async (name: string) =>
+    (await functionDefinitions((sql, params) => dataSource.query(sql, params)))[name];
   /** The live definitions of the functions named, by name order. */
   const definitionsOf = async (names: string[]) =>
     Object.entries(await functionDefinitions((sql, params) => dataSource.query(sql, params)))
@@ -126,9 +129,7 @@ describe('migrations and entities', () => {
   });
 
   it('WebhookClaimLockOrder down puts the claim without its lock back exactly, and up the one with it', async () => {
-    const claim = async () =>
-      (await functionDefinitions((sql, params) => dataSource.query(sql, params))).webhook_claim;
-    const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+    const claim = () => liveDefinition('webhook_claim');
     const after = await claim();
     expect(after).toContain('ORDER BY e.id FOR UPDATE OF e');
     for (;;) {
@@ -137,14 +138,13 @@ describe('migrations and entities', () => {
       if (applied[applied.length - 1] === 'WebhookClaimLockOrder1763902000000') break;
     }
     // The definition WebhookBatches installed (its file's text below the header, at the commit before this one).
-    expect(sha256(await claim())).toBe('7370df8de93762fba82aa495b1e4265af86392446510ca52894db5dddf41b98c');
+    expect(sha256Of(await claim())).toBe('7370df8de93762fba82aa495b1e4265af86392446510ca52894db5dddf41b98c');
     await dataSource.runMigrations({ transaction: 'each' });
     expect(await claim()).toBe(after);
   });
 
   it('WebhookClaimWithoutFlushWait down gives the claim back without its SET LOCAL, and up with it', async () => {
-    const claim = async () =>
-      (await functionDefinitions((sql, params) => dataSource.query(sql, params))).webhook_claim;
+    const claim = () => liveDefinition('webhook_claim');
     const after = await claim();
     const statement = '  SET LOCAL synchronous_commit TO off;\n';
     expect(after).toContain(`BEGIN\n${statement}  RETURN QUERY`);
@@ -157,9 +157,7 @@ describe('migrations and entities', () => {
   });
 
   it('ReversalsByUserToken down gives wallet_reverse_transfer back without the user-token checks, and up with them', async () => {
-    const reverse = async () =>
-      (await functionDefinitions((sql, params) => dataSource.query(sql, params))).wallet_reverse_transfer;
-    const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+    const reverse = () => liveDefinition('wallet_reverse_transfer');
     const after = await reverse();
     expect(after).toContain("v_subject uuid := (p->>'subject')::uuid;");
     expect(after).toContain('only the owner of the account that received the transfer can give it back');
@@ -167,7 +165,7 @@ describe('migrations and entities', () => {
     const before = await reverse();
     expect(before).not.toContain('v_subject');
     // The definition TimeOrderedIdsOffTheHotPath installed (its file's text below the header, at the commit before).
-    expect(sha256(before)).toBe('decfc1d0664a315cf1daa8cbc242f7349b151766057798a8c0ab42509589472c');
+    expect(sha256Of(before)).toBe('decfc1d0664a315cf1daa8cbc242f7349b151766057798a8c0ab42509589472c');
     await dataSource.runMigrations({ transaction: 'each' });
     expect(await reverse()).toBe(after);
   });
@@ -203,12 +201,7 @@ describe('migrations and entities', () => {
           `SELECT tgname FROM pg_trigger WHERE tgname LIKE '%\\_kept' ORDER BY tgname`,
         )
       ).map((row) => row.tgname),
-      ledgerPost: createHash('sha256')
-        .update(
-          (await functionDefinitions((sql, params) => dataSource.query(sql, params))).ledger_post,
-          'utf8',
-        )
-        .digest('hex'),
+      ledgerPost: sha256Of(await liveDefinition('ledger_post')),
     });
     const after = await state();
     expect(after.unenforced).toEqual([

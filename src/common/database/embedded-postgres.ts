@@ -123,16 +123,23 @@ async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, stepM
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Binds 127.0.0.1:`port` for a moment (0: any free port): the port it got, or undefined when it is taken. */
+async function bindable(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
     const server = net.createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.once('error', () => resolve(undefined));
+    server.listen(port, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : undefined));
     });
   });
+}
+
+async function freePort(): Promise<number> {
+  const port = await bindable(0);
+  if (port === undefined) throw new Error('no free port on 127.0.0.1');
+  return port;
 }
 
 /** Where the port of the last server started on a DATA_DIR is kept, so the next start takes it again. */
@@ -146,12 +153,7 @@ const PORT_FILE = 'postgres.port';
 async function rememberedFreePort(dataDir: string): Promise<number | undefined> {
   const port = Number((await fs.readFile(path.join(dataDir, PORT_FILE), 'utf8').catch(() => '')).trim());
   if (!Number.isInteger(port) || port < 1024 || port > 65_535) return undefined;
-  return new Promise((resolve) => {
-    const server = net.createServer();
-    server.unref();
-    server.once('error', () => resolve(undefined));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(port)));
-  });
+  return bindable(port);
 }
 
 async function readOrCreatePassword(dataDir: string): Promise<string> {
