@@ -52,7 +52,6 @@ async function main() {
   const server = await ensureEmbeddedPostgres({
     dataDir: path.join(tmp, 'pg'),
     databaseName: 'postgres',
-    adopt: true,
     log: () => undefined,
   });
   onCleanup(() => server.stop(15_000));

@@ -130,7 +130,6 @@ async function main() {
   const pgHandle = await ensureEmbeddedPostgres({
     dataDir: path.join(tmp, 'pg'),
     databaseName: 'wallet',
-    adopt: true,
   });
   onCleanup(() => pgHandle.stop(15_000));
   const serviceDbUrl = pgHandle.url;

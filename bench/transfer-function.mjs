@@ -89,7 +89,6 @@ async function main() {
     ensureEmbeddedPostgres({
       dataDir,
       databaseName: 'wallet',
-      adopt: true,
       log: (line) => serverLog.push(line),
     });
   let server = await start();

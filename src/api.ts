@@ -9,7 +9,13 @@ import { NestPinoLogger } from '#common/logging/pino-logger.js';
 import type { AppConfig } from '#config/app-config.js';
 import { ApiSupervisor, isApiProcessOfCluster, receiveRuntime } from './api-cluster.js';
 import { AppModule } from './app.module.js';
-import { loadConfigOrExit, onShutdownSignal, prepareRuntime, runUntilSignal } from './bootstrap.js';
+import {
+  leaveDatabase,
+  loadConfigOrExit,
+  onShutdownSignal,
+  prepareRuntime,
+  runUntilSignal,
+} from './bootstrap.js';
 import { configureApp } from '#common/http/configure-app.js';
 import { PresetPrototypesExpressAdapter } from '#common/http/express-adapter.js';
 
@@ -55,7 +61,7 @@ async function supervise(config: AppConfig, database: DatabaseRuntime, logger: L
   });
   onShutdownSignal(logger, async () => {
     await supervisor.stop();
-    await database.embedded?.stop();
+    await leaveDatabase(database, logger);
   });
   try {
     await supervisor.start();
@@ -65,7 +71,7 @@ async function supervise(config: AppConfig, database: DatabaseRuntime, logger: L
     );
   } catch (error) {
     logger.fatal({ err: error }, 'API failed to start');
-    await database.embedded?.stop();
+    await leaveDatabase(database, logger);
     process.exit(1);
   }
 }

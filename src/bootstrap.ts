@@ -6,7 +6,7 @@ import {
   type DatabaseRuntime,
   type ProcessRole,
 } from '#common/database/database-runtime.js';
-import { EmbeddedPostgresError } from '#common/database/embedded-postgres.js';
+import { EmbeddedPostgresError, type EmbeddedPostgresHandle } from '#common/database/embedded-postgres.js';
 import { rootLogger } from '#common/logging/logging.js';
 import { ConfigError, loadConfig, type AppConfig } from '#config/app-config.js';
 import { dataSourceOptions } from './data-source.js';
@@ -29,7 +29,7 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
   const logger = rootLogger(config, { service: 'wallet', role });
   let database: DatabaseRuntime;
   try {
-    database = await resolveDatabase(config, role, (line) => logger.debug({ component: 'postgres' }, line));
+    database = await resolveDatabase(config, (line) => logger.debug({ component: 'postgres' }, line));
   } catch (error) {
     // One line the operator can act on (folder, user, fix), never a stack trace; the server's words at debug.
     if (error instanceof EmbeddedPostgresError) {
@@ -41,7 +41,8 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
     }
     process.exit(1);
   }
-  if (database.embedded?.owned) {
+  if (database.embedded) leaveOnExit(database.embedded, role);
+  if (database.embedded && (database.embedded.startedHere || role === 'api')) {
     const { port, clusterDir } = database.embedded;
     logger.info({ port, dataDir: config.dataDir, clusterDir }, 'embedded PostgreSQL running');
   }
@@ -55,10 +56,33 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
   try {
     await ensureSchema(database, role, logger, config.dbStatementTimeoutMs);
   } catch (error) {
-    await database.embedded?.stop();
+    await leaveDatabase(database, logger);
     throw error;
   }
   return { config, database, logger };
+}
+
+/**
+ * This process no longer uses the database: the last user of the embedded server stops it; one that leaves it
+ * running for others says for whom (their PIDs).
+ */
+export async function leaveDatabase(database: DatabaseRuntime, logger: Logger): Promise<void> {
+  const others = await database.embedded?.stop();
+  if (others?.length) logger.info({ users: others }, 'embedded PostgreSQL left running for its other users');
+}
+
+/**
+ * A process that ends without its graceful stop (a CLI command's usage error, Ctrl-C on a CLI or a migration run,
+ * a crash) still leaves the embedded server: the last user asks it for a fast shutdown. The API and the worker
+ * stop it gracefully on their signals (onShutdownSignal); for the short-lived roles a signal ends the process
+ * through this path. The server runs in its own session, so a terminal's Ctrl-C reaches only the process.
+ */
+function leaveOnExit(embedded: EmbeddedPostgresHandle, role: ProcessRole): void {
+  process.once('exit', () => embedded.stopAtExit());
+  if (role === 'cli' || role === 'migrate') {
+    process.once('SIGINT', () => process.exit(130));
+    process.once('SIGTERM', () => process.exit(143));
+  }
 }
 
 /** The validated config; a bad setting ends the process with the list of problems (EX_CONFIG). */
@@ -111,11 +135,11 @@ export async function runUntilSignal(
     const close = await start();
     onShutdownSignal(logger, async () => {
       await close();
-      await database.embedded?.stop();
+      await leaveDatabase(database, logger);
     });
   } catch (error) {
     logger.fatal({ err: error }, `${what} failed to start`);
-    await database.embedded?.stop();
+    await leaveDatabase(database, logger);
     process.exit(1);
   }
 }

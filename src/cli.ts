@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { CommandFactory } from 'nest-commander';
-import { prepareRuntime } from './bootstrap.js';
+import { leaveDatabase, prepareRuntime } from './bootstrap.js';
 import { describeError } from '#common/cli/output.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
 import { AppsModule } from '#modules/apps/apps.module.js';
@@ -55,20 +55,9 @@ class CommanderExit extends Error {
 }
 
 async function main(): Promise<void> {
-  const { config, database } = await prepareRuntime('cli');
-  const embedded = database.embedded;
-  let stopped = false;
-  // Safety net: commander exits directly on usage errors of subcommands (no exit hook there). A server this
-  // process started must not outlive it: ask it for a fast shutdown (synchronous, all 'exit' allows).
-  process.once('exit', () => {
-    if (embedded?.owned && !stopped) {
-      try {
-        process.kill(embedded.pid, 'SIGINT');
-      } catch {
-        /* already gone */
-      }
-    }
-  });
+  const { config, database, logger } = await prepareRuntime('cli');
+  // Commander exits directly on usage errors of subcommands (no exit hook there): prepareRuntime's exit handler
+  // leaves the embedded server then.
   const fail = (error: unknown) => {
     if (error instanceof CommanderExit) {
       process.exitCode = error.exitCode;
@@ -90,8 +79,7 @@ async function main(): Promise<void> {
   } catch (error) {
     fail(error);
   } finally {
-    await embedded?.stop();
-    stopped = true;
+    await leaveDatabase(database, logger);
   }
   process.exit(process.exitCode ?? 0);
 }

@@ -1,8 +1,8 @@
 import 'reflect-metadata';
-import { prepareRuntime } from './bootstrap.js';
+import { leaveDatabase, prepareRuntime } from './bootstrap.js';
 
 /** `npm run migration:run`: applies pending migrations to DATABASE_URL (or the embedded database). */
 const { database, logger } = await prepareRuntime('migrate');
 logger.info('schema is up to date');
-await database.embedded?.stop();
+await leaveDatabase(database, logger);
 process.exit(0);

@@ -1,5 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -15,6 +23,7 @@ import {
   ROOT,
   runNode,
   waitFor,
+  WORKER_JS,
   type ProcessResult,
 } from './support/processes.js';
 import { freshKeyPair } from './support/keys.js';
@@ -98,7 +107,23 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
   /** Starts the API and waits (bounded) until GET /v1/health/ready answers 200. */
   const startApi = async (): Promise<RunningApi> => {
     const port = await freePort();
-    const child = spawn(process.execPath, [MAIN_JS], { cwd: ROOT, env: env(port), stdio: 'pipe' });
+    return startProcess(MAIN_JS, port, async () => (await get(port, 'health/ready')).status === 200);
+  };
+
+  /** Starts the worker and waits (bounded) until it logs that it runs. */
+  const startWorker = (): Promise<RunningApi> =>
+    startProcess(WORKER_JS, 0, (output) => Promise.resolve(output.includes('"msg":"worker running"')));
+
+  const startProcess = async (
+    script: string,
+    port: number,
+    isReady: (output: string) => Promise<boolean>,
+  ): Promise<RunningApi> => {
+    const child = spawn(process.execPath, [script], {
+      cwd: ROOT,
+      env: env(port || undefined),
+      stdio: 'pipe',
+    });
     started.push(child);
     let output = '';
     child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
@@ -110,7 +135,7 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
       async () => {
         if (child.exitCode !== null || child.signalCode !== null) return true;
         try {
-          return (await get(port, 'health/ready')).status === 200;
+          return await isReady(output);
         } catch {
           return false; // not listening yet
         }
@@ -120,7 +145,7 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     );
     if (!ready || child.exitCode !== null || child.signalCode !== null) {
       child.kill('SIGKILL');
-      throw new Error(`the API did not become ready (exit ${child.exitCode}):\n${output.slice(-3000)}`);
+      throw new Error(`${script} did not become ready (exit ${child.exitCode}):\n${output.slice(-3000)}`);
     }
     return { child, port, output: () => output, exited };
   };
@@ -231,7 +256,7 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     );
     expect(count.rows).toEqual([{ n: '1' }]);
 
-    // It adopted the orphan: a graceful stop stops that server too.
+    // The orphan's only live user now (the killed API's entry is dead): a graceful stop stops that server too.
     expect(await stopApi(api, 'SIGTERM')).toEqual({ code: 0, signal: null });
     api = undefined;
     expect(await waitFor(() => !isProcessRunning(orphan.pid), 5_000)).toBe(true);
@@ -256,13 +281,76 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     expect(await waitFor(() => postmasters().length === 0, 5_000)).toBe(true);
   }, 30_000);
 
+  it('a process that leaves while others use the server leaves it running for them; the last one stops it', async () => {
+    // The CLI's case: a command that had to start the server ends while an API started meanwhile uses it.
+    const first = await ensureEmbeddedPostgres({ dataDir, databaseName: 'wallet', ownProcessGroup: false });
+    expect(first.startedHere).toBe(true);
+    api = await startApi();
+    const server = postmasterPid();
+    expect(server.pid).toBe(first.pid);
+    expect(await first.stop(10_000, 300)).toEqual([api.child.pid]);
+    await new Promise((resolve) => setTimeout(resolve, 500)); // a stop would have begun by now
+    expect(postmasters()).toEqual([server.pid]);
+    const listed = await cli(['apps', 'list']); // a third user, that leaves it running again
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ appId })]);
+    expect((await get(api.port, 'health/ready')).status).toBe(200);
+
+    // The worker's case: a worker borrowed the API's server; the API stops, the worker goes on with it.
+    const worker = await startWorker();
+    const apiRun = api;
+    expect(await stopApi(apiRun, 'SIGTERM')).toEqual({ code: 0, signal: null });
+    api = undefined;
+    expect(apiRun.output()).toContain('embedded PostgreSQL left running for its other users');
+    expect(apiRun.output()).toContain(`"users":[${worker.child.pid}]`);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(postmasters()).toEqual([server.pid]);
+    expect(worker.output()).not.toMatch(/"level":[56]0|ECONNREFUSED|terminating connection/);
+
+    // The worker is the last user now: its stop stops the server.
+    expect(await stopApi(worker, 'SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(await waitFor(() => postmasters().length === 0, 5_000)).toBe(true);
+    expect(worker.output()).not.toMatch(/"level":[56]0/);
+    expect(readdirSync(path.join(dataDir, 'postgres.users')).filter((name) => !name.startsWith('.'))).toEqual(
+      [],
+    );
+  }, 60_000);
+
+  it('a process that joins while the last user stops the server waits for it to end and starts a new one', async () => {
+    const start = () => ensureEmbeddedPostgres({ dataDir, databaseName: 'wallet', ownProcessGroup: false });
+    const leaving = await start();
+    const lingering = new pg.Client({ connectionString: leaving.url });
+    await lingering.connect();
+    // The smart shutdown waits for the lingering session (up to 8 s).
+    const stopping = leaving.stop(10_000, 8_000);
+    expect(
+      await waitFor(
+        () => readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').includes('stopping'),
+        5_000,
+      ),
+    ).toBe(true);
+    const joining = start();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await lingering.end(); // the old server ends with its last session
+    expect(await stopping).toEqual([]);
+    const joined = await joining;
+    expect(joined.startedHere).toBe(true);
+    expect(joined.pid).not.toBe(leaving.pid);
+    expect(postmasters()).toEqual([joined.pid]);
+    const client = new pg.Client({ connectionString: joined.url });
+    await client.connect();
+    expect((await client.query<{ one: number }>('SELECT 1 AS one')).rows).toEqual([{ one: 1 }]);
+    await client.end();
+    expect(await joined.stop(10_000)).toEqual([]);
+    expect(postmasters()).toEqual([]);
+  }, 60_000);
+
   it('a stop lets the sessions end by themselves first, ends the ones still open after the grace, and the next start takes the same port', async () => {
     const lines: string[] = [];
     const start = () =>
       ensureEmbeddedPostgres({
         dataDir,
         databaseName: 'wallet',
-        adopt: true,
         ownProcessGroup: false,
         log: (line) => lines.push(line),
       });

@@ -139,7 +139,6 @@ describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica'
     primary = await ensureEmbeddedPostgres({
       dataDir: dir,
       databaseName: 'wallet',
-      adopt: true,
       ownProcessGroup: false,
     });
     const migrate = new DataSource(dataSourceOptions(dbUrl(primary.url), 2, 'wallet-test-migrate'));

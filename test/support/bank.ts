@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import request from 'supertest';
 import { canMove, type TransferStatus } from '../../src/modules/transfers/transfer-status.js';
 import { LedgerService, systemAccountId } from '../../src/modules/wallet/ledger/ledger.service.js';
@@ -34,7 +33,7 @@ export const CONCURRENCY = 6;
 export const TAX_RATE_PER_MILLE = 6; // TRANSFER_TAX_RATE 0.006
 export const FUNDING = 400;
 export const backend = process.env.TEST_REDIS_URL ? 'redis' : 'postgres';
-export const WORKER_JS = path.join(ROOT, 'dist/src/worker.js');
+export { WORKER_JS } from './processes.js';
 // (`npm run test:redis -- --testPathPatterns X` adds X to its own patterns: it would run every queue suite.)
 export const REPLAY = `replay: BANK_SEED=${SEED}${OPS ? ` BANK_OPS=${OPS}` : ''}${
   backend === 'redis' ? ' TEST_QUEUE_BACKEND=redis' : ''

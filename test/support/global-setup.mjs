@@ -55,7 +55,6 @@ export default async function globalSetup() {
     const handle = await ensureEmbeddedPostgres({
       dataDir: dir,
       databaseName: 'postgres',
-      adopt: true,
       ownProcessGroup: false,
     });
     globalThis.__EMBEDDED_PG__ = handle;

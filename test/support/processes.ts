@@ -8,6 +8,7 @@ export { freePort } from './free-port.mjs';
 export const ROOT = process.cwd();
 export const MAIN_JS = path.join(ROOT, 'dist/src/main.js');
 export const CLI_JS = path.join(ROOT, 'dist/src/cli.js');
+export const WORKER_JS = path.join(ROOT, 'dist/src/worker.js');
 
 /**
  * The environment of a spawned entry point: the inherited one without the

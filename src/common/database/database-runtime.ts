@@ -15,21 +15,20 @@ export interface DatabaseRuntime {
 export type ProcessRole = 'api' | 'worker' | 'cli' | 'migrate';
 
 /**
- * DATABASE_URL when set; otherwise the embedded server under DATA_DIR, which
- * the API adopts (and stops at shutdown) and the others borrow.
+ * DATABASE_URL when set; otherwise the embedded server under DATA_DIR, started by the first process that needs
+ * it and stopped by the last one that leaves it (API, worker, CLI or migrations alike).
  */
 export async function resolveDatabase(
   config: AppConfig,
-  role: ProcessRole,
   log: (line: string) => void,
 ): Promise<DatabaseRuntime> {
   if (config.databaseUrl) return { url: config.databaseUrl };
   const embedded = await ensureEmbeddedPostgres({
     dataDir: config.dataDir,
     databaseName: 'wallet',
-    adopt: role === 'api',
-    // The long-running processes stop the server last themselves; a terminal's Ctrl-C must not reach it first.
-    ownProcessGroup: role === 'api' || role === 'worker',
+    // Its own session: a terminal's Ctrl-C reaches the process, which leaves the server (the last user stops it),
+    // never the server itself, which other processes may be using.
+    ownProcessGroup: true,
     log,
   });
   return { url: embedded.url, embedded };

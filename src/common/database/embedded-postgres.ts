@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, promises as fs } from 'node:fs';
+import { existsSync, promises as fs, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
@@ -14,6 +14,7 @@ import {
   type OsUser,
   type PostgresBinaries,
 } from './embedded-postgres-placement.js';
+import { EmbeddedServerUsers } from './embedded-postgres-users.js';
 
 export { EmbeddedPostgresError } from './embedded-postgres-placement.js';
 
@@ -27,7 +28,7 @@ export { EmbeddedPostgresError } from './embedded-postgres-placement.js';
  *   checked against /proc) is reused, never doubled;
  * - a cluster is only ever created by renaming a finished initdb into place, so
  *   PG_VERSION is a trustworthy "initialised" marker;
- * - only the process that started (or adopted) the server stops it;
+ * - the last of the processes using it stops it (embedded-postgres-users.ts);
  * - as root the server runs as the OS user postgres, with binaries and cluster
  *   where that user can reach them (embedded-postgres-placement.ts).
  */
@@ -37,15 +38,9 @@ export interface EmbeddedPostgresOptions {
   dataDir: string;
   databaseName: string;
   /**
-   * True for the long-running owner (the API): a server found running without
-   * its owner is adopted and stopped at shutdown. False for borrowers (worker,
-   * CLI), which use a running server as they find it.
-   */
-  adopt: boolean;
-  /**
-   * Start the server in its own session (process group), so a Ctrl-C at the terminal reaches only the service,
-   * which stops the server last. False keeps it in the caller's group (a short-lived CLI, the test harness), so
-   * an interrupt takes it down together with its starter.
+   * Start the server in its own session (process group), so a Ctrl-C at the terminal reaches only the process,
+   * which leaves the server (the last user stops it); every role of the service does. False keeps it in the
+   * caller's group (the test harness, its sole user), so an interrupt takes it down together with its starter.
    */
   ownProcessGroup?: boolean;
   /** Root-owned folder for binaries and clusters the OS user postgres cannot reach where they are. */
@@ -64,13 +59,17 @@ export interface EmbeddedPostgresHandle {
   readonly relocated: boolean;
   /** Earlier relocated clusters of this DATA_DIR path, kept and not used (ClusterPlace.earlierClusters). */
   readonly earlierClusters?: readonly string[];
-  /** True when this process started the server (or adopted an orphan) and must stop it. */
-  readonly owned: boolean;
+  /** True when this process started the server; false when it found it running. */
+  readonly startedHere: boolean;
   /**
-   * Stops an owned server (no-op for a borrowed one; never hangs): a smart shutdown, which lets the sessions end
-   * by themselves, for up to `graceMs`; then a fast one, for up to `timeoutMs`; then SIGQUIT.
+   * Leaves the server: this process no longer uses it. The last of its users stops it (never hangs): a smart
+   * shutdown, which lets the sessions end by themselves, for up to `graceMs`; then a fast one, for up to
+   * `timeoutMs`; then SIGQUIT. Answers the PIDs of the other users it was left running for (empty when it was
+   * stopped, or was not running any more). Once only: later calls do nothing.
    */
-  stop(timeoutMs?: number, graceMs?: number): Promise<void>;
+  stop(timeoutMs?: number, graceMs?: number): Promise<number[]>;
+  /** The same, synchronous, for an `exit` handler: the last user asks the server for a fast shutdown. */
+  stopAtExit(): void;
 }
 
 interface PidFile {
@@ -80,28 +79,38 @@ interface PidFile {
   status: string;
 }
 
+function parsePidFile(text: string): PidFile {
+  const lines = text.split('\n');
+  return {
+    pid: Number(lines[0]),
+    dataDir: lines[1],
+    port: Number(lines[3]),
+    status: (lines[7] ?? '').trim(),
+  };
+}
+
 async function readPidFile(clusterDir: string): Promise<PidFile | undefined> {
+  return fs.readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8').then(parsePidFile, () => undefined);
+}
+
+/** The live server of `clusterDir` by its postmaster.pid, read synchronously (for an `exit` handler). */
+function liveServerSync(clusterDir: string): PidFile | undefined {
   try {
-    const lines = (await fs.readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8')).split('\n');
-    return {
-      pid: Number(lines[0]),
-      dataDir: lines[1],
-      port: Number(lines[3]),
-      status: (lines[7] ?? '').trim(),
-    };
+    const server = parsePidFile(readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8'));
+    return isServerAlive(server, clusterDir) ? server : undefined;
   } catch {
     return undefined;
   }
 }
 
 /** A server is alive only if its PID exists, is not a zombie, and its command line names this data directory. */
-async function isServerAlive(pidFile: PidFile, clusterDir: string): Promise<boolean> {
+function isServerAlive(pidFile: PidFile, clusterDir: string): boolean {
   if (!Number.isInteger(pidFile.pid) || pidFile.pid <= 0) return false;
   try {
-    const stat = await fs.readFile(`/proc/${pidFile.pid}/stat`, 'utf8');
+    const stat = readFileSync(`/proc/${pidFile.pid}/stat`, 'utf8');
     const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
     if (state === 'Z' || state === 'X') return false;
-    const cmdline = (await fs.readFile(`/proc/${pidFile.pid}/cmdline`, 'utf8')).split('\0');
+    const cmdline = readFileSync(`/proc/${pidFile.pid}/cmdline`, 'utf8').split('\0');
     return cmdline.some((arg) => path.resolve(arg) === path.resolve(clusterDir));
   } catch {
     return false;
@@ -114,7 +123,11 @@ async function isServerAlive(pidFile: PidFile, clusterDir: string): Promise<bool
  */
 const SMART_SHUTDOWN_GRACE_MS = 2_000;
 
-async function waitUntil(check: () => Promise<boolean>, timeoutMs: number, stepMs = 50): Promise<boolean> {
+async function waitUntil(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  stepMs = 50,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check()) return true;
@@ -316,8 +329,6 @@ function startServer(
 export async function ensureEmbeddedPostgres(
   options: EmbeddedPostgresOptions,
 ): Promise<EmbeddedPostgresHandle> {
-  const log = options.log ?? (() => undefined);
-  const runtimeDir = options.runtimeDir ?? RUNTIME_DIR;
   const dataDir = path.resolve(options.dataDir);
   let password: string;
   try {
@@ -328,6 +339,25 @@ export async function ensureEmbeddedPostgres(
       `embedded PostgreSQL: cannot use DATA_DIR ${dataDir} (${(error as NodeJS.ErrnoException).code ?? String(error)}): make it writable for the user running the service, choose another DATA_DIR, or set DATABASE_URL`,
     );
   }
+  // A user before it looks for the server: a last user leaving from now on leaves it running for this process.
+  const users = new EmbeddedServerUsers(dataDir);
+  await users.join();
+  try {
+    return await findOrStart(options, dataDir, password, users);
+  } catch (error) {
+    await users.leave(async () => undefined); // a server it started stays up; the next start reuses it
+    throw error;
+  }
+}
+
+async function findOrStart(
+  options: EmbeddedPostgresOptions,
+  dataDir: string,
+  password: string,
+  users: EmbeddedServerUsers,
+): Promise<EmbeddedPostgresHandle> {
+  const log = options.log ?? (() => undefined);
+  const runtimeDir = options.runtimeDir ?? RUNTIME_DIR;
   // PostgreSQL refuses root: as root the server runs as the OS user postgres.
   const user = process.getuid?.() === 0 ? await postgresOsUser() : undefined;
   const source = await packageBinaries();
@@ -365,21 +395,26 @@ export async function ensureEmbeddedPostgres(
     });
   }
 
-  let owned = false;
+  let startedHere = false;
   let server: PidFile | undefined;
   for (let attempt = 0; attempt < 5 && !server; attempt++) {
     const existing = await readPidFile(clusterDir);
-    if (existing && (await isServerAlive(existing, clusterDir))) {
-      const ready = await waitUntil(async () => {
+    if (existing && isServerAlive(existing, clusterDir)) {
+      // Starting up, or stopping (its last user left just before this process joined): wait until it is
+      // ready, or gone, and then start a new one.
+      let status = existing.status;
+      await waitUntil(async () => {
         const current = await readPidFile(clusterDir);
-        return current?.pid === existing.pid && current.status === 'ready';
+        status = current?.pid === existing.pid ? current.status : 'gone';
+        return status === 'ready' || status === 'gone' || !isServerAlive(existing, clusterDir);
       }, 30_000);
-      if (ready) {
+      if (status === 'ready') {
         server = (await readPidFile(clusterDir)) ?? existing;
-        owned = options.adopt;
         log(`reusing embedded PostgreSQL already running (pid ${server.pid}, port ${server.port})`);
         break;
       }
+      if (isServerAlive(existing, clusterDir))
+        await waitUntil(() => !isServerAlive(existing, clusterDir), 30_000);
       continue;
     }
     if (existing) {
@@ -391,7 +426,7 @@ export async function ensureEmbeddedPostgres(
     try {
       await startServer(binaries, clusterDir, port, user, options.ownProcessGroup ?? false, onOutput);
       server = await readPidFile(clusterDir);
-      owned = true;
+      startedHere = true;
       await fs.writeFile(path.join(dataDir, PORT_FILE), `${port}\n`).catch(() => undefined);
     } catch (error) {
       if (error instanceof EmbeddedPostgresError) throw error;
@@ -425,6 +460,7 @@ export async function ensureEmbeddedPostgres(
   }
 
   const running = server;
+  let left = false;
   return {
     url: `${base}/${encodeURIComponent(options.databaseName)}`,
     port: running.port,
@@ -432,34 +468,60 @@ export async function ensureEmbeddedPostgres(
     clusterDir,
     relocated,
     ...(earlierClusters ? { earlierClusters } : {}),
-    owned,
+    startedHere,
     async stop(timeoutMs = 15_000, graceMs = SMART_SHUTDOWN_GRACE_MS) {
-      if (!owned) return;
-      const current = await readPidFile(clusterDir);
-      if (!current || current.pid !== running.pid || !(await isServerAlive(current, clusterDir))) return;
-      const signal = (name: NodeJS.Signals): boolean => {
-        try {
-          process.kill(running.pid, name);
-          return true;
-        } catch {
-          return false; // already gone
-        }
-      };
-      const stopsWithin = (ms: number) =>
-        waitUntil(async () => !(await isServerAlive(current, clusterDir)), ms);
+      if (left) return [];
+      left = true;
+      let stopping: PidFile | undefined;
+      const others = await users.leave(async () => {
+        // The last user: the smart shutdown starts before another process can join (it will see it stopping).
+        const current = await readPidFile(clusterDir);
+        if (!current || !isServerAlive(current, clusterDir) || !signal(current.pid, 'SIGTERM')) return;
+        stopping = current;
+        await waitUntil(
+          async () =>
+            (await readPidFile(clusterDir))?.status !== 'ready' || !isServerAlive(current, clusterDir),
+          1_000,
+          5,
+        );
+      });
+      if (others.length > 0) {
+        log(`embedded PostgreSQL left running for its other users (pids ${others.join(', ')})`);
+        return others;
+      }
+      const server = stopping as PidFile | undefined;
+      if (!server) return [];
+      const stopsWithin = (ms: number) => waitUntil(() => !isServerAlive(server, clusterDir), ms);
       // Smart shutdown first: no new connection, and the server ends once its sessions have. A pool that has
       // just been ended (pg-pool's end() resolves once its clients have sent Terminate, not once their sockets
       // closed) has sessions still ending; a fast shutdown at once would race them and end some with FATAL
       // 57P01, which their pools report as connection errors of a clean stop.
-      if (!signal('SIGTERM')) return;
-      if (await stopsWithin(Math.min(graceMs, timeoutMs))) return;
-      // Sessions still open (a worker or CLI borrowing the server): fast shutdown rolls back their open
+      if (await stopsWithin(Math.min(graceMs, timeoutMs))) return [];
+      // Sessions still open (a psql, or a process that is not a user): fast shutdown rolls back their open
       // transactions and disconnects them.
-      log(`embedded PostgreSQL (pid ${running.pid}): sessions still open after ${graceMs} ms; fast shutdown`);
-      if (!signal('SIGINT')) return;
-      if (await stopsWithin(timeoutMs)) return;
-      log(`embedded PostgreSQL (pid ${running.pid}) did not stop in ${timeoutMs} ms; sending SIGQUIT`);
-      signal('SIGQUIT');
+      log(`embedded PostgreSQL (pid ${server.pid}): sessions still open after ${graceMs} ms; fast shutdown`);
+      if (!signal(server.pid, 'SIGINT')) return [];
+      if (await stopsWithin(timeoutMs)) return [];
+      log(`embedded PostgreSQL (pid ${server.pid}) did not stop in ${timeoutMs} ms; sending SIGQUIT`);
+      signal(server.pid, 'SIGQUIT');
+      return [];
+    },
+    stopAtExit() {
+      if (left) return;
+      left = true;
+      if (!users.leaveSync()) return;
+      const current = liveServerSync(clusterDir);
+      if (current) signal(current.pid, 'SIGINT');
     },
   };
+}
+
+/** Sends `name` to `pid`: false when the process is gone. */
+function signal(pid: number, name: NodeJS.Signals): boolean {
+  try {
+    process.kill(pid, name);
+    return true;
+  } catch {
+    return false;
+  }
 }
