@@ -281,6 +281,34 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     expect(await waitFor(() => postmasters().length === 0, 5_000)).toBe(true);
   }, 30_000);
 
+  it('Ctrl-C on a CLI command that started the server ends the command, which stops the server', async () => {
+    // In a process group of its own, as at a terminal: Ctrl-C signals the whole group.
+    const child = spawn(process.execPath, [CLI_JS, 'ledger', 'verify'], {
+      cwd: ROOT,
+      env: env(),
+      stdio: 'pipe',
+      detached: true,
+    });
+    started.push(child);
+    let stderr = '';
+    let interrupted = false;
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.on('exit', (code, signal) => resolve({ code, signal })),
+    );
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+      // While it migrates and starts Nest; the server runs in its own session, out of the group's reach.
+      if (!interrupted && stderr.includes('embedded PostgreSQL running')) {
+        interrupted = true;
+        expect(postmasters()).toHaveLength(1);
+        process.kill(-(child.pid as number), 'SIGINT');
+      }
+    });
+    expect(await exited).toEqual({ code: 130, signal: null });
+    expect(interrupted).toBe(true);
+    expect(await waitFor(() => postmasters().length === 0, 5_000)).toBe(true);
+  }, 30_000);
+
   it('a process that leaves while others use the server leaves it running for them; the last one stops it', async () => {
     // The CLI's case: a command that had to start the server ends while an API started meanwhile uses it.
     const first = await ensureEmbeddedPostgres({ dataDir, databaseName: 'wallet', ownProcessGroup: false });
