@@ -66,9 +66,16 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
  * This process no longer uses the database: the last user of the embedded server stops it; one that leaves it
  * running for others says for whom (their PIDs).
  */
-export async function leaveDatabase(database: DatabaseRuntime, logger: Logger): Promise<void> {
+export async function leaveDatabase(
+  database: DatabaseRuntime,
+  logger: Logger,
+  { shortLived = false }: { shortLived?: boolean } = {},
+): Promise<void> {
   const others = await database.embedded?.stop();
-  if (others?.length) logger.info({ users: others }, 'embedded PostgreSQL left running for its other users');
+  if (!others?.length) return;
+  // A CLI command that found the server running leaves it as it found it: not news at the terminal.
+  const level = shortLived && !database.embedded?.startedHere ? 'debug' : 'info';
+  logger[level]({ users: others }, 'embedded PostgreSQL left running for its other users');
 }
 
 /**

@@ -79,7 +79,7 @@ async function main(): Promise<void> {
   } catch (error) {
     fail(error);
   } finally {
-    await leaveDatabase(database, logger);
+    await leaveDatabase(database, logger, { shortLived: true });
   }
   process.exit(process.exitCode ?? 0);
 }

@@ -321,6 +321,7 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     expect(postmasters()).toEqual([server.pid]);
     const listed = await cli(['apps', 'list']); // a third user, that leaves it running again
     expect(listed.code).toBe(0);
+    expect(listed.stderr).not.toContain('left running'); // as it found it: not news at the terminal
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ appId })]);
     expect((await get(api.port, 'health/ready')).status).toBe(200);
 
