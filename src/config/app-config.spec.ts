@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError, loadConfig, parseDuration } from './app-config.js';
 
@@ -258,5 +259,48 @@ describe('document storage settings', () => {
     [{ DOCUMENT_STORAGE: 's3', S3_BUCKET: 'b', S3_ENDPOINT: 'not a url' }, 'S3_ENDPOINT'],
   ])('refuses %j naming %s', (env, name) => {
     expect(() => loadConfig(env)).toThrow(name);
+  });
+});
+
+describe('the documented settings', () => {
+  /** Every variable loadConfig reads, on the default path and on the branches that read more (S3 storage). */
+  const read = new Set<string>();
+  for (const env of [{}, { DOCUMENT_STORAGE: 's3', S3_BUCKET: 'docs' }, { NODE_ENV: 'production' }]) {
+    const recording = new Proxy(env as Record<string, string | undefined>, {
+      get(target, name) {
+        if (typeof name === 'string') read.add(name);
+        return target[name as string];
+      },
+    });
+    try {
+      loadConfig(recording);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error; // production without its keys file: read all the same
+    }
+  }
+
+  it('reads the variables it is known to (the recording works)', () => {
+    expect([...read]).toEqual(
+      expect.arrayContaining(['PORT', 'DATABASE_URL', 'S3_BUCKET', 'SIGNING_KEYS_FILE']),
+    );
+  });
+
+  it('.env.example names every variable the service reads', () => {
+    const example = readFileSync(path.join(process.cwd(), '.env.example'), 'utf8');
+    const named = new Set([...example.matchAll(/^#? ?([A-Z][A-Z0-9_]+)=/gm)].map((match) => match[1]));
+    expect([...read].filter((name) => !named.has(name)).sort()).toEqual([]);
+  });
+
+  it("README's configuration table names every variable the service reads", () => {
+    const readme = readFileSync(path.join(process.cwd(), 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('\n## Configuration\n'));
+    const rows = section
+      .slice(0, section.indexOf('\n## ', 1))
+      .split('\n')
+      .filter((line) => line.startsWith('| `'));
+    const named = new Set(
+      rows.flatMap((row) => [...row.split('|')[1].matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1])),
+    );
+    expect([...read].filter((name) => !named.has(name)).sort()).toEqual([]);
   });
 });
