@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, promises as fs, readFileSync } from 'node:fs';
+import { promises as fs } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
@@ -11,9 +10,18 @@ import {
   postgresOsUser,
   reachableBinaries,
   RUNTIME_DIR,
-  type OsUser,
-  type PostgresBinaries,
 } from './embedded-postgres-placement.js';
+import {
+  initialiseCluster,
+  isServerAlive,
+  keepLast,
+  liveServerSync,
+  readPidFile,
+  signal,
+  startServer,
+  waitUntil,
+  type PidFile,
+} from './embedded-postgres-server.js';
 import { EmbeddedServerUsers } from './embedded-postgres-users.js';
 
 export { EmbeddedPostgresError } from './embedded-postgres-placement.js';
@@ -72,69 +80,11 @@ export interface EmbeddedPostgresHandle {
   stopAtExit(): void;
 }
 
-interface PidFile {
-  pid: number;
-  dataDir: string;
-  port: number;
-  status: string;
-}
-
-function parsePidFile(text: string): PidFile {
-  const lines = text.split('\n');
-  return {
-    pid: Number(lines[0]),
-    dataDir: lines[1],
-    port: Number(lines[3]),
-    status: (lines[7] ?? '').trim(),
-  };
-}
-
-async function readPidFile(clusterDir: string): Promise<PidFile | undefined> {
-  return fs.readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8').then(parsePidFile, () => undefined);
-}
-
-/** The live server of `clusterDir` by its postmaster.pid, read synchronously (for an `exit` handler). */
-function liveServerSync(clusterDir: string): PidFile | undefined {
-  try {
-    const server = parsePidFile(readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8'));
-    return isServerAlive(server, clusterDir) ? server : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A server is alive only if its PID exists, is not a zombie, and its command line names this data directory. */
-function isServerAlive(pidFile: PidFile, clusterDir: string): boolean {
-  if (!Number.isInteger(pidFile.pid) || pidFile.pid <= 0) return false;
-  try {
-    const stat = readFileSync(`/proc/${pidFile.pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    if (state === 'Z' || state === 'X') return false;
-    const cmdline = readFileSync(`/proc/${pidFile.pid}/cmdline`, 'utf8').split('\0');
-    return cmdline.some((arg) => path.resolve(arg) === path.resolve(clusterDir));
-  } catch {
-    return false;
-  }
-}
-
 /**
  * How long a stop waits for the server's sessions to end by themselves (smart shutdown) before it ends them
  * (fast shutdown): the closing process's own pools end theirs within milliseconds.
  */
 const SMART_SHUTDOWN_GRACE_MS = 2_000;
-
-async function waitUntil(
-  check: () => boolean | Promise<boolean>,
-  timeoutMs: number,
-  stepMs = 50,
-): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, stepMs));
-  }
-}
 
 /** Binds 127.0.0.1:`port` for a moment (0: any free port): the port it got, or undefined when it is taken. */
 async function bindable(port: number): Promise<number | undefined> {
@@ -180,147 +130,6 @@ async function readOrCreatePassword(dataDir: string): Promise<string> {
   }
 }
 
-/** The environment of initdb and the server: locale and paths only, never the service's secrets or PG* settings. */
-function serverEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { LC_MESSAGES: 'C' };
-  for (const [name, value] of Object.entries(process.env)) {
-    if (name === 'PATH' || name === 'LANG' || name === 'TZ' || name === 'TMPDIR' || name.startsWith('LC_'))
-      env[name] = value;
-  }
-  env.LC_MESSAGES = 'C';
-  return env;
-}
-
-const keepLast = (lines: string[], chunk: string, max = 40) => {
-  for (const line of chunk.split('\n').filter(Boolean)) {
-    lines.push(line);
-    if (lines.length > max) lines.shift();
-  }
-};
-
-const cannotRun = (file: string, user: OsUser | undefined, error: unknown) =>
-  new EmbeddedPostgresError(
-    `embedded PostgreSQL: cannot run ${file}${user ? ` as the OS user ${user.name}` : ''} (${(error as NodeJS.ErrnoException).code ?? String(error)}): ${user ? `let ${user.name} reach it, run the service as another user` : 'run npm install again'}, or set DATABASE_URL`,
-  );
-
-/** Runs initdb into the empty folder `pgdata`, as `user` when root. */
-async function initdb(
-  binaries: PostgresBinaries,
-  pgdata: string,
-  password: string,
-  user: OsUser | undefined,
-  log: (line: string) => void,
-): Promise<void> {
-  // The password reaches initdb through a file only its user can read, beside the new cluster.
-  const passwordFile = path.join(path.dirname(pgdata), `postgres.pwfile-${randomBytes(4).toString('hex')}`);
-  await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600, flag: 'wx' });
-  try {
-    if (user) await fs.chown(passwordFile, user.uid, user.gid);
-    const args = [
-      `--pgdata=${pgdata}`,
-      '--auth=scram-sha-256',
-      '--username=postgres',
-      `--pwfile=${passwordFile}`,
-      '--lc-messages=C',
-      '--encoding=UTF8',
-    ];
-    const output: string[] = [];
-    await new Promise<void>((resolve, reject) => {
-      const child = spawn(binaries.initdb, args, {
-        stdio: ['ignore', 'pipe', 'pipe'],
-        env: serverEnv(),
-        ...(user ? { uid: user.uid, gid: user.gid } : {}),
-      });
-      const collect = (chunk: Buffer) => {
-        keepLast(output, chunk.toString('utf8'));
-        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) log(line);
-      };
-      child.stdout.on('data', collect);
-      child.stderr.on('data', collect);
-      child.on('error', (error) => reject(cannotRun(binaries.initdb, user, error)));
-      child.on('close', (code, signal) => {
-        if (code === 0) resolve();
-        else
-          reject(
-            new EmbeddedPostgresError(
-              `embedded PostgreSQL: initdb failed in ${pgdata} (${signal ?? `exit ${code}`}): ${output.at(-1) ?? 'no output'}`,
-              output,
-            ),
-          );
-      });
-    });
-  } finally {
-    await fs.rm(passwordFile, { force: true });
-  }
-}
-
-/**
- * Starts the server binary on `clusterDir` and resolves with its PID once postmaster.pid says "ready". Rejects
- * (with the server's last words) when it exits first, e.g. because another starter won the race.
- */
-function startServer(
-  binaries: PostgresBinaries,
-  clusterDir: string,
-  port: number,
-  user: OsUser | undefined,
-  ownProcessGroup: boolean,
-  onOutput: (chunk: string) => void,
-): Promise<number> {
-  const args = [
-    '-D',
-    clusterDir,
-    '-p',
-    String(port),
-    '-c',
-    'listen_addresses=127.0.0.1',
-    '-c',
-    'unix_socket_directories=',
-    '-c',
-    'max_connections=200',
-  ];
-  return new Promise((resolve, reject) => {
-    const child = spawn(binaries.postgres, args, {
-      // detached: its own session, so the terminal's SIGINT/SIGHUP reach the service only (decision 0023).
-      detached: ownProcessGroup,
-      stdio: ['ignore', 'ignore', 'pipe'],
-      env: serverEnv(),
-      ...(user ? { uid: user.uid, gid: user.gid } : {}),
-    });
-    let settled = false;
-    const settle = (outcome: () => void) => {
-      if (settled) return;
-      settled = true;
-      clearInterval(poll);
-      clearTimeout(timer);
-      outcome();
-    };
-    child.stderr.setEncoding('utf8').on('data', onOutput);
-    child.on('error', (error) => settle(() => reject(cannotRun(binaries.postgres, user, error))));
-    child.on('exit', (code, signal) =>
-      settle(() => reject(new Error(`the server exited (${signal ?? `exit ${code}`}) before it was ready`))),
-    );
-    const poll = setInterval(() => {
-      void readPidFile(clusterDir).then((current) => {
-        if (!current || current.pid !== child.pid || current.status !== 'ready') return;
-        settle(() => {
-          // The server outlives this process when it is not stopped (kill -9): the next start adopts it.
-          child.unref();
-          (child.stderr as unknown as net.Socket).unref();
-          resolve(current.pid);
-        });
-      });
-    }, 25);
-    const timer = setTimeout(
-      () =>
-        settle(() => {
-          child.kill('SIGQUIT');
-          reject(new Error('the server was not ready within 60 s'));
-        }),
-      60_000,
-    );
-  });
-}
-
 /**
  * Finds the embedded server for `dataDir` or starts it (initialising the
  * cluster on first use), and makes sure the application database exists.
@@ -363,37 +172,13 @@ async function findOrStart(
   const source = await packageBinaries();
   const binaries = user ? await reachableBinaries(user, source, runtimeDir, log) : source;
   const { clusterDir, relocated, earlierClusters } = await placeCluster(dataDir, user, runtimeDir, log);
-  const clusterHome = path.dirname(clusterDir);
   const recentLog: string[] = [];
   const onOutput = (chunk: string) => {
     keepLast(recentLog, chunk);
     for (const line of chunk.split('\n').filter(Boolean)) log(line);
   };
 
-  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
-    // Initialise beside the target and rename into place: an interrupted initdb never leaves a half cluster.
-    const prefix = `${path.basename(clusterDir)}.init-`;
-    await fs.mkdir(clusterHome, { recursive: true, mode: 0o755 });
-    for (const entry of await fs.readdir(clusterHome)) {
-      if (entry.startsWith(prefix))
-        await fs.rm(path.join(clusterHome, entry), { recursive: true, force: true });
-    }
-    const staging = path.join(clusterHome, `${prefix}${randomBytes(4).toString('hex')}`);
-    log(`initialising embedded PostgreSQL cluster in ${clusterDir}`);
-    await fs.mkdir(staging, { mode: 0o700 });
-    try {
-      if (user) await fs.chown(staging, user.uid, user.gid);
-      await initdb(binaries, staging, password, user, log);
-    } catch (error) {
-      await fs.rm(staging, { recursive: true, force: true });
-      throw error;
-    }
-    await fs.rename(staging, clusterDir).catch(async (error: NodeJS.ErrnoException) => {
-      // Another process initialised concurrently: keep theirs.
-      await fs.rm(staging, { recursive: true, force: true });
-      if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) throw error;
-    });
-  }
+  await initialiseCluster(binaries, clusterDir, password, user, log);
 
   let startedHere = false;
   let server: PidFile | undefined;
@@ -514,14 +299,4 @@ async function findOrStart(
       if (current) signal(current.pid, 'SIGINT');
     },
   };
-}
-
-/** Sends `name` to `pid`: false when the process is gone. */
-function signal(pid: number, name: NodeJS.Signals): boolean {
-  try {
-    process.kill(pid, name);
-    return true;
-  } catch {
-    return false;
-  }
 }
