@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { waitUntil } from '../../src/common/database/embedded-postgres-server.js';
 
 /** The repository root (tests run from it); dist/ is built by the global setup. */
 export { freePort } from './free-port.mjs';
@@ -91,18 +92,11 @@ export function postmastersOf(clusterDir: string): number[] {
   return [...matches].filter(([, parent]) => !matches.has(parent)).map(([pid]) => pid);
 }
 
-export async function waitFor(
+export const waitFor = (
   check: () => boolean | Promise<boolean>,
   timeoutMs: number,
   stepMs = 100,
-): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return true;
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, stepMs));
-  }
-}
+): Promise<boolean> => waitUntil(check, timeoutMs, stepMs);
 
 /** PIDs of the live processes whose parent is `parent` and whose command line contains `text`. */
 export function childrenOf(parent: number, text: string): number[] {

@@ -55,6 +55,7 @@ export function isServerAlive(pidFile: PidFile, clusterDir: string): boolean {
   }
 }
 
+/** Polls `check` every `stepMs` until it holds (true) or `timeoutMs` has passed (false). */
 export async function waitUntil(
   check: () => boolean | Promise<boolean>,
   timeoutMs: number,
