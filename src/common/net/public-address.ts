@@ -17,6 +17,7 @@ for (const [prefix, bits] of [
   ['172.16.0.0', 12], // private
   ['192.0.0.0', 24], // IETF protocol assignments
   ['192.0.2.0', 24], // documentation
+  ['192.88.99.0', 24], // 6to4 relay anycast (deprecated)
   ['192.168.0.0', 16], // private
   ['198.18.0.0', 15], // benchmarking
   ['198.51.100.0', 24], // documentation
@@ -31,6 +32,9 @@ for (const [prefix, bits] of [
   ['::1', 128], // loopback
   ['fc00::', 7], // unique local
   ['fe80::', 10], // link-local
+  ['fec0::', 10], // site-local (deprecated, still routed by some hosts)
+  ['64:ff9b:1::', 48], // local-use IPv4/IPv6 translation
+  ['2001::', 32], // Teredo (an IPv4 address hidden in the last 32 bits)
   ['ff00::', 8], // multicast
   ['2001:db8::', 32], // documentation
   ['100::', 64], // discard
@@ -38,16 +42,35 @@ for (const [prefix, bits] of [
   blocked.addSubnet(prefix, bits, 'ipv6');
 }
 
-/** IPv4 embedded in an IPv6 address (::ffff:a.b.c.d, 64:ff9b::a.b.c.d, ::a.b.c.d), if any. */
+/** The eight 16-bit groups of a valid IPv6 address (a trailing dotted IPv4 counts as two). */
+function ipv6Groups(address: string): number[] {
+  let text = address.toLowerCase().replace(/%.*$/, ''); // no zone index
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number);
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head, tail] = text.split('::');
+  const parse = (part: string | undefined) =>
+    part ? part.split(':').map((group) => parseInt(group, 16)) : [];
+  const front = parse(head);
+  const back = parse(tail);
+  return tail === undefined
+    ? front
+    : [...front, ...Array<number>(8 - front.length - back.length).fill(0), ...back];
+}
+
+/**
+ * IPv4 embedded in an IPv6 address, if any: IPv4-mapped (::ffff:0:0/96), IPv4-compatible (::/96), NAT64
+ * (64:ff9b::/96) and 6to4 (2002::/16, the IPv4 address in bits 16-47).
+ */
 function embeddedIpv4(address: string): string | undefined {
-  const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|64:ff9b::|::)(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
-  if (dotted) return dotted[1];
-  const hex = /^(?:::ffff:|64:ff9b::)([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(lower);
-  if (hex) {
-    const high = parseInt(hex[1], 16);
-    const low = parseInt(hex[2], 16);
-    return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  const groups = ipv6Groups(address);
+  const quad = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
+  if (groups[0] === 0x2002) return quad(groups[1], groups[2]);
+  const prefix = groups.slice(0, 6).join(':');
+  if (prefix === '0:0:0:0:0:65535' || prefix === '0:0:0:0:0:0' || prefix === '100:65435:0:0:0:0') {
+    return quad(groups[6], groups[7]);
   }
   return undefined;
 }
