@@ -33,7 +33,18 @@ async function listen(
   );
   app.useLogger(app.get(NestPinoLogger));
   configureApp(app, config);
-  await app.listen(config.port);
+  try {
+    await app.listen(config.port);
+  } catch (error) {
+    // The application has started its consumers and pools: close them before the database goes away.
+    await app.close().catch(() => undefined);
+    if ((error as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+      throw new Error(`port ${config.port} is in use: stop the process that listens on it, or set PORT`, {
+        cause: error,
+      });
+    }
+    throw error;
+  }
   return app;
 }
 

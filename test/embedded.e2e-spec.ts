@@ -8,6 +8,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -280,6 +281,27 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     expect(badOption.stderr).toMatch(/unknown option '--colour'/);
     expect(await waitFor(() => postmasters().length === 0, 5_000)).toBe(true);
   }, 30_000);
+
+  it('an API whose port is taken exits 1 naming the port, its consumers closed before the server stops', async () => {
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+    try {
+      const child = spawn(process.execPath, [MAIN_JS], { cwd: ROOT, env: env(port), stdio: 'pipe' });
+      started.push(child);
+      let output = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+      const exit = await new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      expect(exit).toBe(1);
+      expect(output).toContain(`port ${port} is in use: stop the process that listens on it, or set PORT`);
+      // Before: every queue's consumer went on polling a server being stopped and logged each failure.
+      expect(output).not.toMatch(/database system is shutting down|terminating connection/);
+      expect(await waitFor(() => postmasters().length === 0, 5_000)).toBe(true);
+    } finally {
+      holder.close();
+    }
+  }, 60_000);
 
   it('Ctrl-C on a CLI command that started the server ends the command, which stops the server', async () => {
     // In a process group of its own, as at a terminal: Ctrl-C signals the whole group.
