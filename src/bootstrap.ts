@@ -57,7 +57,13 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
     await ensureSchema(database, role, logger, config.dbStatementTimeoutMs);
   } catch (error) {
     await leaveDatabase(database, logger);
-    throw error;
+    // One log line that says what is wrong and where (host and port only: never the URL's password), instead of
+    // Node's uncaught-exception dump; a supervisor restarts the process (docker-compose.yml).
+    const { hostname, port } = new URL(database.url);
+    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    logger.fatal({ err: error, database: `${hostname}:${port}` }, `cannot start: ${reason}`);
+    logger.flush?.();
+    process.exit(1);
   }
   return { config, database, logger };
 }
