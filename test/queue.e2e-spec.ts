@@ -255,8 +255,11 @@ describe('PruneUsedAssertionsProcessor (through the worker)', () => {
     expect(done?.returnvalue).toEqual({ deleted: expect.any(Number) });
   });
 
-  it('registers the recurring prune job scheduler', async () => {
+  it('registers the recurring prune job scheduler (in the background of the start)', async () => {
     const queue = t.app.get(QueueFactory).queue(QUEUES.maintenance);
+    await waitFor('the scheduler', async () =>
+      Boolean(await queue.getJobScheduler(JOBS.pruneUsedAssertions)),
+    );
     const scheduler = await queue.getJobScheduler(JOBS.pruneUsedAssertions);
     expect(scheduler).toMatchObject({ key: JOBS.pruneUsedAssertions, every: 600_000 });
   });

@@ -1,5 +1,7 @@
 import request from 'supertest';
 import { HAND_OVER_TIMEOUT_MS } from '../src/common/queue/hand-over.js';
+import { JOBS, QUEUES } from '../src/common/queue/queue-names.js';
+import { QueueFactory } from '../src/common/queue/queue.factory.js';
 import { accessToken, clientAssertion, registerClient } from './support/auth.js';
 import { kill, startRedis, type Running } from './support/bank.js';
 import { bearer } from './support/identity.js';
@@ -187,4 +189,39 @@ describe('the token rate limit while Redis is down', () => {
     }
     expect(back.text).toContain('webhook_queue_jobs{state="waiting"}');
   });
+});
+
+/**
+ * A process with the workers (the API on the embedded database) started while Redis is down: the recurring jobs'
+ * registration and the webhook sweep wait for Redis in the background, so the start completes and HTTP is
+ * served (live, not ready) at once; when Redis comes up the recurring jobs are registered and it is ready.
+ */
+describe('an application with its workers started while Redis is down', () => {
+  it('starts and serves at once, and registers its recurring jobs once Redis is up', async () => {
+    const port = await freePort(); // nothing listens there yet
+    // Before, the start waited for Redis in the workers' bootstrap (for ever: the connection retries).
+    const t = await startTestApp({ runWorker: true, env: { REDIS_URL: `redis://127.0.0.1:${port}` } });
+    let redis: Running | undefined;
+    try {
+      expect((await request(t.http).get('/v1/health/live')).status).toBe(200);
+      expect((await request(t.http).get('/v1/health/ready')).status).toBe(503);
+      const client = await registerClient(t.app, 'started-without-redis');
+      expect(await accessToken(t.http, client)).toMatch(/^ey/); // a token, while Redis is down
+
+      redis = await startRedis(port);
+      const maintenance = t.app.get(QueueFactory).queue(QUEUES.maintenance);
+      const registered = await pollUntil(
+        async () => ({
+          scheduler: Boolean(await maintenance.getJobScheduler(JOBS.pruneUsedAssertions)),
+          ready: (await request(t.http).get('/v1/health/ready')).status,
+        }),
+        (state) => state.scheduler && state.ready === 200,
+        30_000,
+      );
+      expect(registered).toEqual({ scheduler: true, ready: 200 });
+    } finally {
+      await t.close();
+      if (redis) await kill(redis);
+    }
+  }, 90_000);
 });

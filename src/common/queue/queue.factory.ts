@@ -15,6 +15,7 @@ import {
 } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { QueueName } from './queue-names.js';
+import { RepeatThrottle } from '../logging/repeat-throttle.js';
 
 /**
  * Which BullMQ backend this deployment uses: Redis (REDIS_URL, keys under `prefix`) or PostgreSQL (the
@@ -88,13 +89,21 @@ export class QueueFactory implements OnApplicationShutdown {
     @Optional() private readonly logger?: PinoLogger,
   ) {}
 
+  /** Repeated connection errors, logged once per queue and window (with how many were left out). */
+  readonly errors = new RepeatThrottle();
+
   /** Connection trouble (Redis down, database restarting) goes to the log, not to stderr as raw traces. */
   private watch(
     emitter: { on(event: 'error', listener: (error: Error) => void): unknown },
     name: string,
   ): void {
     emitter.on('error', (error: Error) =>
-      this.logger?.warn({ queue: name, err: error }, 'queue connection error'),
+      this.errors.report(`queue:${name}`, (suppressed) =>
+        this.logger?.warn(
+          { queue: name, err: error, ...(suppressed ? { suppressed } : {}) },
+          'queue connection error',
+        ),
+      ),
     );
   }
 

@@ -7,6 +7,8 @@ import { QueueFactory } from './queue.factory.js';
 /** Starts a BullMQ worker for every @JobProcessor provider of the worker module. */
 @Injectable()
 export class WorkerHost implements OnApplicationBootstrap, OnApplicationShutdown {
+  private stopping = false;
+
   constructor(
     private readonly discovery: DiscoveryService,
     private readonly reflector: Reflector,
@@ -16,7 +18,7 @@ export class WorkerHost implements OnApplicationBootstrap, OnApplicationShutdown
     this.logger.setContext('WorkerHost');
   }
 
-  async onApplicationBootstrap(): Promise<void> {
+  onApplicationBootstrap(): void {
     for (const wrapper of this.discovery.getProviders()) {
       const instance = wrapper.instance as JobHandler | undefined;
       if (!instance || !wrapper.metatype) continue;
@@ -32,13 +34,29 @@ export class WorkerHost implements OnApplicationBootstrap, OnApplicationShutdown
       worker.on('failed', (job, error) =>
         this.logger.warn({ queue: options.queue, jobId: job?.id, err: error }, 'job failed'),
       );
-      worker.on('error', (error) => this.logger.error({ queue: options.queue, err: error }, 'worker error'));
-      await instance.schedule?.(this.queues.queue(options.queue));
+      worker.on('error', (error) =>
+        this.queues.errors.report(`worker:${options.queue}`, (suppressed) =>
+          this.logger.error(
+            { queue: options.queue, err: error, ...(suppressed ? { suppressed } : {}) },
+            'worker error',
+          ),
+        ),
+      );
+      // Recurring jobs are registered in the background: with Redis down at start, the registration waits for
+      // it (the connection retries for ever) and must not hold the application's start, an API's HTTP above all.
+      instance.schedule?.(this.queues.queue(options.queue)).catch((error: unknown) => {
+        if (!this.stopping)
+          this.logger.error(
+            { queue: options.queue, err: error },
+            'recurring job not registered; the next start does',
+          );
+      });
       this.logger.info({ queue: options.queue, backend: this.queues.backend }, 'worker started');
     }
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.stopping = true;
     await this.queues.closeWorkers();
   }
 }

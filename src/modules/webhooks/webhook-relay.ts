@@ -58,8 +58,9 @@ export class WebhookRelay implements OnApplicationBootstrap, OnApplicationShutdo
     await this.listen();
     this.sweepTimer = setInterval(() => void this.sweep(), this.config.webhookSweepIntervalMs);
     this.sweepTimer.unref();
-    // At start, anything pending and unleased is due: events written while no worker ran go out now.
-    await this.sweep(0);
+    // At start, anything pending and unleased is due: events written while no worker ran go out now. In the
+    // background: with Redis down, the sweep waits for it and must not hold the application's start.
+    void this.sweep(0);
   }
 
   async onApplicationShutdown(): Promise<void> {
