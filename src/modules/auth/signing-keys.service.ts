@@ -157,9 +157,17 @@ export class SigningKeysService implements OnModuleInit {
       }
       throw error;
     }
-    const parsed = JSON.parse(text) as KeyFile;
-    if (!Array.isArray(parsed.keys))
-      throw new Error(`${this.config.signingKeysFile} is not a signing key file`);
+    let parsed: KeyFile;
+    try {
+      parsed = JSON.parse(text) as KeyFile;
+    } catch {
+      // Not JSON.parse's message, nor as a cause: it quotes the text around the fault, which holds private keys.
+      throw new Error(`SIGNING_KEYS_FILE ${this.config.signingKeysFile} is not valid JSON`);
+    }
+    if (!Array.isArray(parsed?.keys))
+      throw new Error(
+        `SIGNING_KEYS_FILE ${this.config.signingKeysFile} is not a signing key file (no "keys" list)`,
+      );
     return parsed;
   }
 
