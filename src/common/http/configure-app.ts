@@ -96,6 +96,7 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): ()
 }
 
 /**
+ * Idle keep-alive connections stay open HTTP_KEEP_ALIVE_TIMEOUT_MS (above a load balancer's idle timeout).
  * Slowloris protection: a client that has not sent its headers within HTTP_HEADERS_TIMEOUT_MS, or
  * the whole request within HTTP_REQUEST_TIMEOUT_MS, gets 408 and the connection is closed. Node
  * checks every connectionsCheckingInterval (30 s by default, read when the server starts listening),
@@ -104,6 +105,7 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): ()
 function applyServerTimeouts(server: Server, config: AppConfig): void {
   server.headersTimeout = config.httpHeadersTimeoutMs;
   server.requestTimeout = config.httpRequestTimeoutMs;
+  server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.min(
     1000,
     Math.ceil(config.httpHeadersTimeoutMs / 4),

@@ -11,6 +11,12 @@ export interface HttpConfig {
   /** Slowloris protection: time a client has to send the headers, and the whole request (408 after). */
   readonly httpHeadersTimeoutMs: number;
   readonly httpRequestTimeoutMs: number;
+  /**
+   * How long an idle keep-alive connection stays open after a response: above the idle timeout of a load
+   * balancer in front (60 s for most), so the balancer, not the service, closes it (Node's 5 s made a balancer
+   * send a request on a connection being closed: a 502).
+   */
+  readonly httpKeepAliveTimeoutMs: number;
   readonly trustProxy: boolean;
   /** V8's heap growing factor for the API process, in percent over the live heap (0: V8's own). */
   readonly apiHeapGrowthPercent: number;
@@ -54,6 +60,7 @@ export function loadHttpConfig({ str, int, bool, problems }: EnvReaders): HttpCo
     bodyLimitBytes,
     httpHeadersTimeoutMs,
     httpRequestTimeoutMs,
+    httpKeepAliveTimeoutMs: int('HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000, 1_000, 3_600_000),
     apiHeapGrowthPercent: int('API_HEAP_GROWTH_PERCENT', 50, 0, 300),
     apiProcesses: int('API_PROCESSES', 1, 1, 64),
     trustProxy: bool('TRUST_PROXY', false),
