@@ -4,8 +4,8 @@ describe('RepeatThrottle', () => {
   it('logs the first occurrence, counts the next ones within the window, and logs again after it with the count', () => {
     let now = 1_000;
     const throttle = new RepeatThrottle(30_000, () => now);
-    const logged: [string, number][] = [];
-    const report = (key: string) => throttle.report(key, (suppressed) => logged.push([key, suppressed]));
+    const logged: [string, number | undefined][] = [];
+    const report = (key: string) => throttle.report(key, (fields) => logged.push([key, fields.suppressed]));
 
     report('webhooks');
     for (let i = 0; i < 5; i++) {
@@ -14,16 +14,16 @@ describe('RepeatThrottle', () => {
     }
     report('sms'); // another key has its own window
     expect(logged).toEqual([
-      ['webhooks', 0],
-      ['sms', 0],
+      ['webhooks', undefined],
+      ['sms', undefined],
     ]);
 
     now += 30_000;
     report('webhooks');
     report('webhooks');
     expect(logged).toEqual([
-      ['webhooks', 0],
-      ['sms', 0],
+      ['webhooks', undefined],
+      ['sms', undefined],
       ['webhooks', 5],
     ]);
   });

@@ -12,8 +12,11 @@ export class RepeatThrottle {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** Calls `log` with the number of occurrences left out since the last logged one, unless this one is left out. */
-  report(key: string, log: (suppressed: number) => void): void {
+  /**
+   * Calls `log` with the fields to add to the line (`suppressed`: the occurrences left out since the last logged
+   * one, when there were any), unless this occurrence is left out.
+   */
+  report(key: string, log: (fields: { suppressed?: number }) => void): void {
     const now = this.now();
     const seen = this.last.get(key);
     if (seen && now - seen.at < this.windowMs) {
@@ -21,6 +24,6 @@ export class RepeatThrottle {
       return;
     }
     this.last.set(key, { at: now, suppressed: 0 });
-    log(seen?.suppressed ?? 0);
+    log(seen?.suppressed ? { suppressed: seen.suppressed } : {});
   }
 }

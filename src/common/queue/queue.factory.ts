@@ -98,11 +98,8 @@ export class QueueFactory implements OnApplicationShutdown {
     name: string,
   ): void {
     emitter.on('error', (error: Error) =>
-      this.errors.report(`queue:${name}`, (suppressed) =>
-        this.logger?.warn(
-          { queue: name, err: error, ...(suppressed ? { suppressed } : {}) },
-          'queue connection error',
-        ),
+      this.errors.report(`queue:${name}`, (fields) =>
+        this.logger?.warn({ queue: name, err: error, ...fields }, 'queue connection error'),
       ),
     );
   }

@@ -35,11 +35,8 @@ export class WorkerHost implements OnApplicationBootstrap, OnApplicationShutdown
         this.logger.warn({ queue: options.queue, jobId: job?.id, err: error }, 'job failed'),
       );
       worker.on('error', (error) =>
-        this.queues.errors.report(`worker:${options.queue}`, (suppressed) =>
-          this.logger.error(
-            { queue: options.queue, err: error, ...(suppressed ? { suppressed } : {}) },
-            'worker error',
-          ),
+        this.queues.errors.report(`worker:${options.queue}`, (fields) =>
+          this.logger.error({ queue: options.queue, err: error, ...fields }, 'worker error'),
         ),
       );
       // Recurring jobs are registered in the background: with Redis down at start, the registration waits for

@@ -1,6 +1,7 @@
 import { Inject, Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { PinoLogger } from '#common/logging/pino-logger.js';
+import { RepeatThrottle } from '#common/logging/repeat-throttle.js';
 import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
@@ -40,6 +41,8 @@ export class WebhookRelay implements OnApplicationBootstrap, OnApplicationShutdo
   private reconnectTimer?: NodeJS.Timeout;
   private sweeping = false;
   private reconnectDelayMs = 500;
+  /** Failures that repeat while the database or Redis is down: once, then every 30 s with a count. */
+  private readonly failures = new RepeatThrottle();
   /** Notices received in this turn of the event loop, enqueued together (one addBulk). */
   private notices: { eventId: string; generation: number }[] = [];
 
@@ -103,7 +106,9 @@ export class WebhookRelay implements OnApplicationBootstrap, OnApplicationShutdo
       }
       if (enqueued > 0) this.logger.info({ enqueued }, 'sweeper re-enqueued webhook events');
     } catch (error) {
-      this.logger.warn({ err: error }, 'webhook sweep failed; will try again');
+      this.failures.report('sweep', (fields) =>
+        this.logger.warn({ err: error, ...fields }, 'webhook sweep failed; will try again'),
+      );
     } finally {
       this.sweeping = false;
     }
@@ -119,7 +124,11 @@ export class WebhookRelay implements OnApplicationBootstrap, OnApplicationShutdo
     client.on('notification', (message) => {
       if (message.channel === WEBHOOK_NOTIFY_CHANNEL && message.payload) this.relay(message.payload);
     });
-    client.on('error', (error) => this.logger.warn({ err: error }, 'relay connection error'));
+    client.on('error', (error) =>
+      this.failures.report('connection', (fields) =>
+        this.logger.warn({ err: error, ...fields }, 'relay connection error'),
+      ),
+    );
     client.on('end', () => this.reconnect());
     try {
       await client.connect();
@@ -127,7 +136,9 @@ export class WebhookRelay implements OnApplicationBootstrap, OnApplicationShutdo
       this.client = client;
       this.reconnectDelayMs = 500;
     } catch (error) {
-      this.logger.warn({ err: error }, 'relay cannot LISTEN yet');
+      this.failures.report('listen', (fields) =>
+        this.logger.warn({ err: error, ...fields }, 'relay cannot LISTEN yet'),
+      );
       await client.end().catch(() => undefined);
       this.reconnect();
     }
