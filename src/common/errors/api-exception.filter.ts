@@ -23,6 +23,7 @@ import {
   ValidationFailedError,
   type ValidationItem,
 } from './domain-errors.js';
+import { isDependencyUnavailable } from './dependency-unavailable.js';
 import type { ErrorStyle } from './error-style.js';
 
 /** The one place that writes error bodies (interface v1, part "Errors"). */
@@ -34,6 +35,8 @@ interface Problem {
   items?: ValidationItem[];
   oauthErrorId?: string;
   retryAfterSeconds?: number;
+  /** Logged at warn with the error and the trackingId (a 500 is logged at error). */
+  warning?: string;
 }
 
 interface BodyParserError {
@@ -65,6 +68,8 @@ export class ApiExceptionFilter implements ExceptionFilter {
     const problem = this.toProblem(exception, request, trackingId);
     if (problem.status === 500) {
       this.logger.error({ err: exception, trackingId }, 'unhandled error');
+    } else if (problem.warning) {
+      this.logger.warn({ err: exception, trackingId }, problem.warning);
     }
     const style =
       request[ERROR_STYLE_REQUEST_KEY] ??
@@ -143,6 +148,18 @@ export class ApiExceptionFilter implements ExceptionFilter {
         return validation([{ path: '', message: exception.message, type: 'invalid' }]);
       }
       if (status < 500) return { status, name: exception.name, message: exception.message };
+    }
+    if (isDependencyUnavailable(exception)) {
+      // Not a fault of the request: 503 says so, and when to try again (an Idempotency-Key makes a transfer's
+      // retry safe whether or not this attempt got through).
+      return {
+        status: 503,
+        name: 'ServiceUnavailableError',
+        message: 'A service this request needs is not available; try again shortly',
+        detail: { trackingId },
+        retryAfterSeconds: 1,
+        warning: 'dependency unavailable',
+      };
     }
     return {
       status: 500,
