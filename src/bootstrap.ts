@@ -61,7 +61,8 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
     // Node's uncaught-exception dump; a supervisor restarts the process (docker-compose.yml).
     const { hostname, port } = new URL(database.url);
     const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
-    logger.fatal({ err: error, database: `${hostname}:${port}` }, `cannot start: ${reason}`);
+    const what = role === 'migrate' ? 'migrations failed' : 'cannot start';
+    logger.fatal({ err: error, database: `${hostname}:${port}` }, `${what}: ${reason}`);
     logger.flush?.();
     process.exit(1);
   }

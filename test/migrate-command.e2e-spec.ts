@@ -129,5 +129,11 @@ describe('npm run migration:run and a schema that is behind (DATABASE_URL set)',
       ]);
       expect(`${result.stdout}${result.stderr}`).not.toContain('not-the-password-1234');
     }
+    const migrate = await runNode(MIGRATE_JS, [], env(unreachable.toString()));
+    expect(migrate.code).toBe(1);
+    expect(logLines(migrate).filter((line) => line.level === 60)).toEqual([
+      expect.objectContaining({ msg: expect.stringMatching(/^migrations failed: connect ECONNREFUSED /) }),
+    ]);
+    expect(`${migrate.stdout}${migrate.stderr}`).not.toContain('not-the-password-1234');
   }, 60_000);
 });
