@@ -6,7 +6,7 @@ import {
   type DatabaseRuntime,
   type ProcessRole,
 } from '#common/database/database-runtime.js';
-import { EmbeddedPostgresError, type EmbeddedPostgresHandle } from '#common/database/embedded-postgres.js';
+import { EmbeddedPostgresError } from '#common/database/embedded-postgres.js';
 import { rootLogger } from '#common/logging/logging.js';
 import { ConfigError, loadConfig, type AppConfig } from '#config/app-config.js';
 import { dataSourceOptions } from './data-source.js';
@@ -27,6 +27,14 @@ export interface PreparedRuntime {
 export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime> {
   const config = loadConfigOrExit();
   const logger = rootLogger(config, { service: 'wallet', role });
+  // A signal while the embedded server starts waits for it (a second one does not), so that the exit handler
+  // below can leave a server this process has just started instead of orphaning it.
+  let pending: NodeJS.Signals | undefined;
+  const defer = (signal: NodeJS.Signals) => {
+    if (pending) exitOnSignal(signal);
+    pending = signal;
+  };
+  process.on('SIGINT', defer).on('SIGTERM', defer);
   let database: DatabaseRuntime;
   try {
     database = await resolveDatabase(config, (line) => logger.debug({ component: 'postgres' }, line));
@@ -41,7 +49,9 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
     }
     process.exit(1);
   }
-  if (database.embedded) leaveOnExit(database.embedded, role);
+  process.off('SIGINT', defer).off('SIGTERM', defer);
+  leaveOnExit(database);
+  if (pending) exitOnSignal(pending);
   if (database.embedded && (database.embedded.startedHere || role === 'api')) {
     const { port, clusterDir } = database.embedded;
     logger.info({ port, dataDir: config.dataDir, clusterDir }, 'embedded PostgreSQL running');
@@ -87,16 +97,20 @@ export async function leaveDatabase(
 
 /**
  * A process that ends without its graceful stop (a CLI command's usage error, Ctrl-C on a CLI or a migration run,
- * a crash) still leaves the embedded server: the last user asks it for a fast shutdown. The API and the worker
- * stop it gracefully on their signals (onShutdownSignal); for the short-lived roles a signal ends the process
- * through this path. The server runs in its own session, so a terminal's Ctrl-C reaches only the process.
+ * a signal while the API or the worker starts, a crash) still leaves the embedded server: the last user asks it
+ * for a fast shutdown. Until onShutdownSignal takes over (the API and the worker, once started, stop gracefully),
+ * a signal ends the process through this path. The server runs in its own session, so a terminal's Ctrl-C
+ * reaches only the process.
  */
-function leaveOnExit(embedded: EmbeddedPostgresHandle, role: ProcessRole): void {
-  process.once('exit', () => embedded.stopAtExit());
-  if (role === 'cli' || role === 'migrate') {
-    process.once('SIGINT', () => process.exit(130));
-    process.once('SIGTERM', () => process.exit(143));
-  }
+function leaveOnExit(database: DatabaseRuntime): void {
+  const embedded = database.embedded;
+  if (embedded) process.once('exit', () => embedded.stopAtExit());
+  process.on('SIGINT', exitOnSignal).on('SIGTERM', exitOnSignal);
+}
+
+/** Exits with the shell's status for the signal (128 + its number), through the exit handlers. */
+function exitOnSignal(signal: NodeJS.Signals): never {
+  process.exit(signal === 'SIGINT' ? 130 : 143);
 }
 
 /** The validated config; a bad setting ends the process with the list of problems (EX_CONFIG). */
@@ -192,6 +206,7 @@ export function onShutdownSignal(logger: Logger, close: () => Promise<void>, tim
       },
     );
   };
+  process.off('SIGINT', exitOnSignal).off('SIGTERM', exitOnSignal);
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
 }

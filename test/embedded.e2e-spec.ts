@@ -331,6 +331,41 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     expect(await waitFor(() => postmasters().length === 0, 5_000)).toBe(true);
   }, 30_000);
 
+  it('Ctrl-C while a CLI command starts the server waits for the start, then stops the server and exits 130', async () => {
+    const ownDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-embedded-int-'));
+    chmodSync(ownDir, 0o755);
+    try {
+      const child = spawn(process.execPath, [CLI_JS, 'apps', 'list'], {
+        cwd: ROOT,
+        env: childEnv({ DATA_DIR: ownDir, LOG_LEVEL: 'debug' }),
+        stdio: 'pipe',
+        detached: true, // its own process group, as at a terminal
+      });
+      started.push(child);
+      let stderr = '';
+      let interrupted = false;
+      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+        child.on('exit', (code, signal) => resolve({ code, signal })),
+      );
+      child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+        stderr += chunk;
+        // initdb is under way: the server is not up yet.
+        if (!interrupted && stderr.includes('initialising embedded PostgreSQL cluster')) {
+          interrupted = true;
+          process.kill(-(child.pid as number), 'SIGINT');
+        }
+      });
+      expect(await exited).toEqual({ code: 130, signal: null });
+      expect(interrupted).toBe(true);
+      // Before, the command died at once and the server it went on to start ran on, orphaned.
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      expect(postmastersOf(path.join(ownDir, 'postgres'))).toEqual([]);
+    } finally {
+      for (const pid of postmastersOf(path.join(ownDir, 'postgres'))) process.kill(pid, 'SIGKILL');
+      rmSync(ownDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it('a process that leaves while others use the server leaves it running for them; the last one stops it', async () => {
     // The CLI's case: a command that had to start the server ends while an API started meanwhile uses it.
     const first = await ensureEmbeddedPostgres({ dataDir, databaseName: 'wallet', ownProcessGroup: false });

@@ -99,6 +99,7 @@ async function initdb(
   password: string,
   user: OsUser | undefined,
   log: (line: string) => void,
+  ownProcessGroup: boolean,
 ): Promise<void> {
   // The password reaches initdb through a file only its user can read, beside the new cluster.
   const passwordFile = path.join(path.dirname(pgdata), `postgres.pwfile-${randomBytes(4).toString('hex')}`);
@@ -116,6 +117,8 @@ async function initdb(
     const output: string[] = [];
     await new Promise<void>((resolve, reject) => {
       const child = spawn(binaries.initdb, args, {
+        // Out of reach of a terminal's Ctrl-C, as the server: the process defers it until the start is done.
+        detached: ownProcessGroup,
         stdio: ['ignore', 'pipe', 'pipe'],
         env: serverEnv(),
         ...(user ? { uid: user.uid, gid: user.gid } : {}),
@@ -220,6 +223,7 @@ export async function initialiseCluster(
   password: string,
   user: OsUser | undefined,
   log: (line: string) => void,
+  ownProcessGroup = false,
 ): Promise<void> {
   if (existsSync(path.join(clusterDir, 'PG_VERSION'))) return;
   const clusterHome = path.dirname(clusterDir);
@@ -234,7 +238,7 @@ export async function initialiseCluster(
   await fs.mkdir(staging, { mode: 0o700 });
   try {
     if (user) await fs.chown(staging, user.uid, user.gid);
-    await initdb(binaries, staging, password, user, log);
+    await initdb(binaries, staging, password, user, log, ownProcessGroup);
   } catch (error) {
     await fs.rm(staging, { recursive: true, force: true });
     throw error;

@@ -178,7 +178,7 @@ async function findOrStart(
     for (const line of chunk.split('\n').filter(Boolean)) log(line);
   };
 
-  await initialiseCluster(binaries, clusterDir, password, user, log);
+  await initialiseCluster(binaries, clusterDir, password, user, log, options.ownProcessGroup ?? false);
 
   let startedHere = false;
   let server: PidFile | undefined;
