@@ -303,11 +303,14 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     }
   }, 60_000);
 
-  it('Ctrl-C on a CLI command that started the server ends the command, which stops the server', async () => {
-    // In a process group of its own, as at a terminal: Ctrl-C signals the whole group.
-    const child = spawn(process.execPath, [CLI_JS, 'ledger', 'verify'], {
+  /**
+   * Runs a CLI command in a process group of its own, as at a terminal, and sends the group SIGINT (Ctrl-C) once
+   * its stderr shows `when`: how it exited, and whether the signal was sent.
+   */
+  const interruptCli = async (args: string[], childEnvironment: NodeJS.ProcessEnv, when: string) => {
+    const child = spawn(process.execPath, [CLI_JS, ...args], {
       cwd: ROOT,
-      env: env(),
+      env: childEnvironment,
       stdio: 'pipe',
       detached: true,
     });
@@ -319,15 +322,20 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     );
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
       stderr += chunk;
-      // While it migrates and starts Nest; the server runs in its own session, out of the group's reach.
-      if (!interrupted && stderr.includes('embedded PostgreSQL running')) {
+      if (!interrupted && stderr.includes(when)) {
         interrupted = true;
-        expect(postmasters()).toHaveLength(1);
         process.kill(-(child.pid as number), 'SIGINT');
       }
     });
-    expect(await exited).toEqual({ code: 130, signal: null });
-    expect(interrupted).toBe(true);
+    return { exit: await exited, interrupted };
+  };
+
+  it('Ctrl-C on a CLI command that started the server ends the command, which stops the server', async () => {
+    // While it migrates and starts Nest; the server runs in its own session, out of the group's reach.
+    expect(await interruptCli(['ledger', 'verify'], env(), 'embedded PostgreSQL running')).toEqual({
+      exit: { code: 130, signal: null },
+      interrupted: true,
+    });
     expect(await waitFor(() => postmasters().length === 0, 5_000)).toBe(true);
   }, 30_000);
 
@@ -335,28 +343,13 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     const ownDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-embedded-int-'));
     chmodSync(ownDir, 0o755);
     try {
-      const child = spawn(process.execPath, [CLI_JS, 'apps', 'list'], {
-        cwd: ROOT,
-        env: childEnv({ DATA_DIR: ownDir, LOG_LEVEL: 'debug' }),
-        stdio: 'pipe',
-        detached: true, // its own process group, as at a terminal
-      });
-      started.push(child);
-      let stderr = '';
-      let interrupted = false;
-      const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-        child.on('exit', (code, signal) => resolve({ code, signal })),
+      // initdb is under way: the server is not up yet.
+      const outcome = await interruptCli(
+        ['apps', 'list'],
+        childEnv({ DATA_DIR: ownDir, LOG_LEVEL: 'debug' }),
+        'initialising embedded PostgreSQL cluster',
       );
-      child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-        stderr += chunk;
-        // initdb is under way: the server is not up yet.
-        if (!interrupted && stderr.includes('initialising embedded PostgreSQL cluster')) {
-          interrupted = true;
-          process.kill(-(child.pid as number), 'SIGINT');
-        }
-      });
-      expect(await exited).toEqual({ code: 130, signal: null });
-      expect(interrupted).toBe(true);
+      expect(outcome).toEqual({ exit: { code: 130, signal: null }, interrupted: true });
       // Before, the command died at once and the server it went on to start ran on, orphaned.
       await new Promise((resolve) => setTimeout(resolve, 1_000));
       expect(postmastersOf(path.join(ownDir, 'postgres'))).toEqual([]);
