@@ -957,6 +957,31 @@ describe('input fuzzing generated from the OpenAPI document', () => {
       ]);
     });
 
+    it('takes an optional property sent as null for absent (a PATCH wrote the null into a NOT NULL column: 500)', async () => {
+      const user = await createOwner(t.http, token, 'USER');
+      const kyc = (json: string, method: 'post' | 'patch') =>
+        request(t.http)
+          [method](`/v1/users/${user}/kyc-data`)
+          .set('Authorization', bearer(token))
+          .set('Content-Type', 'application/json')
+          .send(json);
+      expect((await kyc('{"civilStatus":"SINGLE","isPep":false,"isSOAUIF":false}', 'post')).status).toBe(201);
+      // FUZZ_SEED=380830122: the counterexample's body.
+      const response = await kyc(
+        '{"civilStatus":null,"isPep":true,"isSOAUIF":true,"isBlackListed":false}',
+        'patch',
+      );
+      expect({ status: response.status, body: response.body as unknown }).toEqual({
+        status: 200,
+        body: expect.objectContaining({
+          civilStatus: 'SINGLE',
+          isPep: true,
+          isSOAUIF: true,
+          isBlackListed: false,
+        }),
+      });
+    });
+
     it('refuses prototype keys at their path (they slipped past the whitelist)', async () => {
       for (const key of ['constructor', '__proto__', 'prototype']) {
         const response = await patchUser(`{"firstName":"Ana","${key}":{"admin":true}}`);

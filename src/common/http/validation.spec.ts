@@ -32,6 +32,10 @@ class LineDto {
   @Min(1)
   @IsInt()
   quantity: number;
+
+  @IsOptional()
+  @IsString()
+  comment?: string;
 }
 
 /** The other order: the range check runs first and hides the type error. */
@@ -173,6 +177,17 @@ describe('createValidationPipe', () => {
     expect(order.legalAddress).toBeInstanceOf(AddressDto);
     expect(order.items.map((item) => item instanceof LineDto)).toEqual([true, true]);
     expect(order).toEqual(valid());
+  });
+
+  it('takes an optional property sent as null for absent, at every depth (a service never sees the null)', async () => {
+    const body = { ...valid(), note: null, items: [{ name: 'first', quantity: 1, comment: null }] };
+    const order = (await validate(body)) as OrderDto;
+    expect(Object.keys(order)).not.toContain('note');
+    expect(Object.keys(order.items[0])).toEqual(['name', 'quantity']);
+    // A required property sent as null is still required.
+    await expect(rejection({ ...valid(), name: null })).resolves.toEqual([
+      { path: 'name', message: 'name is required', type: 'required' },
+    ]);
   });
 
   it('reports a missing property as required', async () => {

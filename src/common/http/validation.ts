@@ -1,4 +1,5 @@
-import { ValidationPipe, type ValidationError } from '@nestjs/common';
+import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
+import { getMetadataStorage, IS_OPTIONAL, ValidationTypes } from 'class-validator';
 import { ValidationFailedError, type ValidationItem } from '../errors/domain-errors.js';
 
 /**
@@ -31,9 +32,47 @@ export function toValidationItems(errors: ValidationError[], prefix = ''): Valid
   return items;
 }
 
-/** Whitelist, refuse unknown properties, no implicit type conversion, DTO instances out. */
+/**
+ * An optional property sent as `null` counts as absent: class-validator's `@IsOptional()` skips its checks for
+ * null as for undefined, and the services then took the null for a value (a PATCH wrote it into a NOT NULL column:
+ * 500). The pipe removes such properties from the DTO it hands on, at every depth, so that every route reads them
+ * as not sent. No request property of the interface is nullable.
+ */
+export function dropNullOptionals(value: unknown): void {
+  if (value === null || typeof value !== 'object') return;
+  if (Array.isArray(value)) {
+    for (const item of value) dropNullOptionals(item);
+    return;
+  }
+  // DTO instances only (their class has validation metadata): not free-form JSON objects, files or buffers.
+  const record = value as Record<string, unknown>;
+  const rules = getMetadataStorage().getTargetValidationMetadatas(record.constructor, '', true, false);
+  if (rules.length === 0) return;
+  for (const { type, name, propertyName } of rules) {
+    if (
+      type === ValidationTypes.CONDITIONAL_VALIDATION &&
+      name === IS_OPTIONAL &&
+      record[propertyName] === null
+    )
+      delete record[propertyName];
+  }
+  for (const child of Object.values(record)) dropNullOptionals(child);
+}
+
+class ApiValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const result: unknown = await super.transform(value, metadata);
+    if (metadata.type === 'body' || metadata.type === 'query') dropNullOptionals(result);
+    return result;
+  }
+}
+
+/**
+ * Whitelist, refuse unknown properties, no implicit type conversion, DTO instances out; an optional property sent
+ * as null is absent (dropNullOptionals).
+ */
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new ApiValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     forbidUnknownValues: true,
