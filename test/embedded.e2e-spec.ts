@@ -86,6 +86,10 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     return { pid: Number(lines[0]), port: Number(lines[3]) };
   };
 
+  /** Until postmaster.pid says the server is stopping (a smart shutdown under way), at most 5 s. */
+  const untilStopping = () =>
+    waitFor(() => readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').includes('stopping'), 5_000);
+
   /** PIDs of live postmasters on this data directory. */
   const postmasters = (): number[] => (clusterDir ? postmastersOf(clusterDir) : []);
 
@@ -402,12 +406,7 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     await lingering.connect();
     // The smart shutdown waits for the lingering session (up to 8 s).
     const stopping = leaving.stop(10_000, 8_000);
-    expect(
-      await waitFor(
-        () => readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').includes('stopping'),
-        5_000,
-      ),
-    ).toBe(true);
+    expect(await untilStopping()).toBe(true);
     const joining = start();
     await new Promise((resolve) => setTimeout(resolve, 300));
     await lingering.end(); // the old server ends with its last session
@@ -443,12 +442,7 @@ describe('embedded PostgreSQL mode (node dist/src/main.js without DATABASE_URL)'
     // Smart shutdown: the server says it is stopping, refuses new sessions, and lets this one work and commit.
     const began = Date.now();
     const stopping = server.stop(10_000, 8_000);
-    expect(
-      await waitFor(
-        () => readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').includes('stopping'),
-        5_000,
-      ),
-    ).toBe(true);
+    expect(await untilStopping()).toBe(true);
     const latecomer = new pg.Client({ connectionString: server.url });
     await expect(latecomer.connect()).rejects.toMatchObject({ code: '57P03' }); // cannot_connect_now
     await session.query('INSERT INTO stop_probe VALUES (2)');

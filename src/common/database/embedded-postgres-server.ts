@@ -41,13 +41,26 @@ export function liveServerSync(clusterDir: string): PidFile | undefined {
   }
 }
 
+/** Fields 3 and 22 of /proc/<pid>/stat: its state, and when it started (clock ticks since boot). */
+export function procStat(pid: number): { state: string; start: string } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state: fields[0], start: fields[19] ?? '' };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A process state of /proc that is no longer running: zombie or dead. */
+export const isDead = (state: string): boolean => state === 'Z' || state === 'X';
+
 /** A server is alive only if its PID exists, is not a zombie, and its command line names this data directory. */
 export function isServerAlive(pidFile: PidFile, clusterDir: string): boolean {
   if (!Number.isInteger(pidFile.pid) || pidFile.pid <= 0) return false;
+  const stat = procStat(pidFile.pid);
+  if (!stat || isDead(stat.state)) return false;
   try {
-    const stat = readFileSync(`/proc/${pidFile.pid}/stat`, 'utf8');
-    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    if (state === 'Z' || state === 'X') return false;
     const cmdline = readFileSync(`/proc/${pidFile.pid}/cmdline`, 'utf8').split('\0');
     return cmdline.some((arg) => path.resolve(arg) === path.resolve(clusterDir));
   } catch {

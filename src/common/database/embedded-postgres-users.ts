@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { isDead, procStat } from './embedded-postgres-server.js';
 
 /**
  * The processes that use the embedded server of a DATA_DIR (API, worker, CLI, migrations), one file each in
@@ -118,17 +119,6 @@ export const USERS_DIR = 'postgres.users';
 
 const LOCK_WAIT_MS = 15_000;
 
-/** Fields 3 and 22 of /proc/<pid>/stat: its state, and when it started (clock ticks since boot). */
-function procStat(pid: number): { state: string; start: string } | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { state: fields[0], start: fields[19] ?? '' };
-  } catch {
-    return undefined;
-  }
-}
-
 /** When the process started, undefined without /proc. */
 const startTime = (pid: number): string | undefined => procStat(pid)?.start;
 
@@ -137,7 +127,7 @@ function isAlive(pid: number, recordedStart: string): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   if (recordedStart) {
     const stat = procStat(pid);
-    return stat !== undefined && stat.start === recordedStart && stat.state !== 'Z' && stat.state !== 'X';
+    return stat !== undefined && stat.start === recordedStart && !isDead(stat.state);
   }
   try {
     process.kill(pid, 0);

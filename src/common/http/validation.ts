@@ -46,17 +46,26 @@ export function dropNullOptionals(value: unknown): void {
   }
   // DTO instances only (their class has validation metadata): not free-form JSON objects, files or buffers.
   const record = value as Record<string, unknown>;
-  const rules = getMetadataStorage().getTargetValidationMetadatas(record.constructor, '', true, false);
-  if (rules.length === 0) return;
-  for (const { type, name, propertyName } of rules) {
-    if (
-      type === ValidationTypes.CONDITIONAL_VALIDATION &&
-      name === IS_OPTIONAL &&
-      record[propertyName] === null
-    )
-      delete record[propertyName];
-  }
+  const optional = optionalProperties(record.constructor);
+  if (!optional) return;
+  for (const property of optional) if (record[property] === null) delete record[property];
   for (const child of Object.values(record)) dropNullOptionals(child);
+}
+
+/** Per class, read once: its @IsOptional properties, or undefined for a class without validation metadata. */
+const optionalByClass = new WeakMap<object, readonly string[] | undefined>();
+
+function optionalProperties(type: object): readonly string[] | undefined {
+  if (optionalByClass.has(type)) return optionalByClass.get(type);
+  const rules = getMetadataStorage().getTargetValidationMetadatas(type as () => void, '', true, false);
+  const optional =
+    rules.length === 0
+      ? undefined
+      : rules
+          .filter((rule) => rule.type === ValidationTypes.CONDITIONAL_VALIDATION && rule.name === IS_OPTIONAL)
+          .map((rule) => rule.propertyName);
+  optionalByClass.set(type, optional);
+  return optional;
 }
 
 class ApiValidationPipe extends ValidationPipe {
