@@ -59,7 +59,7 @@ function pgbenchBinary() {
   throw new Error('no pgbench (set BENCH_PGBENCH)');
 }
 
-/** JSON with sorted keys (TransfersService's canonicalJson), for the request hash. */
+/** JSON with sorted keys (request-hash.ts), for the request hash. */
 function canonicalJson(value) {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object')

@@ -27,6 +27,7 @@ import { EntriesBalancePerStatement1763902400000 } from './1763902400000-Entries
 import { TimeOrderedIdsOffTheHotPath1763902500000 } from './1763902500000-TimeOrderedIdsOffTheHotPath.js';
 import { WebhookClaimWithoutFlushWait1763902600000 } from './1763902600000-WebhookClaimWithoutFlushWait.js';
 import { ReversalsByUserToken1763902700000 } from './1763902700000-ReversalsByUserToken.js';
+import { ReversalLocksBeforeStates1763902800000 } from './1763902800000-ReversalLocksBeforeStates.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -59,4 +60,5 @@ export const MIGRATIONS = [
   TimeOrderedIdsOffTheHotPath1763902500000,
   WebhookClaimWithoutFlushWait1763902600000,
   ReversalsByUserToken1763902700000,
+  ReversalLocksBeforeStates1763902800000,
 ];

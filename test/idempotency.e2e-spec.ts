@@ -4,7 +4,7 @@ import pg from 'pg';
 import request from 'supertest';
 import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
 import { TransferBatcher } from '../src/modules/transfers/transfer-batcher.js';
-import { accessToken, registerClient, type TestClient } from './support/auth.js';
+import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
 import { bearer, expectValidation } from './support/identity.js';
 import { waitFor } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -145,6 +145,30 @@ describe('idempotency keys: races and cut connections (real database)', () => {
     // Sequentially too, once the first has committed.
     expect(expectValidation(await send(other, key)).map((item) => item.path)).toEqual(['Idempotency-Key']);
   }, 120_000);
+
+  it("a key's stored answer is the user's who made it: another user of the application sending it is refused, and shown nothing", async () => {
+    const ownerA = await createOwner(t.http, token);
+    const ownerB = await createOwner(t.http, token);
+    const a = await openAccount(t.http, token, client.appId, ownerA);
+    await setBalance(t.http, token, a.uuid, 100);
+    const receiver = await open();
+    const body = transferBody(a.uuid, receiver.cvu, 10);
+    const key = `user-scoped-${Date.now()}`;
+    const asA = await subjectToken(client, ownerA);
+    const first = await postTransfer(t.http, asA, body, key);
+    expect(first.status).toBe(201);
+    expect((await postTransfer(t.http, asA, body, key)).body).toStrictEqual(first.body); // A's retry: replayed
+    // B names A's account: without the key, 400 notfound; with A's key, the same refusal of the key's reuse,
+    // never A's transfer (its names, tax ids and CVUs).
+    const asB = await subjectToken(client, ownerB);
+    const stranger = await postTransfer(t.http, asB, body, key);
+    expect({ status: stranger.status, paths: expectValidation(stranger).map((item) => item.path) }).toEqual({
+      status: 400,
+      paths: ['Idempotency-Key'],
+    });
+    expect(JSON.stringify(stranger.body)).not.toContain(a.cvu);
+    expect((await transfersOf(a.uuid)).length).toBe(1);
+  });
 
   /** POSTs the transfer on a raw connection and destroys the socket at `cut`; resolves once it is closed. */
   function sendAndCut(

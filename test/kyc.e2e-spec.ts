@@ -306,5 +306,39 @@ describe('KYC documents and sessions', () => {
       const otherToken = await accessToken(t.http, otherApp);
       expect((await request(t.http).get(`/v1/kyc/sessions/${id}`).set(auth(otherToken))).status).toBe(404);
     });
+
+    it("a deleted owner's sessions are 404, and no step can be submitted to them", async () => {
+      const owner = await createUser();
+      const selfie = await uploadNamed(owner, 'selfie');
+      const id = (
+        await request(t.http).post('/v1/kyc/sessions').set(auth()).send({ ownerType: 'USER', ownerId: owner })
+      ).body.uuid as string;
+      expect((await request(t.http).delete(`/v1/users/${owner}`).set(auth())).status).toBe(204);
+      for (const as of [token, await subjectToken(client, owner)]) {
+        const read = await request(t.http).get(`/v1/kyc/sessions/${id}`).set(auth(as));
+        expect({ status: read.status, body: read.body as unknown }).toEqual({
+          status: 404,
+          body: { name: 'NotFoundError', message: 'KYC session not found', detail: { item: id } },
+        });
+        expect((await submit(id, 'SELFIE', selfie, as)).status).toBe(404);
+      }
+      const [row] = (await t.dataSource.query(
+        `SELECT count(*)::int AS submitted FROM kyc_session_steps WHERE session_id = $1 AND submitted_at IS NOT NULL`,
+        [id],
+      )) as { submitted: number }[];
+      expect(row.submitted).toBe(0);
+    });
+  });
+
+  it('takes a user token whose application id and sub are signed in upper case (an upload answered 500)', async () => {
+    const upper = await subjectToken(client, userId.toUpperCase(), {
+      claims: { iss: client.appId.toUpperCase() },
+    });
+    const response = await upload(userId, PNG, 'upper.png', {}, upper);
+    expect(response.status).toBe(201);
+    const [row] = (await t.dataSource.query('SELECT app_id, storage_key FROM documents WHERE id = $1', [
+      response.body.uuid,
+    ])) as { app_id: string; storage_key: string }[];
+    expect(row).toEqual({ app_id: client.appId, storage_key: `${client.appId}/${response.body.uuid}` });
   });
 });

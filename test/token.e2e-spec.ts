@@ -1,7 +1,10 @@
 import { createHmac } from 'node:crypto';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import request from 'supertest';
+import type { Job } from 'bullmq';
+import { JOBS } from '../src/common/queue/queue-names.js';
 import { AppsService } from '../src/modules/apps/apps.service.js';
+import { PruneUsedAssertionsProcessor } from '../src/modules/auth/prune-used-assertions.processor.js';
 import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { clientAssertion, newKeyPair, registerClient, unsignedJwt, type TestClient } from './support/auth.js';
 import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
@@ -158,6 +161,34 @@ describe('POST /v1/oauth/app/token', () => {
     const token = await clientAssertion(client, { claims: { jti: 'one-time-id' } });
     expect((await withAssertion(token)).status).toBe(200);
     expectRefused(await withAssertion(token));
+  });
+
+  it('keeps a used jti while its assertion is still accepted: until exp plus the clock tolerance', async () => {
+    const iat = Math.floor(Date.now() / 1000) - 100;
+    const token = await clientAssertion(client, {
+      iat,
+      lifetimeSeconds: 60,
+      claims: { jti: 'expired-but-tolerated' },
+    });
+    expect((await withAssertion(token)).status).toBe(200); // exp 40 s ago, within CLOCK_SKEW_SECONDS (60)
+    const [row] = (await t.dataSource.query(
+      `SELECT extract(epoch FROM expires_at)::int AS expires FROM used_assertions WHERE jti = 'expired-but-tolerated'`,
+    )) as { expires: number }[];
+    expect(row.expires).toBe(iat + 60 + 60);
+    // The pruner forgets what has expired; this one stays, and a replay is still refused.
+    await new PruneUsedAssertionsProcessor(t.dataSource).process({ name: JOBS.pruneUsedAssertions } as Job);
+    expectRefused(await withAssertion(token));
+  });
+
+  it('takes an application id sent in upper case, and issues the token for its stored form', async () => {
+    const upper = client.appId.toUpperCase();
+    const token = await clientAssertion(client, { claims: { iss: upper, sub: upper } });
+    const response = await withAssertion(token, { appId: upper });
+    expect(response.status).toBe(200);
+    expect(decodeJwt(response.body.accessToken)).toMatchObject({
+      sub: client.appId,
+      client_id: client.appId,
+    });
   });
 
   it('refuses a wrong grantType with 400 unsupported_grant_type', async () => {

@@ -261,6 +261,41 @@ describe('transfers: API (real database)', () => {
       );
     });
 
+    it('GET /v1/wallet/transactions/all: from and to take a date or a UTC date-time that exists; anything else is 400 at its name', async () => {
+      for (const value of [
+        '2026-01-31',
+        '2026-01-31T23:59Z',
+        '2026-01-31T23:59:59Z',
+        '2026-01-31T23:59:59.123Z',
+      ])
+        for (const name of ['from', 'to'])
+          expect({
+            value,
+            status: (await get(`/v1/wallet/transactions/all?${name}=${value}`)).status,
+          }).toEqual({
+            value,
+            status: 200,
+          });
+      // Each of these answered 500 (an invalid Date reached PostgreSQL), or was read as another day.
+      for (const value of [
+        '2024-13-45',
+        '2024-02-30',
+        '2023-02-29',
+        '2024-01-01T99:99Z',
+        '2024-01-01T24:00Z',
+        '2024-01-01T10Z',
+        '2024-01-01T10:00',
+      ])
+        for (const name of ['from', 'to'])
+          expect({
+            value,
+            items: expectValidation(await get(`/v1/wallet/transactions/all?${name}=${value}`)),
+          }).toEqual({
+            value,
+            items: [{ path: name, message: `${name} must be an ISO date`, type: 'invalid' }],
+          });
+    });
+
     it('GET /v1/wallet/accounts/{uuid}/transactions: scoped like the account', async () => {
       const list = await get(`/v1/wallet/accounts/${receiver.uuid}/transactions`);
       expect(list.status).toBe(200);

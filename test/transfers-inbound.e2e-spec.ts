@@ -7,7 +7,7 @@ import { accessToken, registerClient } from './support/auth.js';
 import { bearer } from './support/identity.js';
 import { childEnv, CLI_JS, runNode } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
-import { createOwner, openAccount, UUID_V7 } from './support/wallet.js';
+import { createOwner, holdAccountClosing, openAccount, UUID_V7 } from './support/wallet.js';
 
 const payer = (
   JSON.parse(readFileSync('config/counterparty-directory.json', 'utf8')) as {
@@ -19,15 +19,35 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
   let t: TestApp;
   let dataDir: string;
   let token: string;
+  let clientAppId: string;
   let account: { uuid: string; cvu: string };
 
   const cli = (args: string[]) =>
     runNode(CLI_JS, args, childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'silent' }));
 
+  /** `transfers inbound` of `amount` into `cvu` from the directory's first account. */
+  const inbound = (cvu: string, amount: string, extra: string[] = []) =>
+    cli([
+      'transfers',
+      'inbound',
+      '--cvu',
+      cvu,
+      '--amount',
+      amount,
+      '--from',
+      payer.number,
+      '--name',
+      payer.titulares,
+      '--cuit',
+      payer.cuit,
+      ...extra,
+    ]);
+
   beforeAll(async () => {
     t = await startTestApp();
     dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-inbound-'));
     const client = await registerClient(t.app);
+    clientAppId = client.appId;
     token = await accessToken(t.http, client);
     account = await openAccount(t.http, token, client.appId, await createOwner(t.http, token));
   });
@@ -37,22 +57,7 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
   });
 
   it('credits the account with an ACREDITADO DEPOSIT and announces it', async () => {
-    const result = await cli([
-      'transfers',
-      'inbound',
-      '--cvu',
-      account.cvu,
-      '--amount',
-      '250.75',
-      '--from',
-      payer.number,
-      '--name',
-      payer.titulares,
-      '--cuit',
-      payer.cuit,
-      '--concept',
-      'HON',
-    ]);
+    const result = await inbound(account.cvu, '250.75', ['--concept', 'HON']);
     expect(result.code).toBe(0);
     const answer = JSON.parse(result.stdout) as { transferId: string; accountId: string; status: string };
     expect(answer).toStrictEqual({
@@ -98,6 +103,27 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
     )) as { id: string }[];
     expect(entries).toStrictEqual([{ id: expect.stringMatching(UUID_V7) }]);
     expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
+  });
+
+  it('money that arrives while its account is being closed is refused, not credited to the closed account', async () => {
+    const closingAccount = await openAccount(t.http, token, clientAppId, await createOwner(t.http, token));
+    const closing = await holdAccountClosing(t.dataSource, closingAccount.uuid);
+    try {
+      const arriving = inbound(closingAccount.cvu, '10');
+      await closing.untilWaiting(); // for the account row's lock
+      await closing.commit();
+      const result = await arriving;
+      expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 1, stdout: '' });
+      expect(result.stderr).toContain(`Account not found: ${closingAccount.uuid}`);
+    } finally {
+      await closing.release();
+    }
+    const rows = (await t.dataSource.query(
+      `SELECT (SELECT balance = 0 FROM ledger_accounts WHERE id = $1) AS empty,
+              (SELECT count(*)::int FROM transfers WHERE account_id = $1) AS transfers`,
+      [closingAccount.uuid],
+    )) as { empty: boolean; transfers: number }[];
+    expect(rows).toEqual([{ empty: true, transfers: 0 }]);
   });
 
   it('refuses bad input with a message on stderr and changes nothing', async () => {

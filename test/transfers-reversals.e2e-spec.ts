@@ -29,6 +29,7 @@ import { startWithTwoApplications } from './support/two-applications.js';
 import {
   createOwner,
   expectForbidden,
+  holdAccountClosing,
   openAccount,
   setBalance,
   UUID_V7,
@@ -622,6 +623,42 @@ describe('reversals of settled transfers and returns from the rail (real databas
       history: after.history - before.history,
       events: after.events - before.events,
     }).toStrictEqual({ transfers: 10, journal_entries: 5, postings: 10, history: 0, events: 10 });
+    await verify();
+  });
+
+  it('a reversal that waited for an account being closed sees it closed: 403, nothing credited to the closed account', async () => {
+    const sender = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+    await setBalance(t.http, tokenA, sender.uuid, 101);
+    await setBalance(t.http, tokenB, r.uuid, 1000); // the receiver can give it all back
+    const original = await transfer(tokenA, sender, r, 100); // 100 and its 1 % tax: the sender is left at 0
+    expect(await balanceOf(t.http, tokenA, sender.uuid)).toBe(0);
+    const closing = await holdAccountClosing(t.dataSource, sender.uuid);
+    try {
+      const before = await counts();
+      const pending = reverse(tokenB, original.d, { reason: 'cerrada a la vez' }).then(
+        (response) => response,
+      );
+      await closing.untilWaiting(); // for the ledger row's lock
+      await closing.commit();
+      const response = await pending;
+      expect({ status: response.status, body: response.body as unknown }).toStrictEqual({
+        status: 403,
+        body: {
+          name: 'ForbiddenError',
+          message: 'the receiving account cannot receive money',
+          detail: { reason: 'INVALID_STATE' },
+        },
+      });
+      expect(await counts()).toStrictEqual(before);
+    } finally {
+      await closing.release();
+    }
+    const [row] = (await t.dataSource.query(
+      `SELECT w.status, l.balance = 0 AS empty FROM wallet_accounts w JOIN ledger_accounts l ON l.id = w.id
+        WHERE w.id = $1`,
+      [sender.uuid],
+    )) as { status: string; empty: boolean }[];
+    expect(row).toEqual({ status: 'DELETED', empty: true });
     await verify();
   });
 

@@ -929,6 +929,27 @@ describe('identity: users (real database)', () => {
       expect((await getUser(sub)).status).toBe(200);
     });
 
+    it('a sub names one owner: the user of a token cannot also register a company, nor the reverse, even at once', async () => {
+      const createCompany = (token: string) =>
+        api().post('/v1/companies').set('Authorization', bearer(token)).send(companyBody());
+      const userFirst = await subjectToken(appA, randomUUID());
+      await created(userBody(), userFirst);
+      const companies = await countRows(t.dataSource, 'companies');
+      expect(expectValidation(await createCompany(userFirst))).toStrictEqual([
+        { path: '', message: 'the user or company of this token is already registered', type: 'duplicate' },
+      ]);
+      const companyFirst = await subjectToken(appA, randomUUID());
+      expect((await createCompany(companyFirst)).status).toBe(201);
+      expect(await refusedCreate(userBody(), companyFirst)).toStrictEqual([
+        { path: '', message: 'the user or company of this token is already registered', type: 'duplicate' },
+      ]);
+      expect(await countRows(t.dataSource, 'companies')).toBe(companies + 1);
+      // Sent together: one of the two is registered, the other refused.
+      const both = await subjectToken(appA, randomUUID());
+      const [user, company] = await Promise.all([createUser(userBody(), both), createCompany(both)]);
+      expect([user.status, company.status].sort()).toStrictEqual([201, 400]);
+    });
+
     it('self-onboarding with a taken tax id is a duplicate at legalInformation.taxId', async () => {
       const existing = await created();
       const token = await subjectToken(appA, randomUUID());

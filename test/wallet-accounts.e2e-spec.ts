@@ -12,6 +12,7 @@ import {
 } from './support/identity.js';
 import type { TestApp } from './support/test-app.js';
 import { startWithTwoApplications } from './support/two-applications.js';
+import { postTransfer, transferBody, UNLISTED_CBU } from './support/transfers.js';
 import {
   ACCOUNT_KEYS,
   ALIAS,
@@ -67,6 +68,11 @@ describe('wallet accounts (real database)', () => {
   afterAll(() => t.close());
 
   const api = () => request(t.http);
+  /** Each kind of owner and its routes. */
+  const OWNER_KINDS = [
+    ['USER', '/v1/users'],
+    ['COMPANY', '/v1/companies'],
+  ] as const;
   const path = (uuid: string, suffix = '') => `/v1/wallet/accounts/${uuid}${suffix}`;
   const post = (body: unknown, token = tokenA) =>
     api()
@@ -568,12 +574,24 @@ describe('wallet accounts (real database)', () => {
       }
     });
 
-    it('the owner may change the status of its own account with its user token', async () => {
+    it('the owner may stop its own account with its user token; only the application activates one', async () => {
       const ownerId = await user();
       const account = await openAccount(t.http, tokenA, appA.appId, ownerId);
-      const response = await patch(account.uuid, { status: 'INACTIVE' }, await subjectToken(appA, ownerId));
+      const own = await subjectToken(appA, ownerId);
+      const response = await patch(account.uuid, { status: 'INACTIVE' }, own);
       expect(response.status).toBe(200);
       expect(response.body.status).toBe('INACTIVE');
+      // Out of INACTIVE, or out of PENDING (an account the application has not let move money yet): refused.
+      for (const from of ['INACTIVE', 'PENDING']) {
+        await t.dataSource.query(`UPDATE wallet_accounts SET status = $2 WHERE id = $1`, [
+          account.uuid,
+          from,
+        ]);
+        const refused = await patch(account.uuid, { status: 'ACTIVE', name: 'No' }, own);
+        expectForbidden(refused, 'INSUFFICIENT_PERMISSIONS');
+        expect(await accountRow(account.uuid)).toMatchObject({ status: from, name: null });
+      }
+      expect((await patch(account.uuid, { status: 'ACTIVE' })).body.status).toBe('ACTIVE');
     });
   });
 
@@ -956,10 +974,7 @@ describe('wallet accounts (real database)', () => {
     });
 
     it('DELETE /v1/users/{uuid} and /v1/companies/{uuid}: 403 INVALID_STATE while the account holds money, 204 at zero', async () => {
-      for (const [type, base] of [
-        ['USER', '/v1/users'],
-        ['COMPANY', '/v1/companies'],
-      ] as const) {
+      for (const [type, base] of OWNER_KINDS) {
         const ownerId = await createOwner(t.http, tokenA, type);
         const account = await openAccount(t.http, tokenA, appA.appId, ownerId, type);
         await setBalance(t.http, tokenA, account.uuid, 1);
@@ -982,6 +997,36 @@ describe('wallet accounts (real database)', () => {
           status: string;
         }[];
         expect(row.status).toBe('DELETED');
+      }
+    });
+
+    it('DELETE of an owner or an account: 403 INVALID_STATE while a transfer of the account is not settled (its money would land in a closed account)', async () => {
+      // No worker runs in this suite: a DEPOSIT pulled from a CBU stays INICIADO, its credit still to come.
+      for (const [type, base] of OWNER_KINDS) {
+        const ownerId = await createOwner(t.http, tokenA, type);
+        const account = await openAccount(t.http, tokenA, appA.appId, ownerId, type);
+        const deposit = await postTransfer(
+          t.http,
+          tokenA,
+          transferBody(account.uuid, UNLISTED_CBU, 500, { movementType: 'DEPOSIT' }),
+        );
+        expect({ status: deposit.status, state: deposit.body.status as unknown }).toEqual({
+          status: 201,
+          state: 'INICIADO',
+        });
+        const owner = await api().delete(`${base}/${ownerId}`).set('Authorization', bearer(tokenA));
+        expectForbidden(owner, 'INVALID_STATE');
+        expect(owner.body.message).toMatch(/transfers in flight/);
+        expectForbidden(
+          await api().delete(path(account.uuid)).set('Authorization', bearer(tokenA)),
+          'INVALID_STATE',
+        );
+        const rows = (await t.dataSource.query(
+          `SELECT w.status, o.deleted_at FROM wallet_accounts w
+             JOIN ${type === 'USER' ? 'users' : 'companies'} o ON o.id = w.owner_id WHERE w.id = $1`,
+          [account.uuid],
+        )) as { status: string; deleted_at: Date | null }[];
+        expect(rows).toEqual([{ status: 'ACTIVE', deleted_at: null }]);
       }
     });
   });

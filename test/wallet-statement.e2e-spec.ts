@@ -411,6 +411,16 @@ describe('wallet statements and balance as of a time (real database)', () => {
         [statement(x.uuid, { from: ok, to: '2026-13-01T00:00:00Z' }), 'to', 'invalid'],
         [statement(x.uuid, { from: '2026-02-01T00:00:00Z', to: ok }), 'to', 'invalid'],
         [statement(x.uuid, { from: ok, to: ok, cursor: 'bm9wZQ' }), 'cursor', 'invalid'],
+        // A posting id past a bigint's range (it answered 500).
+        [
+          statement(x.uuid, {
+            from: ok,
+            to: ok,
+            cursor: Buffer.from(`${ok}|9999999999999999999`).toString('base64url'),
+          }),
+          'cursor',
+          'invalid',
+        ],
         [statement(x.uuid, { from: ok, to: ok, limit: 0 }), 'limit', 'invalid'],
       ];
       for (const [test, path] of cases) {

@@ -1,3 +1,4 @@
+import { ValidateBy } from 'class-validator';
 import { ValidationFailedError } from '../errors/domain-errors.js';
 
 /** RFC 3339 date-time: a date, a time (optional fraction) and an offset (Z or ±hh:mm). */
@@ -40,3 +41,35 @@ export function parseInstant(value: string | undefined, path: string): string {
   }
   return value.toUpperCase();
 }
+
+/** A date (YYYY-MM-DD, midnight UTC) or a UTC date-time (YYYY-MM-DDThh:mm[:ss[.fraction]]Z) that exists. */
+const DATE_OR_UTC_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(T(\d{2}):(\d{2})(:(\d{2})(\.\d+)?)?Z)?$/;
+
+/**
+ * Whether `value` is a date or UTC date-time the transaction list's `from`/`to` take: the form, and a day, hour,
+ * minute and second that exist (JavaScript's Date would read 2024-02-30 as March 1st).
+ */
+export function isDateOrUtcInstant(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  const match = DATE_OR_UTC_INSTANT.exec(value);
+  if (!match) return false;
+  const [year, month, day] = match.slice(1, 4).map(Number);
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  const [hour, minute, second] = [match[5], match[6], match[8]].map((part) => Number(part ?? 0));
+  return (
+    date.getUTCFullYear() === year &&
+    date.getUTCMonth() === month - 1 &&
+    date.getUTCDate() === day &&
+    hour <= 23 &&
+    minute <= 59 &&
+    second <= 59
+  );
+}
+
+/** The class-validator decorator of isDateOrUtcInstant, its message naming the property. */
+export const IsDateOrUtcInstant = (property: string) =>
+  ValidateBy(
+    { name: 'isDateOrUtcInstant', validator: { validate: isDateOrUtcInstant } },
+    { message: `${property} must be an ISO date` },
+  );

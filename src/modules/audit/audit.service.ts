@@ -41,7 +41,8 @@ const COLUMNS = `id::text AS id, at, app_id, principal_type, principal, action, 
 
 /** The cursor: (at in microseconds, id) of the last record served. */
 const encode = (row: AuditRow) => encodeMicrosecondCursor(row.at_us, row.id);
-const RECORD_ID = /^\d{1,19}$/;
+/** A record id that fits a bigint (a 19-digit one may not: 500). */
+const RECORD_ID = /^\d{1,18}$/;
 
 /**
  * The audit trail's reading side (docs/decisions/0032-audit-trail.md). Records are written by `auditAppend` in

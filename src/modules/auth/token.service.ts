@@ -56,8 +56,11 @@ export class TokenService {
       ]);
     }
     const payload = await this.verifyAssertion(input.appId, input.token);
-    await this.rememberJti(input.appId, payload);
-    return this.signAccessToken(input.appId);
+    // An application id is a uuid, whatever the case it was sent in: the token and everything it reaches carry
+    // the stored (lower-case) form.
+    const appId = input.appId.toLowerCase();
+    await this.rememberJti(appId, payload);
+    return this.signAccessToken(appId);
   }
 
   /**
@@ -163,7 +166,13 @@ export class TokenService {
       .createQueryBuilder()
       .insert()
       .into(UsedAssertionEntity)
-      .values({ appId, jti: payload.jti, expiresAt: new Date((payload.exp as number) * 1000) })
+      // Kept while jwtVerify would still take the assertion (its exp plus the clock tolerance), so the pruner
+      // never forgets a jti that could be sent again.
+      .values({
+        appId,
+        jti: payload.jti,
+        expiresAt: new Date(((payload.exp as number) + this.config.clockSkewSeconds) * 1000),
+      })
       .orIgnore()
       .returning('jti')
       .execute();

@@ -7,7 +7,13 @@ import { isUniqueViolation } from '#common/database/sql.js';
 import { ValidationFailedError } from '#common/errors/domain-errors.js';
 import { DEFAULT_PAGE_SIZE, toPage, type Page } from '#common/http/pagination.js';
 import { OWNER_ACCOUNTS, type OwnerAccounts } from '#modules/kyc/owners/owner-accounts.port.js';
-import { deleteOwner, findOwner, ownerPageRows, type OwnerKind } from '#modules/kyc/owners/owner-rows.js';
+import {
+  claimSubjectId,
+  deleteOwner,
+  findOwner,
+  ownerPageRows,
+  type OwnerKind,
+} from '#modules/kyc/owners/owner-rows.js';
 import { cnpjProblem, cuitProblem, normalizeTaxId } from '#modules/kyc/tax-id.js';
 import type { CompanyResponseDto, CreateCompanyDto } from './dto/company.dto.js';
 import { CompanyEntity } from './entities/company.entity.js';
@@ -17,6 +23,7 @@ const COMPANIES: OwnerKind<CompanyEntity> = {
   entity: CompanyEntity,
   notFound: 'Company not found',
   holdsMoney: 'The company owns an account that holds money',
+  inFlight: 'The company owns an account with transfers in flight',
   resource: 'company',
 };
 
@@ -52,15 +59,8 @@ export class CompaniesService {
     });
     try {
       await this.dataSource.transaction(async (manager) => {
-        if (
-          principal.kind === 'subject' &&
-          (await manager.exists(CompanyEntity, { where: { id }, withDeleted: true }))
-        ) {
-          throw ValidationFailedError.single(
-            '',
-            'duplicate',
-            'the company of this token is already registered',
-          );
+        if (principal.kind === 'subject') {
+          await claimSubjectId(manager, id, 'the user or company of this token is already registered');
         }
         await manager.insert(CompanyEntity, company);
         await auditAppend(manager, requestActor(principal), {

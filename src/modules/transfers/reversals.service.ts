@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -11,7 +10,8 @@ import { refusalOf } from './transfer-errors.js';
 import { encodeReversalRequest, type ReversalRequest } from './transfer-function.contract.js';
 import { reversalView, TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
-import { canonicalJson, IDEMPOTENCY_KEY } from './transfers.service.js';
+import { requestHash } from './request-hash.js';
+import { IDEMPOTENCY_KEY } from './transfers.service.js';
 
 /** A return from the rail, as the CLI prints it. */
 export interface RailReturn {
@@ -64,12 +64,7 @@ export class ReversalsService {
       route: audit.action,
       minorUnits: MINOR_UNITS,
       idempotencyKey: idempotencyKey === undefined ? null : `reversal ${idempotencyKey}`,
-      requestHash:
-        idempotencyKey === undefined
-          ? null
-          : createHash('sha256')
-              .update(canonicalJson({ uuid: id, body: input }))
-              .digest('hex'),
+      requestHash: idempotencyKey === undefined ? null : requestHash(principal, { uuid: id, body: input }),
     };
     const result = await this.call(request);
     return reversalView('replay' in result ? result.replay : result.row);

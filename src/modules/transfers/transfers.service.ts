@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
@@ -31,6 +30,7 @@ import { encodeTransferRequest } from './transfer-function.contract.js';
 import { createdView, TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
 import { auditAppend, type AuditActor } from '#modules/audit/audit-trail.js';
+import { requestHash } from './request-hash.js';
 
 /** An Idempotency-Key: 1-255 visible ASCII characters (no space: the reversal namespace relies on it). */
 export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -124,8 +124,7 @@ export class TransfersService {
       month,
       year,
       idempotencyKey: idempotencyKey ?? null,
-      requestHash:
-        idempotencyKey === undefined ? null : createHash('sha256').update(canonicalJson(input)).digest('hex'),
+      requestHash: idempotencyKey === undefined ? null : requestHash(principal, input),
     });
     const result = await this.batcher.create(parameters, accountId, counterParty.identifier);
     if ('replay' in result) return createdView(result.replay);
@@ -169,7 +168,14 @@ export class TransfersService {
         [input.cvu],
       )) as { id: string; app_id: string; transfer_id: string }[];
       if (!row) throw new NotFoundError(input.cvu, 'No account with that CVU');
-      const account = await this.accounts.require(manager, { kind: 'client', appId: row.app_id }, row.id);
+      // Locked, so its state is the one after any close or status change that held the row: as an account is
+      // closed (DELETE) under this lock, a credit never lands in a closed account.
+      const account = await this.accounts.require(
+        manager,
+        { kind: 'client', appId: row.app_id },
+        row.id,
+        true,
+      );
       if (account.status !== 'ACTIVE')
         throw new ForbiddenError('INVALID_STATE', `the account is ${account.status}`);
       const amount = parseAmount(input.amount, account.currency, 'amount', { min: 1 });
@@ -249,16 +255,4 @@ export class TransfersService {
       nextCursor: more && last ? encodeCursor({ createdAt: last.createdAt, id: last.view.uuid }) : null,
     };
   }
-}
-
-/** JSON with sorted keys, so the same request always hashes the same. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((key) => `${JSON.stringify(key)}:${canonicalJson((value as Record<string, unknown>)[key])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value);
 }

@@ -11,7 +11,13 @@ import {
   type OwnerAccounts,
   type OwnerAccountView,
 } from '#modules/kyc/owners/owner-accounts.port.js';
-import { deleteOwner, findOwner, ownerPageRows, type OwnerKind } from '#modules/kyc/owners/owner-rows.js';
+import {
+  claimSubjectId,
+  deleteOwner,
+  findOwner,
+  ownerPageRows,
+  type OwnerKind,
+} from '#modules/kyc/owners/owner-rows.js';
 import { cuitProblem, normalizeTaxId } from '#modules/kyc/tax-id.js';
 import type { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto.js';
 import { UserEntity } from './entities/user.entity.js';
@@ -32,6 +38,7 @@ const USERS: OwnerKind<UserEntity> = {
   entity: UserEntity,
   notFound: 'User not found',
   holdsMoney: 'The user owns an account that holds money',
+  inFlight: 'The user owns an account with transfers in flight',
   resource: 'user',
 };
 
@@ -75,11 +82,8 @@ export class UsersService {
     });
     try {
       await this.dataSource.transaction(async (manager) => {
-        if (
-          principal.kind === 'subject' &&
-          (await manager.exists(UserEntity, { where: { id }, withDeleted: true }))
-        ) {
-          throw ValidationFailedError.single('', 'duplicate', 'the user of this token is already registered');
+        if (principal.kind === 'subject') {
+          await claimSubjectId(manager, id, 'the user or company of this token is already registered');
         }
         await manager.insert(UserEntity, user);
         await auditAppend(manager, requestActor(principal), {

@@ -7,6 +7,7 @@ import { accountView } from './accounts/account-view.js';
 import { WalletAccountEntity } from './accounts/entities/wallet-account.entity.js';
 import { fromDb } from './money.js';
 import { periodsOf } from './periods.js';
+import { hasTransfersInFlight } from './transfers-in-flight.js';
 
 /** The read port of users and companies onto the wallet: an owner's account, and whether it holds money. */
 @Injectable()
@@ -45,7 +46,7 @@ export class WalletOwnerAccounts implements OwnerAccounts {
     manager: EntityManager,
     appId: string,
     ownerId: string,
-  ): Promise<'holds-money' | 'closed'> {
+  ): Promise<'holds-money' | 'in-flight' | 'closed'> {
     const accounts = (await manager.query(
       `SELECT w.id, l.balance::text AS balance FROM wallet_accounts w JOIN ledger_accounts l ON l.id = w.id
         WHERE w.app_id = $1 AND w.owner_id = $2 AND w.status <> 'DELETED'
@@ -53,10 +54,12 @@ export class WalletOwnerAccounts implements OwnerAccounts {
       [appId, ownerId],
     )) as { id: string; balance: string }[];
     if (accounts.some((account) => !fromDb(account.balance).isZero())) return 'holds-money';
+    const ids = accounts.map((account) => account.id);
+    if (await hasTransfersInFlight(manager, ids)) return 'in-flight';
     if (accounts.length > 0) {
       await manager.query(
         `UPDATE wallet_accounts SET status = 'DELETED', deleted_at = now() WHERE id = ANY($1::uuid[])`,
-        [accounts.map((account) => account.id)],
+        [ids],
       );
     }
     return 'closed';

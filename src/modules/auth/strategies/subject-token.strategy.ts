@@ -66,10 +66,14 @@ export class SubjectTokenStrategy extends PassportStrategy(Strategy, 'subject') 
 
   validate(payload: SubjectTokenPayload): SubjectPrincipal | false {
     const { iss, sub, iat, exp } = payload;
-    if (typeof iss !== 'string' || typeof sub !== 'string' || !UUID.test(sub) || sub === iss) return false;
+    if (typeof iss !== 'string' || typeof sub !== 'string' || !UUID.test(sub)) return false;
+    // uuids in the stored (lower-case) form, whatever the case the application signed them in.
+    const appId = iss.toLowerCase();
+    const subject = sub.toLowerCase();
+    if (subject === appId) return false;
     if (typeof iat !== 'number' || typeof exp !== 'number') return false;
     if (exp - iat > MAX_ASSERTION_LIFETIME_SECONDS) return false;
     if (iat > Math.floor(Date.now() / 1000) + this.config.clockSkewSeconds) return false;
-    return { kind: 'subject', appId: iss, subject: sub.toLowerCase() };
+    return { kind: 'subject', appId, subject };
   }
 }

@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
 import { oldestFirstRows } from '#common/database/sql.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { assertStorableJson } from '#common/http/json-body.middleware.js';
 import { DEFAULT_PAGE_SIZE, toPage, type Page } from '#common/http/pagination.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import type { OwnerType } from '../owners/kyc-owners.port.js';
@@ -40,6 +41,8 @@ export class DocumentsService {
     input: UploadDocumentDto,
     file: UploadedFile | undefined,
   ): Promise<DocumentResponseDto> {
+    // A multipart body's fields skip the JSON body's check: the same rule (no NUL, well-formed Unicode), here.
+    assertStorableJson({ ...input, filename: file?.originalname });
     await this.requireOwner(principal, ownerType, ownerId);
     if (!file || file.size === 0) throw ValidationFailedError.single('file', 'required', 'file is required');
     if (file.size > this.config.documentMaxBytes) {
@@ -136,8 +139,8 @@ export class DocumentsService {
     if (!document || (principal.kind === 'subject' && document.ownerId !== principal.subject)) {
       throw new NotFoundError(id, 'Document not found');
     }
-    await this.requireOwner(principal, document.ownerType, document.ownerId).catch(() => {
-      throw new NotFoundError(id, 'Document not found');
+    await this.requireOwner(principal, document.ownerType, document.ownerId).catch((error: unknown) => {
+      throw error instanceof NotFoundError ? new NotFoundError(id, 'Document not found') : error;
     });
     return document;
   }

@@ -28,11 +28,12 @@ export interface OwnerAccounts {
   accountsOf(appId: string, ownerIds: readonly string[]): Promise<Map<string, OwnerAccountView>>;
   /**
    * Inside the owner's deletion transaction: locks the owner's accounts; when one holds money answers
-   * 'holds-money' and changes nothing, otherwise closes them (DELETED) and answers 'closed'.
+   * 'holds-money', when one has a transfer not yet settled 'in-flight', and changes nothing; otherwise closes
+   * them (DELETED) and answers 'closed'.
    */
   closeForOwnerDeletion(
     manager: EntityManager,
     appId: string,
     ownerId: string,
-  ): Promise<'holds-money' | 'closed'>;
+  ): Promise<'holds-money' | 'in-flight' | 'closed'>;
 }

@@ -2,7 +2,7 @@ import type { DataSource, EntityManager, EntityTarget, FindOptionsWhere } from '
 import type { Principal } from '#common/auth/principal.js';
 import { tenantWhere, tenantWhereAnd } from '#common/auth/tenancy.js';
 import { oldestFirstRows } from '#common/database/sql.js';
-import { ForbiddenError, NotFoundError } from '#common/errors/domain-errors.js';
+import { ForbiddenError, NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import type { OwnerAccounts } from './owner-accounts.port.js';
 import type { OwnerColumns } from './owner.columns.js';
 import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
@@ -22,8 +22,31 @@ export interface OwnerKind<T extends OwnerRow> {
   notFound: string;
   /** The message of the 403 INVALID_STATE for a deletion refused while an account holds money. */
   holdsMoney: string;
+  /** The same while an account has a transfer not yet settled. */
+  inFlight: string;
   /** The audit trail's resource type of a deletion. */
   resource: 'user' | 'company';
+}
+
+/** First key of the advisory locks that serialise the registrations of one subject (two-key form). */
+const SUBJECT_REGISTRATION_LOCK_CLASS = 8_003;
+
+/**
+ * Self-onboarding (decision 0009): a user token's `sub` names one user or one company of its application
+ * (operator contract), so the owner a subject registers takes that id only while no user and no company has it,
+ * deleted ones included; otherwise 400 `duplicate` with `message`. Serialised on the id in the caller's
+ * transaction, so a POST /users and a POST /companies sent together with one token cannot both pass.
+ */
+export async function claimSubjectId(manager: EntityManager, id: string, message: string): Promise<void> {
+  await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
+    SUBJECT_REGISTRATION_LOCK_CLASS,
+    id,
+  ]);
+  const [row] = (await manager.query(
+    'SELECT EXISTS (SELECT 1 FROM users WHERE id = $1) OR EXISTS (SELECT 1 FROM companies WHERE id = $1) AS taken',
+    [id],
+  )) as { taken: boolean }[];
+  if (row.taken) throw ValidationFailedError.single('', 'duplicate', message);
 }
 
 /** The owner `id` as the principal reaches it, locked when asked; otherwise NotFoundError(id). */
@@ -61,7 +84,7 @@ export function ownerPageRows<T extends OwnerRow>(
 
 /**
  * Soft-deletes the owner `id` in one transaction, with its wallet accounts closed; refused (403
- * INVALID_STATE) while one of them holds money.
+ * INVALID_STATE) while one of them holds money or has a transfer not yet settled.
  */
 export async function deleteOwner<T extends OwnerRow>(
   dataSource: DataSource,
@@ -72,9 +95,9 @@ export async function deleteOwner<T extends OwnerRow>(
 ): Promise<void> {
   await dataSource.transaction(async (manager) => {
     const owner = await findOwner(manager, kind, principal, id, true);
-    if ((await accounts.closeForOwnerDeletion(manager, principal.appId, owner.id)) === 'holds-money') {
-      throw new ForbiddenError('INVALID_STATE', kind.holdsMoney);
-    }
+    const closing = await accounts.closeForOwnerDeletion(manager, principal.appId, owner.id);
+    if (closing === 'holds-money') throw new ForbiddenError('INVALID_STATE', kind.holdsMoney);
+    if (closing === 'in-flight') throw new ForbiddenError('INVALID_STATE', kind.inFlight);
     await manager.softDelete(kind.entity, { id: owner.id } as FindOptionsWhere<T>);
     await auditAppend(manager, requestActor(principal), {
       resourceType: kind.resource,

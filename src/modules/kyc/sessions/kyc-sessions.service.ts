@@ -101,6 +101,7 @@ export class KycSessionsService {
         const document = await manager.findOneBy(DocumentEntity, {
           id: documentUuid,
           appId: session.appId,
+          ownerType: session.ownerType,
           ownerId: session.ownerId,
         });
         if (!document) {
@@ -161,6 +162,10 @@ export class KycSessionsService {
     if (!session || (principal.kind === 'subject' && session.ownerId !== principal.subject)) {
       throw new NotFoundError(id, 'KYC session not found');
     }
+    // A deleted owner's sessions are gone with it (decision 0009), as its documents are.
+    await this.owners.find(manager, principal, session.ownerType, session.ownerId).catch((error: unknown) => {
+      throw error instanceof NotFoundError ? new NotFoundError(id, 'KYC session not found') : error;
+    });
     return session;
   }
 

@@ -1,4 +1,5 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsDateOrUtcInstant } from '#common/http/instant.js';
 import { PageQueryDto } from '#common/http/pagination.js';
 import { Type } from 'class-transformer';
 import {
@@ -167,11 +168,11 @@ export class TransactionListQueryDto extends PageQueryDto {
   status?: string;
   @IsOptional() @IsIn(['DEPOSIT', 'WITHDRAW']) @IsString() movementType?: string;
   @IsOptional()
-  @Matches(/^\d{4}-\d{2}-\d{2}(T[\d:.]+Z)?$/, { message: 'from must be an ISO date' })
+  @IsDateOrUtcInstant('from')
   @IsString()
   from?: string;
   @IsOptional()
-  @Matches(/^\d{4}-\d{2}-\d{2}(T[\d:.]+Z)?$/, { message: 'to must be an ISO date' })
+  @IsDateOrUtcInstant('to')
   @IsString()
   to?: string;
 }

@@ -148,7 +148,15 @@ BEGIN
       EXIT checks;
     END IF;
 
-    -- The accounts: the one that gives back (the receiver; none for a return) and the original sender.
+    -- The accounts: the one that gives back (the receiver; none for a return) and the original sender. Their
+    -- ledger rows are locked first and their states read after, so an account closed by a transaction that held
+    -- the lock is seen closed (each statement reads what committed before it began).
+    IF v_return THEN
+      PERFORM 1 FROM ledger_accounts l WHERE l.id = w.account_id FOR UPDATE;
+    ELSE
+      SELECT max(l.balance) FILTER (WHERE l.id = d.account_id) INTO v_balance
+        FROM (SELECT id, balance FROM ledger_accounts WHERE id IN (d.account_id, w.account_id) ORDER BY id FOR UPDATE) l;
+    END IF;
     SELECT a.id, a.app_id, a.status, a.owner_type, a.owner_id, a.cvu,
            coalesce(u.first_name || ' ' || u.last_name, c.legal_name) AS owner_name,
            coalesce(u.tax_id, c.tax_value) AS owner_tax_id, coalesce(u.tax_id_type, 'cuit') AS owner_tax_id_type
@@ -158,7 +166,6 @@ BEGIN
       LEFT JOIN companies c ON a.owner_type = 'COMPANY' AND c.id = a.owner_id
      WHERE a.id = w.account_id;
     IF v_return THEN
-      PERFORM 1 FROM ledger_accounts l WHERE l.id = taker.id FOR UPDATE;
       IF taker.status <> 'ACTIVE' THEN
         v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
           'message', 'the account is ' || taker.status);
@@ -173,8 +180,6 @@ BEGIN
         LEFT JOIN users u ON a.owner_type = 'USER' AND u.id = a.owner_id
         LEFT JOIN companies c ON a.owner_type = 'COMPANY' AND c.id = a.owner_id
        WHERE a.id = d.account_id;
-      SELECT max(l.balance) FILTER (WHERE l.id = giver.id) INTO v_balance
-        FROM (SELECT id, balance FROM ledger_accounts WHERE id IN (giver.id, taker.id) ORDER BY id FOR UPDATE) l;
       IF giver.status <> 'ACTIVE' THEN
         v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
           'message', 'the account is ' || giver.status);

@@ -20,6 +20,7 @@ import { accountView } from './account-view.js';
 import { BalanceReader } from './balance-reader.js';
 import { WalletAccountEntity, type AccountStatus } from './entities/wallet-account.entity.js';
 import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
+import { hasTransfersInFlight } from '../transfers-in-flight.js';
 
 /** Allowed status changes (DELETED only through DELETE). */
 const TRANSITIONS: Record<AccountStatus, readonly AccountStatus[]> = {
@@ -129,6 +130,14 @@ export class AccountsService {
               `an account cannot go from ${account.status} to ${input.status}`,
             );
           }
+          // The owner may stop its own account; making one ACTIVE (out of PENDING, or out of a stop the
+          // application may have set) is the application's decision (decision 0011).
+          if (input.status === 'ACTIVE' && principal.kind !== 'client') {
+            throw new ForbiddenError(
+              'INSUFFICIENT_PERMISSIONS',
+              'only the application may activate an account',
+            );
+          }
           changes.status = input.status;
         }
         if (input.alias !== undefined) changes.alias = input.alias;
@@ -186,11 +195,9 @@ export class AccountsService {
       if (!(balances.get(account.id) ?? new Money(0)).isZero()) {
         throw new ForbiddenError('INVALID_STATE', 'the account holds money');
       }
-      const [inFlight] = (await manager.query(
-        `SELECT count(*)::int AS n FROM transfers WHERE account_id = $1 AND status IN ('COMMITING', 'INICIADO', 'EN_CURSO')`,
-        [account.id],
-      )) as { n: number }[];
-      if (inFlight.n > 0) throw new ForbiddenError('INVALID_STATE', 'the account has transfers in flight');
+      if (await hasTransfersInFlight(manager, [account.id])) {
+        throw new ForbiddenError('INVALID_STATE', 'the account has transfers in flight');
+      }
       await manager.update(
         WalletAccountEntity,
         { id: account.id },

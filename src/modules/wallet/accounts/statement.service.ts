@@ -24,7 +24,7 @@ const encodeStatementCursor = (position: StatementCursor): string =>
 function decodeStatementCursor(cursor: string | undefined): StatementCursor | undefined {
   if (cursor === undefined) return undefined;
   const [at, id, extra] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if (extra !== undefined || !id || !/^\d{1,19}$/.test(id) || !at || !RFC3339.test(at)) {
+  if (extra !== undefined || !id || !/^\d{1,18}$/.test(id) || !at || !RFC3339.test(at)) {
     throw ValidationFailedError.single('cursor', 'invalid', 'cursor is not valid');
   }
   return { at, id };
