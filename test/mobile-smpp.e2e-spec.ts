@@ -233,12 +233,17 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
   let t: TestApp;
   let client: TestClient;
   let token: string;
+  /** A second application: receipts for one application's messages must never touch the other's. */
+  let tokenB: string;
+  /** message_ids the SMSC answers the next accepted submits with (then its default hex ids). */
+  const nextIds: string[] = [];
 
   beforeAll(async () => {
     smsc = await TestSmsc.start({
       systemId: SYSTEM_ID,
       password: PASSWORD,
       submitStatus: (pdu) => (String(pdu.destination_addr).startsWith('5499') ? 0x0b : 0),
+      messageId: (n) => nextIds.shift() ?? (0x1000 + n).toString(16),
     });
     t = await startTestApp({
       runWorker: true,
@@ -258,6 +263,7 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     });
     client = await registerClient(t.app, 'smpp');
     token = await accessToken(t.http, client);
+    tokenB = await accessToken(t.http, await registerClient(t.app, 'smpp-b'));
     await t.app.get(SmppSmsProvider).current!.ready(5000);
   });
   afterAll(async () => {
@@ -265,10 +271,10 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     await smsc?.close();
   });
 
-  const send = async (dnis: string, message: string) => {
+  const send = async (dnis: string, message: string, as = token) => {
     const response = await request(t.http)
       .post('/v1/mobile/sms')
-      .set('Authorization', `Bearer ${token}`)
+      .set('Authorization', `Bearer ${as}`)
       .send({ dnis, message });
     expect(response.status).toBe(200);
     return (response.body as { message_id: string }).message_id;
@@ -360,6 +366,39 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     await until('ENROUTE', async () => (await row(id)).status === 'ENROUTE');
     await smsc.receipt(BigInt(`0x${submit.messageId}`).toString(10), { stat: 'DELIVRD' });
     expect((await statusOf(id)).status).toBe('DELIVRD');
+  });
+
+  /** Sends one message and waits until it is recorded ENROUTE with the message_id the SMSC gave it. */
+  const sendWithProviderId = async (providerId: string, dnis: string, as = token) => {
+    nextIds.push(providerId);
+    const id = await send(dnis, 'Hola', as);
+    await until(`ENROUTE as ${providerId}`, async () => (await row(id)).status === 'ENROUTE');
+    expect((await row(id)).provider_message_id).toBe(providerId);
+    return id;
+  };
+
+  it('applies a receipt to exactly one message: the exact id, else the first form of it that a message has', async () => {
+    const a10 = await sendWithProviderId('10', '541123450010');
+    const b16 = await sendWithProviderId('16', '541123450011', tokenB);
+    const a22 = await sendWithProviderId('22', '541123450012');
+    const b12345 = await sendWithProviderId('12345', '541123450013', tokenB);
+    const a20 = await sendWithProviderId('20', '541123450014');
+    const b50 = await sendWithProviderId('50', '541123450015', tokenB);
+
+    // "16" is also the decimal form of hex "10" and the hex form of decimal "22": only "16" is meant.
+    await smsc.receipt('16', { stat: 'UNDELIV', err: '001' });
+    expect((await row(b16)).status).toBe('UNDELIV');
+    expect((await row(a10)).status).toBe('ENROUTE');
+    expect((await row(a22)).status).toBe('ENROUTE');
+
+    // SMPP 3.4's zero-padded 10-character id reaches its message.
+    await smsc.receipt('0000012345', { stat: 'DELIVRD' });
+    expect((await row(b12345)).status).toBe('DELIVRD');
+
+    // No message "32": its hex form "20" comes before its decimal form "50"; one message only.
+    await smsc.receipt('32', { stat: 'DELIVRD' });
+    expect((await row(a20)).status).toBe('DELIVRD');
+    expect((await row(b50)).status).toBe('ENROUTE');
   });
 
   it('marks a message the SMSC refuses as REJECTD with the command_status as error code', async () => {

@@ -53,6 +53,16 @@ describe('providerIdCandidates', () => {
     expect(providerIdCandidates('6699')).toEqual(['6699', '1a2b', '1A2B', '26265']);
     expect(providerIdCandidates('sim-1')).toEqual(['sim-1']);
   });
+
+  it('tries the id as sent first, then without leading zeros, then decimal→hex, then hex→decimal', () => {
+    // A receipt for "16" prefers a message "16"; only without one does "10" (its hex form), then "22", match.
+    expect(providerIdCandidates('16')).toEqual(['16', '10', '22']);
+    // SMPP 3.4's zero-padded 10-character id finds its message "12345".
+    expect(providerIdCandidates('0000012345')).toEqual(['0000012345', '12345', '3039', '74565']);
+    expect(providerIdCandidates('00ab')).toEqual(['00ab', 'ab', '171']);
+    // Zeros only: one zero is left, never an empty id.
+    expect(providerIdCandidates('0000')).toEqual(['0000', '0']);
+  });
 });
 
 describe('encodeText', () => {

@@ -85,15 +85,21 @@ export function parseDeliveryReceipt(
 }
 
 /**
- * The forms one provider id may take: some SMSCs answer submit_sm in hex and
- * write the receipt's id in decimal (or the reverse).
+ * The forms one provider id may take, in the order a receipt tries them; the receipt applies to the
+ * message of the first form some message has, never to several:
+ * 1. the id as sent;
+ * 2. without leading zeros (SMPP 3.4's message_id is often zero-padded to 10 characters in receipts);
+ * 3. a decimal id in hex, lower then upper case (the SMSC answered submit_sm in hex, the receipt in decimal);
+ * 4. a hex id in decimal (the reverse).
+ * So "16" is tried as "16", then "10", then "22": a message whose id is exactly "16" always wins.
  */
 export function providerIdCandidates(id: string): string[] {
-  const candidates = new Set([id]);
-  if (/^[0-9]{1,30}$/.test(id)) {
-    const hex = BigInt(id).toString(16);
+  const unpadded = id.replace(/^0+(?=.)/, '');
+  const candidates = new Set([id, unpadded]);
+  if (/^[0-9]{1,30}$/.test(unpadded)) {
+    const hex = BigInt(unpadded).toString(16);
     candidates.add(hex).add(hex.toUpperCase());
   }
-  if (/^[0-9a-f]{1,24}$/i.test(id)) candidates.add(BigInt(`0x${id}`).toString(10));
+  if (/^[0-9a-f]{1,24}$/i.test(unpadded)) candidates.add(BigInt(`0x${unpadded}`).toString(10));
   return [...candidates];
 }

@@ -41,27 +41,47 @@ export class SmsReceiptsService {
     }
   }
 
+  /**
+   * One statement: picks the one message the receipt is for (the first of the id's forms, in
+   * providerIdCandidates' order, that a message of this provider has; the unique index finds each form) and
+   * updates it unless the status guard keeps its final status.
+   */
   private async applyOnce(provider: string, receipt: DeliveryReceipt): Promise<ReceiptOutcome> {
-    const ids = providerIdCandidates(receipt.id);
-    const [rows] = (await this.dataSource.query(
-      `UPDATE sms_messages
-          SET status = $3, error_code = $4, delivery_time = COALESCE($5, now()), system_delivery_time = now()
-        WHERE provider = $1 AND provider_message_id = ANY($2::text[])
-          AND NOT (status = ANY($6::text[]) AND NOT ($3 = ANY($6::text[])))
-      RETURNING id`,
-      [provider, ids, receipt.stat, receipt.err || null, receipt.doneDate ?? null, FINAL_STATES],
-    )) as [{ id: string }[], number];
-    if (rows.length > 0) {
-      this.logger.info(
-        { messageId: rows[0].id, status: receipt.stat, err: receipt.err },
-        'SMS delivery receipt',
-      );
-      return 'applied';
-    }
-    const [known] = (await this.dataSource.query(
-      `SELECT 1 FROM sms_messages WHERE provider = $1 AND provider_message_id = ANY($2::text[])`,
-      [provider, ids],
-    )) as unknown[];
-    return known ? 'ignored' : 'unmatched';
+    const [target] = (await this.dataSource.query(
+      `WITH target AS (
+         SELECT id, provider_message_id FROM sms_messages
+          WHERE provider = $1 AND provider_message_id = ANY($2::text[])
+          ORDER BY array_position($2::text[], provider_message_id)
+          LIMIT 1
+       ), applied AS (
+         UPDATE sms_messages m
+            SET status = $3, error_code = $4, delivery_time = COALESCE($5, now()), system_delivery_time = now()
+           FROM target
+          WHERE m.id = target.id AND m.provider_message_id = target.provider_message_id
+            AND NOT (m.status = ANY($6::text[]) AND NOT ($3 = ANY($6::text[])))
+         RETURNING m.id
+       )
+       SELECT target.id, target.provider_message_id, EXISTS (SELECT 1 FROM applied) AS applied FROM target`,
+      [
+        provider,
+        providerIdCandidates(receipt.id),
+        receipt.stat,
+        receipt.err || null,
+        receipt.doneDate ?? null,
+        FINAL_STATES,
+      ],
+    )) as { id: string; provider_message_id: string; applied: boolean }[];
+    if (!target) return 'unmatched';
+    if (!target.applied) return 'ignored';
+    this.logger.info(
+      {
+        messageId: target.id,
+        providerMessageId: target.provider_message_id,
+        status: receipt.stat,
+        err: receipt.err,
+      },
+      'SMS delivery receipt',
+    );
+    return 'applied';
   }
 }
