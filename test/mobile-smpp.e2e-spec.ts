@@ -221,6 +221,11 @@ describe('SmppLink against a real SMPP server', () => {
     const second = await smsc.receipt('abc123', { stat: 'DELIVRD' });
     expect(second.command_status).toBe(0);
     expect(receipts).toHaveLength(1);
+    // An intermediate notification (esm_class 0x20) is handed on marked as such.
+    await smsc.receipt('abc124', { stat: 'BUFFRED', esmClass: 0x20 });
+    expect(receipts[1]).toMatchObject({ id: 'abc124', stat: 'BUFFRED', intermediate: true });
+    expect(receipts[0]).toMatchObject({ id: 'abc123', intermediate: false });
+    receipts.length = 1;
     // A deliver_sm that is not a receipt (a mobile-originated message) is acknowledged and dropped.
     const mo = await smsc.deliver('hello from a phone', { esmClass: 0 });
     expect(mo.command_status).toBe(0);
@@ -358,6 +363,26 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     expect((await statusOf(vendor)).status).toBe('BUFFRED');
     await smsc.receipt(s2.messageId!, { stat: 'EXPIRED', err: '027' });
     expect(await statusOf(vendor)).toMatchObject({ status: 'EXPIRED', error_code: '027' });
+  });
+
+  it('keeps a final status against intermediate notifications and UNKNOWN; a later final receipt replaces it', async () => {
+    const id = await send('541123450005', 'Hola');
+    const submit = await submitFor('541123450005', 1);
+    await until('ENROUTE', async () => (await row(id)).status === 'ENROUTE');
+    await smsc.receipt(submit.messageId!, { stat: 'DELIVRD', err: '000' });
+    expect((await statusOf(id)).status).toBe('DELIVRD');
+
+    // UNKNOWN is a final word, but no news after a delivery: neither as an intermediate notification nor as a receipt.
+    await smsc.receipt(submit.messageId!, { stat: 'UNKNOWN', err: '000', esmClass: 0x20 });
+    expect((await statusOf(id)).status).toBe('DELIVRD');
+    await smsc.receipt(submit.messageId!, { stat: 'UNKNOWN', err: '000' });
+    expect((await statusOf(id)).status).toBe('DELIVRD');
+    // An intermediate notification never changes a final status, whatever its stat.
+    await smsc.receipt(submit.messageId!, { stat: 'UNDELIV', err: '0A1', esmClass: 0x20 });
+    expect(await statusOf(id)).toMatchObject({ status: 'DELIVRD', error_code: '000' });
+    // A final receipt is the SMSC's latest word.
+    await smsc.receipt(submit.messageId!, { stat: 'EXPIRED', err: '027' });
+    expect(await statusOf(id)).toMatchObject({ status: 'EXPIRED', error_code: '027' });
   });
 
   it('matches a receipt whose id is the decimal form of the hex id submit_sm_resp gave', async () => {

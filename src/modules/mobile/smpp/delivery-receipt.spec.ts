@@ -1,5 +1,11 @@
 import { encodeText, fitsGsm7 } from './encoding.js';
-import { parseDeliveryReceipt, parseReceiptDate, providerIdCandidates } from './delivery-receipt.js';
+import {
+  isIntermediateNotification,
+  parseDeliveryReceipt,
+  parseReceiptDate,
+  providerIdCandidates,
+  replacesFinalStatus,
+} from './delivery-receipt.js';
 
 describe('parseDeliveryReceipt', () => {
   it('reads the usual receipt text', () => {
@@ -13,7 +19,18 @@ describe('parseDeliveryReceipt', () => {
       err: '000',
       submitDate: new Date('2026-11-23T10:10:00Z'),
       doneDate: new Date('2026-11-23T10:12:00Z'),
+      intermediate: false,
     });
+  });
+
+  it('marks an intermediate notification (esm_class 0x20), not a receipt (0x04) or one without esm_class', () => {
+    const text = 'id:12 sub:001 dlvrd:000 submit date:2611231010 done date:2611231012 stat:UNKNOWN err:000';
+    expect(parseDeliveryReceipt(text, { esmClass: 0x20 })).toMatchObject({
+      stat: 'UNKNOWN',
+      intermediate: true,
+    });
+    expect(parseDeliveryReceipt(text, { esmClass: 0x04 })).toMatchObject({ intermediate: false });
+    expect(parseDeliveryReceipt(text)).toMatchObject({ intermediate: false });
   });
 
   it('keeps any stat word (an open set), upper-cased, and dates with seconds', () => {
@@ -31,6 +48,7 @@ describe('parseDeliveryReceipt', () => {
       err: '',
       submitDate: undefined,
       doneDate: undefined,
+      intermediate: false,
     });
   });
 
@@ -44,6 +62,31 @@ describe('parseDeliveryReceipt', () => {
     expect(parseReceiptDate('2613231010')).toBeUndefined();
     expect(parseReceiptDate('2602301010')).toBeUndefined();
     expect(parseReceiptDate('26112310')).toBeUndefined();
+  });
+});
+
+describe('isIntermediateNotification', () => {
+  it('reads the message type bits (5-2) of esm_class', () => {
+    expect(isIntermediateNotification(0x20)).toBe(true);
+    expect(isIntermediateNotification(0x20 | 0x40 | 0x03)).toBe(true); // UDHI and messaging mode bits aside
+    expect(isIntermediateNotification(0x04)).toBe(false);
+    expect(isIntermediateNotification(0x24)).toBe(false);
+    expect(isIntermediateNotification(0)).toBe(false);
+  });
+});
+
+describe('replacesFinalStatus', () => {
+  it('lets a final receipt replace a final status, except UNKNOWN and intermediate notifications', () => {
+    expect(replacesFinalStatus({ stat: 'EXPIRED' })).toBe(true);
+    expect(replacesFinalStatus({ stat: 'DELIVRD', intermediate: false })).toBe(true);
+    // UNKNOWN after DELIVRD is no news: the delivery stands.
+    expect(replacesFinalStatus({ stat: 'UNKNOWN' })).toBe(false);
+    expect(replacesFinalStatus({ stat: 'UNKNOWN', intermediate: true })).toBe(false);
+    // An intermediate notification never changes a final status, whatever its stat.
+    expect(replacesFinalStatus({ stat: 'UNDELIV', intermediate: true })).toBe(false);
+    // Non-final stats never do.
+    expect(replacesFinalStatus({ stat: 'ENROUTE' })).toBe(false);
+    expect(replacesFinalStatus({ stat: 'BUFFRED' })).toBe(false);
   });
 });
 

@@ -13,6 +13,11 @@ export interface DeliveryReceipt {
   readonly err: string;
   readonly submitDate?: Date;
   readonly doneDate?: Date;
+  /**
+   * An intermediate delivery notification (esm_class 0x20, DOMAIN.md C7), not the SMSC's final word: it never
+   * changes a final status. Absent or false: a receipt (esm_class 0x04, or the simulator's).
+   */
+  readonly intermediate?: boolean;
 }
 
 /** SMPP 3.4 message_state values (§5.2.28) as receipt stat words. */
@@ -28,7 +33,7 @@ const MESSAGE_STATES: Record<number, string> = {
   9: 'SKIPPED',
 };
 
-/** States after which nothing changes; a late intermediate receipt never replaces one of them. */
+/** Final states: only a later final receipt replaces one of them, and not every one ({@link replacesFinalStatus}). */
 export const FINAL_STATES: readonly string[] = [
   'DELIVRD',
   'EXPIRED',
@@ -39,6 +44,23 @@ export const FINAL_STATES: readonly string[] = [
   'SKIPPED',
   'FAILED',
 ];
+
+/** esm_class message type (bits 5-2, SMPP 3.4 §5.2.12) of an intermediate delivery notification. */
+const INTERMEDIATE_NOTIFICATION = 0x20;
+
+/** Whether a deliver_sm's esm_class marks an intermediate delivery notification rather than a receipt. */
+export function isIntermediateNotification(esmClass: number): boolean {
+  return (esmClass & 0x3c) === INTERMEDIATE_NOTIFICATION;
+}
+
+/**
+ * Whether a receipt may replace a status that is already final. Never a non-final stat, never an
+ * intermediate notification (whatever its stat), never UNKNOWN (no news after, say, DELIVRD). Any other final
+ * receipt does: the SMSC's latest final word wins (a correction, or the same receipt sent again).
+ */
+export function replacesFinalStatus(receipt: Pick<DeliveryReceipt, 'stat' | 'intermediate'>): boolean {
+  return receipt.intermediate !== true && receipt.stat !== 'UNKNOWN' && FINAL_STATES.includes(receipt.stat);
+}
 
 const field = (text: string, name: string, value: string): string | undefined =>
   new RegExp(`(?:^|\\s)${name}:(${value})`, 'i').exec(text)?.[1];
@@ -64,15 +86,16 @@ export function normaliseStat(stat: string): string | undefined {
 /**
  * Reads a receipt from the deliver_sm text, falling back to the TLVs
  * (receipted_message_id, message_state). Undefined when it is not a receipt.
+ * The deliver_sm's esm_class, when given, says whether it is an intermediate notification.
  */
 export function parseDeliveryReceipt(
   text: string,
-  tlvs: { receiptedMessageId?: string; messageState?: number } = {},
+  pdu: { receiptedMessageId?: string; messageState?: number; esmClass?: number } = {},
 ): DeliveryReceipt | undefined {
-  const id = field(text, 'id', '[^\\s]+') ?? tlvs.receiptedMessageId;
+  const id = field(text, 'id', '[^\\s]+') ?? pdu.receiptedMessageId;
   const statText = field(text, 'stat', '[A-Za-z_]+');
   const stat = normaliseStat(
-    statText ?? (tlvs.messageState !== undefined ? (MESSAGE_STATES[tlvs.messageState] ?? '') : ''),
+    statText ?? (pdu.messageState !== undefined ? (MESSAGE_STATES[pdu.messageState] ?? '') : ''),
   );
   if (!id || !stat) return undefined;
   return {
@@ -81,6 +104,7 @@ export function parseDeliveryReceipt(
     err: field(text, 'err', '[0-9A-Za-z]{1,10}') ?? '',
     submitDate: parseReceiptDate(field(text, 'submit date', '\\d{10,12}')),
     doneDate: parseReceiptDate(field(text, 'done date', '\\d{10,12}')),
+    intermediate: pdu.esmClass !== undefined && isIntermediateNotification(pdu.esmClass),
   };
 }
 

@@ -347,6 +347,7 @@ export class SmppLink {
           receiptedMessageId:
             typeof pdu.receipted_message_id === 'string' ? pdu.receipted_message_id : undefined,
           messageState: typeof pdu.message_state === 'number' ? pdu.message_state : undefined,
+          esmClass,
         })
       : undefined;
     if (!receipt) {

@@ -2,7 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import { DataSource } from 'typeorm';
-import { FINAL_STATES, providerIdCandidates, type DeliveryReceipt } from '../smpp/delivery-receipt.js';
+import {
+  FINAL_STATES,
+  providerIdCandidates,
+  replacesFinalStatus,
+  type DeliveryReceipt,
+} from '../smpp/delivery-receipt.js';
 
 export type ReceiptOutcome = 'applied' | 'ignored' | 'unmatched';
 
@@ -13,7 +18,8 @@ const UNMATCHED_RETRY_MS = 300;
 /**
  * Applies delivery receipts to stored messages: status (the receipt's stat,
  * as sent), delivery time (its done date), error code (its err) and the time
- * this service recorded it. A non-final receipt never replaces a final status.
+ * this service recorded it. A final status is replaced only by a later final
+ * receipt that is neither UNKNOWN nor an intermediate notification (replacesFinalStatus).
  */
 @Injectable()
 export class SmsReceiptsService {
@@ -58,7 +64,7 @@ export class SmsReceiptsService {
             SET status = $3, error_code = $4, delivery_time = COALESCE($5, now()), system_delivery_time = now()
            FROM target
           WHERE m.id = target.id AND m.provider_message_id = target.provider_message_id
-            AND NOT (m.status = ANY($6::text[]) AND NOT ($3 = ANY($6::text[])))
+            AND (NOT (m.status = ANY($6::text[])) OR $7::boolean)
          RETURNING m.id
        )
        SELECT target.id, target.provider_message_id, EXISTS (SELECT 1 FROM applied) AS applied FROM target`,
@@ -69,6 +75,7 @@ export class SmsReceiptsService {
         receipt.err || null,
         receipt.doneDate ?? null,
         FINAL_STATES,
+        replacesFinalStatus(receipt),
       ],
     )) as { id: string; provider_message_id: string; applied: boolean }[];
     if (!target) return 'unmatched';
@@ -79,6 +86,7 @@ export class SmsReceiptsService {
         providerMessageId: target.provider_message_id,
         status: receipt.stat,
         err: receipt.err,
+        intermediate: receipt.intermediate === true,
       },
       'SMS delivery receipt',
     );
