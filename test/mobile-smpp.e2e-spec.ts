@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import type { DeliveryReceipt } from '../src/modules/mobile/smpp/delivery-receipt.js';
 import { SmppLink, type LinkLog, type SmppLinkOptions } from '../src/modules/mobile/smpp/smpp-link.js';
+import { PinoLogger } from '../src/common/logging/pino-logger.js';
 import { SmppSmsProvider } from '../src/modules/mobile/sms/smpp.provider.js';
 import { accessToken, registerClient, type TestClient } from './support/auth.js';
 import { waitFor } from './support/processes.js';
@@ -424,6 +425,85 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     await smsc.receipt('32', { stat: 'DELIVRD' });
     expect((await row(a20)).status).toBe('DELIVRD');
     expect((await row(b50)).status).toBe('ENROUTE');
+  });
+
+  const submitsTo = (dnis: string) => smsc.submits.filter((s) => s.destination === dnis).length;
+  const attemptsOf = async (id: string) =>
+    (
+      (await t.dataSource.query('SELECT attempts FROM sms_messages WHERE id = $1', [id])) as {
+        attempts: number;
+      }[]
+    )[0].attempts;
+  /** Long enough for the job's first retries (SMPP_RECONNECT_MIN_MS 100, doubling) had it failed. */
+  const retryWindow = () => new Promise((resolve) => setTimeout(resolve, 1500));
+
+  it('records a message whose message_id the SMSC gave before as sent, once: the newer message takes the id', async () => {
+    const older = await sendWithProviderId('777', '541123450020');
+    nextIds.push('777'); // a counter reset or wrap-around at the SMSC
+    const newer = await send('541123450021', 'Hola');
+    await until('the newer ENROUTE', async () => (await row(newer)).status === 'ENROUTE');
+    await retryWindow();
+    expect(submitsTo('541123450021')).toBe(1);
+    expect(await attemptsOf(newer)).toBe(1);
+    expect(await row(newer)).toEqual({
+      status: 'ENROUTE',
+      provider: 'smpp',
+      provider_message_id: '777',
+      body: null,
+    });
+    // The older message keeps its status; its receipts can no longer be told from the newer one's.
+    expect(await row(older)).toMatchObject({ status: 'ENROUTE', provider_message_id: null });
+    await smsc.receipt('777', { stat: 'DELIVRD' });
+    expect((await row(newer)).status).toBe('DELIVRD');
+    expect((await row(older)).status).toBe('ENROUTE');
+
+    // Two messages given the same id at once: each recorded once, one of them holds it.
+    nextIds.push('888', '888');
+    const both = await Promise.all([send('541123450024', 'Hola'), send('541123450025', 'Hola')]);
+    await until('both ENROUTE', async () =>
+      (await Promise.all(both.map(row))).every((r) => r.status === 'ENROUTE'),
+    );
+    await retryWindow();
+    expect([submitsTo('541123450024'), submitsTo('541123450025')]).toEqual([1, 1]);
+    expect((await Promise.all(both.map(row))).map((r) => r.provider_message_id).sort()).toEqual([
+      '888',
+      null,
+    ]);
+  });
+
+  it('records messages accepted with an empty message_id as sent, once each, with no provider id', async () => {
+    const warnings: unknown[][] = [];
+    const warn = Object.getOwnPropertyDescriptor(PinoLogger.prototype, 'warn')!;
+    PinoLogger.prototype.warn = function (this: PinoLogger, ...args: Parameters<PinoLogger['warn']>) {
+      warnings.push(args);
+      (warn.value as PinoLogger['warn']).apply(this, args);
+    };
+    try {
+      const ids: string[] = [];
+      for (const dnis of ['541123450022', '541123450023']) {
+        nextIds.push('');
+        const id = await send(dnis, 'Tu clave: 918273');
+        await until('ENROUTE', async () => (await row(id)).status === 'ENROUTE');
+        ids.push(id);
+      }
+      await retryWindow();
+      for (const [index, id] of ids.entries()) {
+        expect(submitsTo(`54112345002${2 + index}`)).toBe(1);
+        expect(await attemptsOf(id)).toBe(1);
+        expect(await row(id)).toEqual({
+          status: 'ENROUTE',
+          provider: 'smpp',
+          provider_message_id: null,
+          body: null,
+        });
+      }
+      const lines = warnings.filter((args) => JSON.stringify(args).includes('no message id'));
+      expect(lines.map(([fields]) => (fields as { messageId: string }).messageId)).toEqual(ids);
+      // Neither the number nor the text is logged.
+      expect(JSON.stringify(lines)).not.toMatch(/54112345002|918273/);
+    } finally {
+      Object.defineProperty(PinoLogger.prototype, 'warn', warn);
+    }
   });
 
   it('marks a message the SMSC refuses as REJECTD with the command_status as error code', async () => {

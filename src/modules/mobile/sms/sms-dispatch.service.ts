@@ -1,17 +1,32 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { PinoLogger } from '#common/logging/pino-logger.js';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { SMS_PROVIDER, type SmsProvider } from './sms-provider.port.js';
 import { SMS_STATUS } from './sms-status.js';
 
 export type DispatchOutcome = 'submitted' | 'rejected' | 'skipped';
 
+/** First key of the advisory locks that serialise recording one provider id (a reused id's hand-over). */
+const PROVIDER_ID_LOCK_CLASS = 8_002;
+
+/**
+ * The provider id to store for an accepted message: as the provider gave it, or NULL when it is empty (an
+ * SMSC's submit_sm_resp without a message_id). NULL matches no receipt and, unlike '', never meets the
+ * unique index (provider, provider_message_id).
+ */
+export function storedProviderId(providerMessageId: string): string | null {
+  return providerMessageId.trim() === '' ? null : providerMessageId;
+}
+
 /**
  * Hands one QUEUED message to the configured provider (worker side). While
  * the provider cannot take it the call throws and the job is retried: the
  * message stays QUEUED and is never lost. Once the provider has it, the text
- * is erased (the receipt needs only the provider's id).
+ * is erased (the receipt needs only the provider's id), and the message is
+ * recorded as sent whatever id the provider gave: an empty id is stored as
+ * NULL, and an id the provider already gave another message moves to this one.
+ * Nothing about the id can fail the job and send the message again.
  */
 @Injectable()
 export class SmsDispatchService {
@@ -34,16 +49,24 @@ export class SmsDispatchService {
     if (!message) return 'skipped';
     const result = await this.provider.submit({ messageId, dnis: message.dnis, text: message.body });
     if (result.accepted) {
-      await this.dataSource.query(
-        `UPDATE sms_messages
-            SET status = $2, provider = $3, provider_message_id = $4, submitted_at = now(), body = NULL
-          WHERE id = $1 AND status = $5`,
-        [messageId, SMS_STATUS.enroute, this.provider.name, result.providerMessageId, SMS_STATUS.queued],
+      const provider = this.provider.name;
+      const providerMessageId = storedProviderId(result.providerMessageId);
+      const previous = await this.dataSource.transaction((manager) =>
+        this.recordSubmitted(manager, messageId, providerMessageId),
       );
-      this.logger.info(
-        { messageId, provider: this.provider.name, providerMessageId: result.providerMessageId },
-        'SMS submitted',
-      );
+      this.logger.info({ messageId, provider, providerMessageId }, 'SMS submitted');
+      if (providerMessageId === null) {
+        this.logger.warn(
+          { messageId, provider },
+          'SMS accepted with no message id from the provider: no delivery receipt can match it',
+        );
+      }
+      for (const previousMessageId of previous) {
+        this.logger.warn(
+          { messageId, provider, providerMessageId, previousMessageId },
+          'provider message id given again: it now names the newer message; receipts for the older one go to it',
+        );
+      }
       return 'submitted';
     }
     await this.dataSource.query(
@@ -55,5 +78,41 @@ export class SmsDispatchService {
     );
     this.logger.warn({ messageId, provider: this.provider.name, errorCode: result.errorCode }, 'SMS refused');
     return 'rejected';
+  }
+
+  /**
+   * ENROUTE with the provider's id; returns the messages the id was taken from. An id that another message
+   * of the provider holds (the SMSC's counter was reset or wrapped) is taken from it: the newest message
+   * owns an id, and receipts for the older one can no longer be told apart. The advisory lock makes two
+   * submits given the same id at once take turns, so the second sees the first's row and the unique index
+   * is never met.
+   */
+  private async recordSubmitted(
+    manager: EntityManager,
+    messageId: string,
+    providerMessageId: string | null,
+  ): Promise<string[]> {
+    const provider = this.provider.name;
+    let older: { id: string }[] = [];
+    if (providerMessageId !== null) {
+      await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
+        PROVIDER_ID_LOCK_CLASS,
+        `${provider}:${providerMessageId}`,
+      ]);
+      [older] = (await manager.query(
+        `UPDATE sms_messages SET provider_message_id = NULL
+          WHERE provider = $1 AND provider_message_id = $2 AND id <> $3
+            AND EXISTS (SELECT 1 FROM sms_messages WHERE id = $3 AND status = $4)
+        RETURNING id`,
+        [provider, providerMessageId, messageId, SMS_STATUS.queued],
+      )) as [{ id: string }[], number];
+    }
+    await manager.query(
+      `UPDATE sms_messages
+          SET status = $2, provider = $3, provider_message_id = $4, submitted_at = now(), body = NULL
+        WHERE id = $1 AND status = $5`,
+      [messageId, SMS_STATUS.enroute, provider, providerMessageId, SMS_STATUS.queued],
+    );
+    return older.map(({ id }) => id);
   }
 }
