@@ -4,11 +4,19 @@ import os from 'node:os';
 import path from 'node:path';
 import type { JobType } from 'bullmq';
 import type { JSONWebKeySet } from 'jose';
+import type pg from 'pg';
 import request from 'supertest';
+import { PG_POOL } from '../src/common/database/pg-pool.js';
+import { PinoLogger } from '../src/common/logging/pino-logger.js';
 import { QUEUES } from '../src/common/queue/queue-names.js';
 import { QueueFactory } from '../src/common/queue/queue.factory.js';
 import { AppsService } from '../src/modules/apps/apps.service.js';
 import { cliActor } from '../src/modules/audit/audit-trail.js';
+import { SigningKeysService } from '../src/modules/auth/signing-keys.service.js';
+import {
+  WebhookDeliveryService,
+  type DeliveryLimits,
+} from '../src/modules/webhooks/webhook-delivery.service.js';
 import { WEBHOOK_EVENTS } from '../src/modules/webhooks/webhook-events.js';
 import { WebhooksService } from '../src/modules/webhooks/webhooks.service.js';
 import { registerClient } from './support/auth.js';
@@ -280,6 +288,80 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
     await expectAllDeliveredOnce(t, receiver, ids);
     expect(await stop(second, 'SIGTERM')).toEqual({ code: 0, signal: null });
   }, 150_000);
+
+  it('never POSTs a claim whose lease may run out during the attempt; the next claim delivers it, once', async () => {
+    // Two workers on one database, as the service's own (nothing in this process delivers by itself). The slow
+    // one has a single POST slot and a lease of WEBHOOK_TIMEOUT_MS (3 s) + 500 ms, and claims two events at once.
+    // The receiver answers the first request of each event after 2.5 s (within the timeout), later ones at once:
+    // the second event gets its slot with about 1 s of lease left, less than an attempt may take. The other
+    // worker claims it as soon as nobody holds it, as the sweeper's job would.
+    const t = await startTestApp({
+      env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_TIMEOUT_MS: '3000', ...isolatedRedisEnv(10) },
+    });
+    apps.push(t);
+    const receiver = await receiverFor((req, self) => ({
+      status: 200,
+      delayMs: self.attemptsOf(req.id).length === 1 ? 2_500 : 0,
+    }));
+    const { appId } = await registerClient(t.app, 'slow receiver');
+    await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
+    const worker = async (limits?: Partial<DeliveryLimits>) =>
+      new WebhookDeliveryService(
+        t.app.get<pg.Pool>(PG_POOL),
+        t.config,
+        t.app.get(SigningKeysService),
+        t.app.get(QueueFactory),
+        await t.app.resolve(PinoLogger),
+        limits,
+      );
+    const slow = await worker({ postsInFlight: 1, leaseExtraMs: 500, leaseMarginMs: 250 });
+    const other = await worker();
+    const leaseOf = async (id: string) =>
+      (
+        (await t.dataSource.query(
+          `SELECT lease_until > now() AS held, status, attempts,
+                  (SELECT count(*)::int FROM webhook_attempts a WHERE a.event_id = e.id) AS rows
+             FROM webhook_events e WHERE id = $1`,
+          [id],
+        )) as { held: boolean | null; status: string; attempts: number; rows: number }[]
+      )[0];
+    try {
+      const [first, second] = await emitMany(t, appId, 2, 'lease');
+      const slowDone = slow.deliverAll([first, second]);
+      await pollUntil('the slow worker to claim both', async () => (await leaseOf(second)).held === true);
+      await pollUntil(
+        'the second event free to claim',
+        async () => (await leaseOf(second)).held !== true,
+        10_000,
+        10,
+      );
+      const whenFree = await leaseOf(second);
+      expect(await other.deliver(second)).toBe('delivered');
+      const slowOutcomes = await slowDone;
+
+      // No event was ever POSTed while an earlier POST of it was unanswered; each went out once.
+      for (const id of [first, second]) {
+        const posts = receiver.attemptsOf(id);
+        for (const [n, post] of posts.entries()) {
+          for (const later of posts.slice(n + 1)) {
+            expect(later.receivedAt).toBeGreaterThanOrEqual(post.answeredAt ?? Number.POSITIVE_INFINITY);
+          }
+        }
+      }
+      // The slow worker gave its claim back unsent, with no attempt counted or recorded.
+      expect(slowOutcomes).toEqual({ delivered: 1, skipped: 1 });
+      expect(whenFree).toEqual({ held: null, status: 'pending', attempts: 0, rows: 0 });
+      await expectAllDeliveredOnce(t, receiver, [first, second]);
+      expect(receiver.requests).toHaveLength(2);
+      for (const id of [first, second]) {
+        expect(await leaseOf(id)).toEqual({ held: null, status: 'delivered', attempts: 1, rows: 1 });
+      }
+    } finally {
+      await Promise.all(
+        [slow, other].flatMap((delivery) => [delivery['sender'].close(), delivery['signer'].close()]),
+      );
+    }
+  }, 60_000);
 
   /**
    * The queue loses jobs it holds (flushed Redis, deleted jobs): three events are in flight at a slow

@@ -1,5 +1,12 @@
-import { BeforeApplicationShutdown, Inject, Injectable, OnApplicationShutdown } from '@nestjs/common';
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  OnApplicationShutdown,
+  Optional,
+} from '@nestjs/common';
 import { PinoLogger } from '#common/logging/pino-logger.js';
+import { RepeatThrottle } from '#common/logging/repeat-throttle.js';
 import type pg from 'pg';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { JOBS, QUEUES } from '#common/queue/queue-names.js';
@@ -16,13 +23,22 @@ import { deliveryJobId } from './webhook-events.js';
 /** The content type the interface shows for webhook bodies (a compact JWS). */
 export const WEBHOOK_CONTENT_TYPE = 'plain/text';
 
-interface ClaimedEvent {
+/** What webhook_claim answers for each event it claimed. */
+interface ClaimedRow {
   id: string;
   subject: string | null;
   payload: WebhookPayload;
   /** This attempt's number; with the lease, it fences the outcome (webhook_record.sql). */
   attempts: number;
   url: string | null;
+}
+
+interface ClaimedEvent extends ClaimedRow {
+  /**
+   * performance.now() by which the lease may have run out: the claim statement was sent, plus the lease. The
+   * database started the lease later than that, so the lease lasts at least until then.
+   */
+  leaseEndsAt: number;
 }
 
 /** One attempt's result, to be recorded. */
@@ -62,12 +78,36 @@ const BATCH = { max: 500, concurrency: 2, gather: true };
 /** Fresh events per delivery job (the relay's batches). */
 const FRESH_BATCH = 50;
 /**
- * Deliveries in flight per worker process, from claim to record, and POSTs among them (as many as the 200
- * delivery jobs of one event each were). A claimed event waits for at most 800 POSTs ahead of it: 12.5 s at a
- * receiver that answers in a second on its 64 connections, within its lease (WEBHOOK_TIMEOUT_MS + 20 s).
+ * How much one worker process takes on, and for how long it holds a claim. Not configuration: the defaults are
+ * what the service runs with; a test gives smaller ones to the constructor (WEBHOOK_DELIVERY_LIMITS).
  */
-const DELIVERIES_IN_FLIGHT = 1000;
-const POSTS_IN_FLIGHT = 200;
+export interface DeliveryLimits {
+  /**
+   * Deliveries in flight, from claim to record, and POSTs among them (as many as the 200 delivery jobs of one
+   * event each were). A claimed event waits for at most 800 POSTs ahead of it: 12.5 s at a receiver that answers
+   * in a second on its 64 connections, within its lease. Behind receivers that hang until WEBHOOK_TIMEOUT_MS it
+   * can wait longer than its lease allows (800 / 200 × 10 s): then its claim is given back unsent (deliver).
+   */
+  readonly deliveriesInFlight: number;
+  readonly postsInFlight: number;
+  /** The lease a claim takes, beyond WEBHOOK_TIMEOUT_MS. */
+  readonly leaseExtraMs: number;
+  /**
+   * A claimed event is POSTed only while at least WEBHOOK_TIMEOUT_MS plus this much of its lease is left (for a
+   * late timer, a slow signature); otherwise its claim is given back. Less than `leaseExtraMs`.
+   */
+  readonly leaseMarginMs: number;
+}
+
+export const DEFAULT_DELIVERY_LIMITS: DeliveryLimits = {
+  deliveriesInFlight: 1000,
+  postsInFlight: 200,
+  leaseExtraMs: 20_000,
+  leaseMarginMs: 5_000,
+};
+
+/** Injection token for other DeliveryLimits than the defaults (no provider in the application: tests only). */
+export const WEBHOOK_DELIVERY_LIMITS = Symbol('WEBHOOK_DELIVERY_LIMITS');
 /** A batch statement that fails (connection terminated, deadlock, failover) is tried again after these. */
 const BATCH_RETRY_DELAYS_MS = [50, 250, 1000];
 
@@ -86,10 +126,14 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
   private readonly signer = new WebhookSigner();
   readonly maxAttempts: number;
   private readonly leaseMs: number;
+  /** Lease a claim must have left to be POSTed: a whole attempt and the margin. */
+  private readonly leaseNeededMs: number;
+  /** Claims given back in a backlog are logged once, then every 30 s with a count. */
+  private readonly givenBack = new RepeatThrottle();
   private readonly claims: MicroBatcher<string, ClaimedEvent | undefined>;
   private readonly records: MicroBatcher<Attempt, DeliveryOutcome>;
-  private readonly deliveries = new Slots(DELIVERIES_IN_FLIGHT);
-  private readonly posts = new Slots(POSTS_IN_FLIGHT);
+  private readonly deliveries: Slots;
+  private readonly posts: Slots;
   /** Set once the worker stops: deliveries not yet POSTing end (see deliver). */
   private stopping = false;
 
@@ -99,15 +143,24 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
     private readonly signingKeys: SigningKeysService,
     private readonly queues: QueueFactory,
     private readonly logger: PinoLogger,
+    @Optional() @Inject(WEBHOOK_DELIVERY_LIMITS) limits: Partial<DeliveryLimits> = {},
   ) {
     this.logger.setContext('WebhookDelivery');
+    const { deliveriesInFlight, postsInFlight, leaseExtraMs, leaseMarginMs } = {
+      ...DEFAULT_DELIVERY_LIMITS,
+      ...limits,
+    };
+    if (leaseMarginMs >= leaseExtraMs) throw new Error('the lease margin must be less than the lease extra');
+    this.deliveries = new Slots(deliveriesInFlight);
+    this.posts = new Slots(postsInFlight);
     this.sender = new WebhookSender({
       allowPrivate: config.webhookAllowPrivateUrls,
       timeoutMs: config.webhookTimeoutMs,
       maxResponseBytes: 64 * 1024,
     });
     this.maxAttempts = config.webhookRetryDelaysMs.length + 1;
-    this.leaseMs = config.webhookTimeoutMs + 20_000;
+    this.leaseMs = config.webhookTimeoutMs + leaseExtraMs;
+    this.leaseNeededMs = config.webhookTimeoutMs + leaseMarginMs;
     this.claims = new MicroBatcher({ ...BATCH, run: async (ids) => settled(await this.claimBatch(ids)) });
     this.records = new MicroBatcher({
       ...BATCH,
@@ -131,14 +184,20 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
 
   /**
    * One event's delivery: claim (batched), sign and POST, record (batched). In this process at most
-   * `DELIVERIES_IN_FLIGHT` deliveries run at once, whatever the jobs that asked for them (a batch job asks for
-   * up to FRESH_BATCH), and at most `POSTS_IN_FLIGHT` of them POST: the claims and records of many jobs batch
+   * `deliveriesInFlight` deliveries run at once, whatever the jobs that asked for them (a batch job asks for
+   * up to FRESH_BATCH), and at most `postsInFlight` of them POST: the claims and records of many jobs batch
    * together, while a receiver gets no more requests queued for its connections than when each delivery was
    * a job of its own (the deadline counts that wait).
    *
    * Once the worker is stopping, only the POSTs already started finish (as when each delivery was a job): an
    * event not yet claimed is skipped, and one claimed but not yet sent is given back (its lease and attempt
    * number undone). Either stays pending, and the sweeper of a running worker enqueues it again.
+   *
+   * A claim is POSTed only while its lease outlasts a whole attempt (`leaseNeededMs`): one that waited for its
+   * slot behind receivers that hang until the timeout may have too little left, and once the lease runs out
+   * another worker's claim (the sweeper's job) would send the event while this POST still runs. Such a claim
+   * is given back too, unsent and with no attempt counted; the sweeper enqueues it again. The check is a clock
+   * read: no statement while the lease is intact.
    */
   async deliver(eventId: string): Promise<DeliveryOutcome> {
     await this.deliveries.acquire();
@@ -151,15 +210,20 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
       const body = event.url ? this.signer.sign(await this.signingKeys.current(), event.payload) : undefined;
       body?.catch(() => undefined); // its failure is the attempt's, below (not an unhandled rejection meanwhile)
       await this.posts.acquire();
-      let attempt: Attempt;
+      let attempt: Attempt | undefined;
       try {
-        if (this.stopping) {
-          await this.giveBack(event);
-          return 'skipped';
+        if (!this.stopping) {
+          const signed = await body;
+          const leaseLeftMs = event.leaseEndsAt - performance.now();
+          if (leaseLeftMs >= this.leaseNeededMs) attempt = await this.attempt(event, signed);
+          else this.reportGivenBack(event, leaseLeftMs);
         }
-        attempt = await this.attempt(event, body);
       } finally {
         this.posts.release();
+      }
+      if (!attempt) {
+        await this.giveBack(event);
+        return 'skipped';
       }
       return await this.records.submit(attempt);
     } finally {
@@ -169,25 +233,42 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
 
   /**
    * Undoes a claim whose POST never started: no lease, the attempt number as it was, due now. Fenced on the
-   * attempt number, like the record: a claim taken over meanwhile is left alone.
+   * attempt number, like the record: a claim taken over meanwhile is left alone. Should the statement fail,
+   * the lease runs out instead (the attempt number stays one ahead, as after a killed worker).
    */
   private async giveBack(event: ClaimedEvent): Promise<void> {
-    await this.pool.query(
-      `UPDATE webhook_events SET lease_until = NULL, attempts = attempts - 1, next_attempt_at = now()
-        WHERE id = $1 AND status = 'pending' AND attempts = $2 AND lease_until IS NOT NULL`,
-      [event.id, event.attempts],
+    await this.pool
+      .query(
+        `UPDATE webhook_events SET lease_until = NULL, attempts = attempts - 1, next_attempt_at = now()
+          WHERE id = $1 AND status = 'pending' AND attempts = $2 AND lease_until IS NOT NULL`,
+        [event.id, event.attempts],
+      )
+      .catch((error: unknown) =>
+        this.logger.warn(
+          { err: error, eventId: event.id },
+          'could not give a webhook claim back; its lease will run out',
+        ),
+      );
+  }
+
+  /** A claim that waited too long for its POST slot: logged (ids and times only), once per 30 s with a count. */
+  private reportGivenBack(event: ClaimedEvent, leaseLeftMs: number): void {
+    this.givenBack.report('lease', (fields) =>
+      this.logger.warn(
+        { eventId: event.id, attempt: event.attempts, leaseLeftMs: Math.round(leaseLeftMs), ...fields },
+        'webhook claim waited too long for a POST slot to send within its lease; given back for a later claim',
+      ),
     );
   }
 
   /** POSTs a claimed event's signed body: the attempt to record. */
-  private async attempt(event: ClaimedEvent, signed: Promise<string> | undefined): Promise<Attempt> {
+  private async attempt(event: ClaimedEvent, signed: string | undefined): Promise<Attempt> {
     const startedAtMs = Date.now();
     let result: SendResult;
-    if (!event.url || !signed) {
+    if (!event.url || signed === undefined) {
       result = { error: 'no webhook URL is configured for the application', durationMs: 0 };
     } else {
-      const body = await signed;
-      result = await this.sender.send(event.url, body, {
+      result = await this.sender.send(event.url, signed, {
         'Content-Type': WEBHOOK_CONTENT_TYPE,
         'Webhook-Id': event.id,
         'Webhook-Timestamp': String(Math.floor(startedAtMs / 1000)),
@@ -285,12 +366,14 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
 
   /** One claim per id; an id asked for twice in a batch (two jobs of one event) is claimed for the first. */
   private async claimBatch(ids: string[]): Promise<(ClaimedEvent | undefined)[]> {
-    const rows = await this.batchQuery<ClaimedEvent>('claim', CLAIM, [ids.join(','), this.leaseMs]);
+    // Before the statement (and its retries): the leases it takes start later, so they last at least this long.
+    const leaseEndsAt = performance.now() + this.leaseMs;
+    const rows = await this.batchQuery<ClaimedRow>('claim', CLAIM, [ids.join(','), this.leaseMs]);
     const byId = new Map(rows.map((row) => [row.id, row]));
     return ids.map((id) => {
       const row = byId.get(id);
       byId.delete(id);
-      return row;
+      return row && { ...row, leaseEndsAt };
     });
   }
 
