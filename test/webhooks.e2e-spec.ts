@@ -113,6 +113,11 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
     const { payload, header } = await verifyWebhook(received.body, jwks);
     expect(header.alg).toBe('ES256');
     expect(jwks.keys.map((key) => key.kid)).toContain(header.kid);
+    // The signature covers the attempt's Webhook-Id and Webhook-Timestamp (decision 0008's amendment).
+    expect({ id: header['webhook-id'], timestamp: header['webhook-timestamp'] }).toEqual({
+      id: eventId,
+      timestamp: Number(timestampHeader),
+    });
     expect(payload).toEqual({
       event: 'webhook_test',
       timestamp: expect.any(Number),

@@ -207,7 +207,11 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
       if (!event) return 'skipped';
       // Signed before the wait for a POST slot: a claimed batch's signatures, asked for in one turn of the
       // loop, go to the signing thread as one message (asked for as slots free up, they went one by one).
-      const body = event.url ? this.signer.sign(await this.signingKeys.current(), event.payload) : undefined;
+      // The attempt's Webhook-Timestamp is the signing time: the signature covers it (SignedAttempt).
+      const timestamp = Math.floor(Date.now() / 1000);
+      const body = event.url
+        ? this.signer.sign(await this.signingKeys.current(), event.payload, { id: event.id, timestamp })
+        : undefined;
       body?.catch(() => undefined); // its failure is the attempt's, below (not an unhandled rejection meanwhile)
       await this.posts.acquire();
       let attempt: Attempt | undefined;
@@ -215,7 +219,7 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
         if (!this.stopping) {
           const signed = await body;
           const leaseLeftMs = event.leaseEndsAt - performance.now();
-          if (leaseLeftMs >= this.leaseNeededMs) attempt = await this.attempt(event, signed);
+          if (leaseLeftMs >= this.leaseNeededMs) attempt = await this.attempt(event, signed, timestamp);
           else this.reportGivenBack(event, leaseLeftMs);
         }
       } finally {
@@ -261,8 +265,12 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
     );
   }
 
-  /** POSTs a claimed event's signed body: the attempt to record. */
-  private async attempt(event: ClaimedEvent, signed: string | undefined): Promise<Attempt> {
+  /** POSTs a claimed event's signed body (signed at `timestamp`, in seconds): the attempt to record. */
+  private async attempt(
+    event: ClaimedEvent,
+    signed: string | undefined,
+    timestamp: number,
+  ): Promise<Attempt> {
     const startedAtMs = Date.now();
     let result: SendResult;
     if (!event.url || signed === undefined) {
@@ -271,7 +279,7 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
       result = await this.sender.send(event.url, signed, {
         'Content-Type': WEBHOOK_CONTENT_TYPE,
         'Webhook-Id': event.id,
-        'Webhook-Timestamp': String(Math.floor(startedAtMs / 1000)),
+        'Webhook-Timestamp': String(timestamp),
         'User-Agent': 'wallet-webhooks/1',
       });
     }

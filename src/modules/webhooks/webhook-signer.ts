@@ -4,10 +4,23 @@ import type { CryptoKey } from 'jose';
 import type { SigningKey } from '#modules/auth/signing-keys.service.js';
 
 interface Prepared {
-  /** base64url of the protected header, then a dot. */
-  headerPart: string;
+  /** The protected header's JSON up to its last member, without the closing brace (`{"alg":…,"typ":"JWT"`). */
+  headerStart: string;
   /** The key's number in the signing thread: its index in `keys`. */
   slot: number;
+}
+
+/**
+ * What one attempt's signature also covers, in the protected header as `webhook-id` and `webhook-timestamp`
+ * (Standard Webhooks signs `{id}.{timestamp}.{body}`; our body is the contract's payload, so the two go in the
+ * header): a receiver checks them against the `Webhook-Id` and `Webhook-Timestamp` headers, so a captured body
+ * cannot be sent again under another id, nor long after its attempt (decision 0008's amendment).
+ */
+export interface SignedAttempt {
+  /** The event id, the `Webhook-Id` header. */
+  id: string;
+  /** Seconds since the epoch, the `Webhook-Timestamp` header. */
+  timestamp: number;
 }
 
 /** An item of a batch for the signing thread: a key to keep, or an input to sign with a kept key. */
@@ -56,9 +69,10 @@ function signInput(key: KeyObject, input: string): string {
 }
 
 /**
- * Signs webhook bodies as compact JWS (ES256, protected header `{alg, kid, typ: 'JWT'}`, the same bytes
- * jose's CompactSign writes) with node:crypto directly: the CryptoKey converted once to a KeyObject and
- * the header encoded once per key, and the signature in the JWS form (r‖s, `ieee-p1363`). jose goes
+ * Signs webhook bodies as compact JWS (ES256, protected header `{alg, kid, typ: 'JWT', 'webhook-id',
+ * 'webhook-timestamp'}`, the same bytes jose's CompactSign writes) with node:crypto directly: the CryptoKey
+ * converted once to a KeyObject and the header's key part written once per key, and the signature in the JWS
+ * form (r‖s, `ieee-p1363`). jose goes
  * through WebCrypto (a job on the thread pool with its own key handling per signature); this is ≈7× cheaper.
  *
  * The ECDSA itself (≈25 µs here) runs on one signing thread of its own (decision 0039), neither on the
@@ -82,17 +96,17 @@ export class WebhookSigner {
   /** Inputs asked for in this turn of the loop, sent together at its end. */
   private batch: { id: number; slot: number; input: string }[] = [];
 
-  sign(key: SigningKey, payload: unknown): Promise<string> {
+  sign(key: SigningKey, payload: unknown, attempt: SignedAttempt): Promise<string> {
     let prepared = this.prepared.get(key.privateKey);
     if (!prepared) {
-      const header = JSON.stringify({ alg: 'ES256', kid: key.kid, typ: 'JWT' });
       prepared = {
-        headerPart: `${Buffer.from(header).toString('base64url')}.`,
+        headerStart: JSON.stringify({ alg: 'ES256', kid: key.kid, typ: 'JWT' }).slice(0, -1),
         slot: this.keys.push(KeyObject.from(key.privateKey as webcrypto.CryptoKey)) - 1,
       };
       this.prepared.set(key.privateKey, prepared);
     }
-    const input = prepared.headerPart + Buffer.from(JSON.stringify(payload)).toString('base64url');
+    const header = `${prepared.headerStart},"webhook-id":${JSON.stringify(attempt.id)},"webhook-timestamp":${attempt.timestamp}}`;
+    const input = `${Buffer.from(header).toString('base64url')}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
     const id = this.nextId++;
     if (this.batch.length === 0) queueMicrotask(() => this.send());
     this.batch.push({ id, slot: prepared.slot, input });
