@@ -1042,6 +1042,24 @@ describe('audit trail', () => {
       expect((await get({}, userToken)).status).toBe(401);
     });
 
+    it("an owner's deletion records the accounts it closed, in the same request", async () => {
+      const { user, account } = await funded();
+      expect((await request(t.http).delete(`/v1/users/${user}`).set('Authorization', client())).status).toBe(
+        204,
+      );
+      const records = async (resource: string) =>
+        (await request(t.http).get('/v1/audit').query({ resource }).set('Authorization', client())).body as {
+          action: string;
+          outcome: string;
+          requestId: string;
+        }[];
+      const [deleted] = (await records(user)).filter((record) => record.outcome === 'deleted');
+      const closed = (await records(account)).filter((record) => record.outcome === 'deleted');
+      expect(closed).toEqual([
+        expect.objectContaining({ action: 'DELETE /v1/users/{uuid}', requestId: deleted.requestId }),
+      ]);
+    });
+
     it('answers 400 with the validation body for a bad from, to or after', async () => {
       for (const [query, path] of [
         [{ from: 'yesterday' }, 'from'],

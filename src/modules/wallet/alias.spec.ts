@@ -1,4 +1,4 @@
-import { ALIAS_PATTERN, ALIAS_WORDS, generateAlias } from './alias.js';
+import { aliasDigitsFor, ALIAS_PATTERN, ALIAS_WORDS, generateAlias } from './alias.js';
 
 describe('AccountAlias', () => {
   it('the pattern is 6 to 20 letters, digits, dots and hyphens (DOMAIN.md C3)', () => {
@@ -45,5 +45,22 @@ describe('AccountAlias', () => {
   it('even the longest combination fits 20 characters', () => {
     const longest = [...ALIAS_WORDS].sort((a, b) => b.length - a.length)[0];
     expect(ALIAS_PATTERN.test([longest, longest, longest].join('.'))).toBe(true);
+  });
+
+  it('after a collision, aliases are drawn with digits: a far larger space, still within the pattern', () => {
+    expect([0, 1, 2, 3, 4, 5].map(aliasDigitsFor)).toEqual([0, 2, 2, 4, 4, 4]);
+    const words = new Set(ALIAS_WORDS);
+    for (const digits of [2, 4]) {
+      const seen = new Set<string>();
+      for (let i = 0; i < 2000; i++) {
+        const alias = generateAlias(digits);
+        expect(alias).toMatch(ALIAS_PATTERN);
+        const match = new RegExp(`^([a-z]+)\\.([a-z]+)\\.([a-z]+)(\\d{${digits}})$`).exec(alias);
+        expect(match).not.toBeNull();
+        for (const part of match!.slice(1, 4)) expect(words.has(part)).toBe(true);
+        seen.add(alias);
+      }
+      expect(seen.size).toBeGreaterThan(1990); // draws from about 1.16 million × 10^digits
+    }
   });
 });

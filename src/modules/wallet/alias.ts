@@ -13,11 +13,20 @@ export const ALIAS_WORDS = (
   'vela verde vino viento yerba zorro'
 ).split(' ');
 
-/** A random alias such as `luna.mate.rio` (between 6 and 20 characters). */
-export function generateAlias(): string {
+/**
+ * A random alias such as `luna.mate.rio` (between 6 and 20 characters), with `digits` random digits after it
+ * (`luna.mate.rio42`). Three words give about 1.16 million aliases, unique across every application: once many
+ * are taken, a draw that collided is drawn again with digits (100 and 10,000 times as many), so opening an
+ * account never runs out of aliases.
+ */
+export function generateAlias(digits = 0): string {
   for (;;) {
     const words = [0, 1, 2].map(() => ALIAS_WORDS[randomInt(ALIAS_WORDS.length)]);
-    const alias = words.join('.');
+    const suffix = digits > 0 ? String(randomInt(10 ** digits)).padStart(digits, '0') : '';
+    const alias = words.join('.') + suffix;
     if (ALIAS_PATTERN.test(alias)) return alias;
   }
 }
+
+/** The digits of the alias drawn at `attempt` (0 first): none, then 2 after a collision, then 4. */
+export const aliasDigitsFor = (attempt: number): number => (attempt === 0 ? 0 : attempt < 3 ? 2 : 4);

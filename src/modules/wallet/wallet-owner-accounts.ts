@@ -46,22 +46,22 @@ export class WalletOwnerAccounts implements OwnerAccounts {
     manager: EntityManager,
     appId: string,
     ownerId: string,
-  ): Promise<'holds-money' | 'in-flight' | 'closed'> {
+  ): Promise<{ refused: 'holds-money' | 'in-flight' } | { closed: readonly string[] }> {
     const accounts = (await manager.query(
       `SELECT w.id, l.balance::text AS balance FROM wallet_accounts w JOIN ledger_accounts l ON l.id = w.id
         WHERE w.app_id = $1 AND w.owner_id = $2 AND w.status <> 'DELETED'
         ORDER BY w.id FOR UPDATE OF w, l`,
       [appId, ownerId],
     )) as { id: string; balance: string }[];
-    if (accounts.some((account) => !fromDb(account.balance).isZero())) return 'holds-money';
+    if (accounts.some((account) => !fromDb(account.balance).isZero())) return { refused: 'holds-money' };
     const ids = accounts.map((account) => account.id);
-    if (await hasTransfersInFlight(manager, ids)) return 'in-flight';
+    if (await hasTransfersInFlight(manager, ids)) return { refused: 'in-flight' };
     if (accounts.length > 0) {
       await manager.query(
         `UPDATE wallet_accounts SET status = 'DELETED', deleted_at = now() WHERE id = ANY($1::uuid[])`,
         [ids],
       );
     }
-    return 'closed';
+    return { closed: ids };
   }
 }

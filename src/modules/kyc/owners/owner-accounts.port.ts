@@ -28,12 +28,12 @@ export interface OwnerAccounts {
   accountsOf(appId: string, ownerIds: readonly string[]): Promise<Map<string, OwnerAccountView>>;
   /**
    * Inside the owner's deletion transaction: locks the owner's accounts; when one holds money answers
-   * 'holds-money', when one has a transfer not yet settled 'in-flight', and changes nothing; otherwise closes
-   * them (DELETED) and answers 'closed'.
+   * `{refused: 'holds-money'}`, when one has a transfer not yet settled `{refused: 'in-flight'}`, and changes
+   * nothing; otherwise closes them (DELETED) and answers their ids (`{closed}`, for the audit trail).
    */
   closeForOwnerDeletion(
     manager: EntityManager,
     appId: string,
     ownerId: string,
-  ): Promise<'holds-money' | 'in-flight' | 'closed'>;
+  ): Promise<{ refused: 'holds-money' | 'in-flight' } | { closed: readonly string[] }>;
 }

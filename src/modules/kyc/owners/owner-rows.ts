@@ -96,13 +96,23 @@ export async function deleteOwner<T extends OwnerRow>(
   await dataSource.transaction(async (manager) => {
     const owner = await findOwner(manager, kind, principal, id, true);
     const closing = await accounts.closeForOwnerDeletion(manager, principal.appId, owner.id);
-    if (closing === 'holds-money') throw new ForbiddenError('INVALID_STATE', kind.holdsMoney);
-    if (closing === 'in-flight') throw new ForbiddenError('INVALID_STATE', kind.inFlight);
+    if ('refused' in closing) {
+      throw new ForbiddenError(
+        'INVALID_STATE',
+        closing.refused === 'holds-money' ? kind.holdsMoney : kind.inFlight,
+      );
+    }
     await manager.softDelete(kind.entity, { id: owner.id } as FindOptionsWhere<T>);
-    await auditAppend(manager, requestActor(principal), {
-      resourceType: kind.resource,
-      resourceId: owner.id,
-      outcome: 'deleted',
-    });
+    // Its accounts were closed by the same request: each has its record, as a DELETE of the account leaves.
+    await auditAppend(
+      manager,
+      requestActor(principal),
+      { resourceType: kind.resource, resourceId: owner.id, outcome: 'deleted' },
+      ...closing.closed.map((accountId) => ({
+        resourceType: 'account' as const,
+        resourceId: accountId,
+        outcome: 'deleted',
+      })),
+    );
   });
 }

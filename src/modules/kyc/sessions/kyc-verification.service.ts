@@ -65,7 +65,12 @@ export class KycVerificationService {
       await manager.update(
         KycSessionEntity,
         { id: sessionId },
-        { status, completedAt: status === 'APPROVED' || status === 'REJECTED' ? new Date() : null },
+        {
+          status,
+          // When it first became final: a later verdict of a session already REJECTED keeps that time.
+          completedAt:
+            status === 'APPROVED' || status === 'REJECTED' ? (session.completedAt ?? new Date()) : null,
+        },
       );
       await this.webhooks.emit(manager, {
         appId: session.appId,

@@ -9,7 +9,7 @@ import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { CompaniesService } from '#modules/companies/companies.service.js';
 import type { OwnerAccountView } from '#modules/kyc/owners/owner-accounts.port.js';
 import { UsersService } from '#modules/users/users.service.js';
-import { ALIAS_PATTERN, generateAlias } from '../alias.js';
+import { aliasDigitsFor, ALIAS_PATTERN, generateAlias } from '../alias.js';
 import { buildCvu } from '../cvu.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import { Money, parseAmount, toDb, toJson } from '../money.js';
@@ -75,7 +75,7 @@ export class AccountsService {
             ownerType: input.ownerType,
             ownerId,
             cvu: buildCvu(this.config.cvuPspCode, BigInt(seq)),
-            alias: generateAlias(),
+            alias: generateAlias(aliasDigitsFor(attempt)),
             currency,
             status: 'ACTIVE',
             monthlyDepositLimit: toDb(limits.monthlyDepositLimit),
@@ -100,7 +100,7 @@ export class AccountsService {
         if (isUniqueViolation(error, 'uq_wallet_accounts_owner')) {
           throw ValidationFailedError.single('uuid', 'duplicate', 'the owner already has an account');
         }
-        // A generated alias collided with another account's: draw again.
+        // A generated alias collided with another account's: draw again, with digits (aliasDigitsFor).
         if (isUniqueViolation(error, 'uq_wallet_accounts_alias') && attempt < 5) continue;
         throw error;
       }
