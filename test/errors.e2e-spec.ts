@@ -204,6 +204,68 @@ describe('error bodies through HTTP', () => {
     });
   });
 
+  describe('input PostgreSQL would refuse is a 400, never a 500 (decision 0053)', () => {
+    const get = (path: string) => request(t.http).get(path).set('Authorization', `Bearer ${token}`);
+    const b64 = (text: string) => Buffer.from(text).toString('base64url');
+    const zeros = '0'.repeat(36);
+
+    it('a list cursor that is not exactly what the service wrote', async () => {
+      const badCursors = [
+        b64(`2024-01-01T00:00:00Z|${zeros}`), // uuid-shaped, not a uuid
+        b64('-100000-01-01T00:00:00.000Z|00000000-0000-0000-0000-000000000000'), // before PostgreSQL's range
+        b64('2024-01-01T00:00:00.000Z|00000000-0000-0000-0000-000000000000|x'),
+      ];
+      for (const path of ['/v1/users/all', '/v1/companies/all', '/v1/wallet/transactions/all']) {
+        for (const cursor of badCursors) {
+          const items = expectValidation(await get(`${path}?cursor=${cursor}`));
+          expect({ path, items }).toEqual({ path, items: [expect.objectContaining({ path: 'cursor' })] });
+        }
+      }
+      for (const param of ['cursor', 'after']) {
+        const items = expectValidation(await get(`/v1/events?${param}=${b64(`1|${zeros}`)}`));
+        expect(items).toEqual([expect.objectContaining({ path: param })]);
+      }
+      const statement = expectValidation(
+        await get(
+          `/v1/wallet/accounts/${'1'.repeat(8)}-1111-4111-8111-${'1'.repeat(12)}/statement?cursor=${b64('2024-02-30T00:00:00Z|1')}`,
+        ),
+      );
+      expect(statement).toEqual([expect.objectContaining({ path: 'cursor' })]);
+    });
+
+    it('an offset beyond ±15:59', async () => {
+      const items = expectValidation(await get('/v1/audit?from=2024-01-01T00:00:00%2B16:00'));
+      expect(items).toEqual([expect.objectContaining({ path: 'from' })]);
+      expect((await get('/v1/audit?from=2024-01-01T00:00:00%2B15:59')).status).toBe(200);
+    });
+
+    it('a NUL character, or a name of Object.prototype, in a query string', async () => {
+      expect(expectValidation(await get('/v1/audit?resource=a%00b'))).toEqual([
+        { path: '', message: 'strings must not contain NUL characters', type: 'invalid' },
+      ]);
+      for (const key of ['toString', 'hasOwnProperty', '__proto__', 'constructor'])
+        expect({ key, status: (await get(`/v1/users/all?${key}=1`)).status }).toEqual({ key, status: 400 });
+    });
+
+    it('a body property named like an Object.prototype member (class-transformer dropped it without a word)', async () => {
+      for (const key of ['toString', 'hasOwnProperty', 'valueOf']) {
+        const items = expectValidation(await echo({ ...validEcho(), [key]: 'x' }));
+        expect(items).toEqual([{ path: key, message: `property ${key} is not allowed`, type: 'invalid' }]);
+      }
+    });
+
+    it('a compressed body that does not decompress, before authentication', async () => {
+      const response = await request(t.http)
+        .post('/v1/test-fixtures/echo')
+        .set('Content-Type', 'application/json')
+        .set('Content-Encoding', 'gzip')
+        .send('{"not":"gzip"}');
+      expect(expectValidation(response)).toEqual([
+        { path: '', message: 'the request body could not be read', type: 'invalid' },
+      ]);
+    });
+  });
+
   describe('404 not found', () => {
     it('answers an unknown route with the not found body', async () => {
       const response = await request(t.http).get('/v1/no-such-route');

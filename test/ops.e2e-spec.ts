@@ -81,7 +81,16 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
       openapi: string;
       info: { version: string };
       components: { securitySchemes: Record<string, unknown> };
-      paths: Record<string, Record<string, { security?: Record<string, string[]>[] }>>;
+      paths: Record<
+        string,
+        Record<
+          string,
+          {
+            security?: Record<string, string[]>[];
+            parameters?: { name: string; in: string; required?: boolean }[];
+          }
+        >
+      >;
     };
     expect(document.info.version).toBe('1.0.0');
     expect(document.components.securitySchemes.OAuth2ClientCredentials).toEqual({
@@ -107,6 +116,20 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
         continue;
       }
       expect(operation).toBeDefined();
+      // Idempotency-Key is one optional header of the two money POSTs (a second, required one came from @Headers).
+      const keyed =
+        route.method === 'POST' &&
+        (route.path.endsWith('/wallet/transactions') || route.path.endsWith('/reversals'));
+      const keys = (operation.parameters ?? []).filter(
+        (parameter) => parameter.in === 'header' && parameter.name.toLowerCase() === 'idempotency-key',
+      );
+      expect({
+        route: `${route.method} ${route.path}`,
+        required: keys.map((key) => key.required ?? false),
+      }).toEqual({
+        route: `${route.method} ${route.path}`,
+        required: keyed ? [false] : [],
+      });
       const schemes = (operation.security ?? []).map((requirement) => Object.keys(requirement)).sort();
       expect({ route: `${route.method} ${route.path}`, schemes }).toEqual({
         route: `${route.method} ${route.path}`,

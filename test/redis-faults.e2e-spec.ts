@@ -180,6 +180,14 @@ describe('the token rate limit while Redis is down', () => {
     expect(down.text).not.toContain('webhook_queue_jobs{');
     const ready = await request(t.http).get('/v1/health/ready');
     expect(ready.status).toBe(503);
+    // The public answer says which check is down and how, never the driver's words (hosts, ports, users).
+    expect(ready.body.detail.checks.redis).toEqual({
+      status: 'down',
+      message: expect.stringMatching(
+        /^(timed out after 2000 ms|failed \(the reason is in the service log\))$/,
+      ),
+    });
+    expect(JSON.stringify(ready.body)).not.toMatch(/127\.0\.0\.1|ECONNREFUSED|:\d{4,5}/);
 
     await own.startRedis();
     let back = await metrics();

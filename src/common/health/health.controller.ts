@@ -5,6 +5,8 @@ import { DataSource } from 'typeorm';
 import { within } from '../async/within.js';
 import { Public } from '../auth/auth.decorator.js';
 import { ServiceUnavailableError } from '../errors/domain-errors.js';
+import { PinoLogger } from '../logging/pino-logger.js';
+import { RepeatThrottle } from '../logging/repeat-throttle.js';
 import { QueueFactory } from '../queue/queue.factory.js';
 
 interface CheckResult {
@@ -13,21 +15,42 @@ interface CheckResult {
   message?: string;
 }
 
-async function timed(check: () => Promise<unknown>, timeoutMs = 2000): Promise<CheckResult> {
+const CHECK_TIMEOUT_MS = 2000;
+
+/**
+ * One dependency's check. The route is public: a failure answers what kind it was, never the error's text (a
+ * driver's message names hosts, ports and database users), which goes to the log (once per 30 s per check).
+ */
+async function timed(
+  name: string,
+  check: () => Promise<unknown>,
+  report: (name: string, error: Error) => void,
+): Promise<CheckResult> {
   const started = Date.now();
-  const outcome = await within(timeoutMs, check);
+  const outcome = await within(CHECK_TIMEOUT_MS, check);
   if ('value' in outcome) return { status: 'up', latencyMs: Date.now() - started };
-  const message = 'error' in outcome ? outcome.error.message : `timed out after ${timeoutMs} ms`;
-  return { status: 'down', message };
+  if (!('error' in outcome)) return { status: 'down', message: `timed out after ${CHECK_TIMEOUT_MS} ms` };
+  report(name, outcome.error);
+  return { status: 'down', message: 'failed (the reason is in the service log)' };
 }
 
 @ApiTags('Operations')
 @Controller('health')
 export class HealthController {
+  private readonly failures = new RepeatThrottle();
+
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly logger: PinoLogger,
     @Optional() @Inject(QueueFactory) private readonly queues?: QueueFactory,
-  ) {}
+  ) {
+    this.logger.setContext('Health');
+  }
+
+  private readonly report = (name: string, error: Error): void =>
+    this.failures.report(name, (fields) =>
+      this.logger.warn({ err: error, check: name, ...fields }, 'readiness check failed'),
+    );
 
   @Get('live')
   @Public()
@@ -73,11 +96,12 @@ export class HealthController {
   @ApiServiceUnavailableResponse({ description: 'A dependency is down' })
   async ready(): Promise<{ status: 'ok'; checks: Record<string, CheckResult> }> {
     const checks: Record<string, CheckResult> = {
-      database: await timed(() => this.dataSource.query('SELECT 1')),
+      database: await timed('database', () => this.dataSource.query('SELECT 1'), this.report),
     };
     if (this.queues) {
       const queues = this.queues;
-      checks[queues.backend === 'redis' ? 'redis' : 'queue'] = await timed(() => queues.ping());
+      const name = queues.backend === 'redis' ? 'redis' : 'queue';
+      checks[name] = await timed(name, () => queues.ping(), this.report);
     }
     if (Object.values(checks).some((check) => check.status === 'down')) {
       throw new ServiceUnavailableError('A dependency is not ready', { checks });

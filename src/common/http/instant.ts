@@ -26,7 +26,8 @@ export function parseInstant(value: string | undefined, path: string): string {
   const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number);
   const date = new Date(0);
   date.setUTCFullYear(year, month - 1, day); // not Date.UTC: it reads years 0-99 as 1900-1999
-  const offsetOk = match[9] === undefined || (Number(match[9]) <= 23 && Number(match[10]) <= 59);
+  // PostgreSQL takes offsets up to ±15:59 (a larger one is an error there: 500).
+  const offsetOk = match[9] === undefined || (Number(match[9]) <= 15 && Number(match[10]) <= 59);
   if (
     date.getUTCFullYear() !== year ||
     date.getUTCMonth() !== month - 1 ||

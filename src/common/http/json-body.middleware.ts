@@ -63,7 +63,12 @@ export class JsonBodyMiddleware implements NestMiddleware {
     } else {
       await new Promise<void>((resolve, reject) =>
         this.parse(request, response, (error?: unknown) => (error ? reject(error) : resolve())),
-      );
+      ).catch((error: unknown) => {
+        // body-parser's own errors have a type the filter maps (too large, not JSON, an unsupported charset or
+        // encoding); any other is the body's fault too (a gzip or deflate body that does not decompress: 400).
+        if (typeof (error as { type?: unknown }).type === 'string') throw error;
+        throw ValidationFailedError.single('', 'invalid', 'the request body could not be read');
+      });
     }
     // `strict` lets arrays through; every request body of the interface is an object.
     if (Array.isArray(request.body)) {
@@ -218,8 +223,17 @@ export const MAX_JSON_DEPTH = 32;
 /** A UTF-16 surrogate without its pair: not Unicode, and validator.js's encodeURI throws on it. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
-/** Keys that reach prototypes through class-transformer and slip past the whitelist. */
-const PROTOTYPE_KEYS = new Set(['__proto__', 'constructor', 'prototype']);
+/**
+ * Keys that reach prototypes through class-transformer and slip past the whitelist, and the names of
+ * Object.prototype's members (toString, hasOwnProperty, …), which class-transformer drops without a word: no
+ * property of the interface has one of these names, so each is refused as an unknown property would be.
+ */
+const PROTOTYPE_KEYS = new Set([
+  '__proto__',
+  'constructor',
+  'prototype',
+  ...Object.getOwnPropertyNames(Object.prototype),
+]);
 
 /**
  * Refuses what PostgreSQL cannot store or what would exhaust the stack later:

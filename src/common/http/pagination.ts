@@ -51,13 +51,25 @@ export function encodeCursor(position: CursorPosition): string {
   return Buffer.from(`${position.createdAt.toISOString()}|${position.id}`).toString('base64url');
 }
 
+/** A uuid in its usual text form (what PostgreSQL's uuid type takes). */
+export const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The position of a cursor encodeCursor wrote, or a 400 at `cursor`: exactly its form (an ISO instant as
+ * toISOString writes it, years 0001-9999, and a uuid), so nothing PostgreSQL would refuse gets through.
+ */
 export function decodeCursor(cursor: string | undefined): CursorPosition | undefined {
   if (cursor === undefined) return undefined;
-  const [time, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  const [time, id, extra] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
   const createdAt = new Date(time);
-  if (!id || Number.isNaN(createdAt.getTime()) || !/^[0-9a-f-]{36}$/i.test(id)) {
-    throw ValidationFailedError.single('cursor', 'invalid', 'cursor is not valid');
-  }
+  const valid =
+    extra === undefined &&
+    UUID_TEXT.test(id ?? '') &&
+    /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(time ?? '') &&
+    !Number.isNaN(createdAt.getTime()) &&
+    createdAt.toISOString() === time &&
+    createdAt.getUTCFullYear() >= 1;
+  if (!valid) throw ValidationFailedError.single('cursor', 'invalid', 'cursor is not valid');
   return { createdAt, id };
 }
 
@@ -78,8 +90,8 @@ export function decodeMicrosecondCursor(
   param: string,
   idPattern: RegExp,
 ): MicrosecondPosition {
-  const [micros, id] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if (!/^\d{1,17}$/.test(micros ?? '') || !idPattern.test(id ?? '')) {
+  const [micros, id, extra] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
+  if (extra !== undefined || !/^\d{1,17}$/.test(micros ?? '') || !idPattern.test(id ?? '')) {
     throw ValidationFailedError.single(param, 'invalid', `${param} is not valid`);
   }
   return { micros, id };

@@ -1,6 +1,7 @@
 import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
 import { getMetadataStorage, IS_OPTIONAL, ValidationTypes } from 'class-validator';
 import { ValidationFailedError, type ValidationItem } from '../errors/domain-errors.js';
+import { assertStorableJson } from './json-body.middleware.js';
 
 /**
  * Flattens class-validator's error tree into the interface's `detail.items`:
@@ -70,6 +71,9 @@ function optionalProperties(type: object): readonly string[] | undefined {
 
 class ApiValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    // A query string gets the JSON body's check (NUL characters, lone surrogates, prototype keys); JSON bodies
+    // had it in JsonBodyMiddleware, multipart fields in the upload's service.
+    if (metadata.type === 'query') assertStorableJson(value);
     const result: unknown = await super.transform(value, metadata);
     if (metadata.type === 'body' || metadata.type === 'query') dropNullOptionals(result);
     return result;

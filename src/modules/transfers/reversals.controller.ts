@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, Param, ParseUUIDPipe, Post } from '@nestjs/common';
+import { Body, Controller, Get, Param, ParseUUIDPipe, Post } from '@nestjs/common';
 import {
   ApiCreatedResponse,
   ApiForbiddenResponse,
@@ -12,6 +12,7 @@ import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
 import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
 import { CreateReversalDto, ReversalInfoDto, ReversalsSummaryDto } from './dto/reversal.dto.js';
 import { ReversalsService } from './reversals.service.js';
+import { IdempotencyKey } from './idempotency-key.decorator.js';
 
 /** Reversals of settled transfers (docs/decisions/0031-reversals.md). */
 @ApiTags('Transfers')
@@ -44,7 +45,7 @@ export class ReversalsController {
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,
     @Body() body: CreateReversalDto,
-    @Headers('idempotency-key') idempotencyKey?: string,
+    @IdempotencyKey() idempotencyKey?: string,
   ): Promise<ReversalInfoDto> {
     return this.reversals.reverse(principal, uuid, body, idempotencyKey);
   }

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
 import {
   ApiCreatedResponse,
   ApiForbiddenResponse,
@@ -20,6 +20,7 @@ import {
   TransactionListQueryDto,
 } from './dto/transfer.dto.js';
 import { TransfersService } from './transfers.service.js';
+import { IdempotencyKey } from './idempotency-key.decorator.js';
 
 const ListFilters = () => (target: object, key: string | symbol, descriptor: PropertyDescriptor) => {
   ApiQuery({ name: 'status', required: false })(target, key, descriptor);
@@ -73,7 +74,7 @@ export class TransfersController {
   create(
     @CurrentPrincipal() principal: Principal,
     @Body() body: CreateTransactionDto,
-    @Headers('idempotency-key') idempotencyKey?: string,
+    @IdempotencyKey() idempotencyKey?: string,
   ): Promise<CreateTransactionResponseDto> {
     return this.transfers.create(principal, body, idempotencyKey);
   }

@@ -1,6 +1,7 @@
 import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
 import {
   ApiCreatedResponse,
+  ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
@@ -62,6 +63,10 @@ export class UserKycDataController {
     operationId: 'KycDataController_updateUser',
   })
   @ApiOkResponse({ type: UserKycDataDto })
+  @ApiForbiddenResponse({
+    type: ErrorResponseDto,
+    description: 'INSUFFICIENT_PERMISSIONS: isBlackListed sent with a user token',
+  })
   update(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', ParseUUIDPipe) uuid: string,

@@ -9,6 +9,7 @@ import {
   DEFAULT_PAGE_SIZE,
   encodeMicrosecondCursor,
   toKeysetPage,
+  UUID_TEXT,
   type Page,
 } from '#common/http/pagination.js';
 import { EVENT_TYPES, type EventResponseDto } from './dto/event.dto.js';
@@ -30,7 +31,6 @@ const COLUMNS = `id, payload, status, attempts, last_attempt_at, delivered_at,
 
 /** The cursor: (created_at in microseconds, id) of the last event served; the outbox keeps microseconds. */
 const encode = (row: EventRow) => encodeMicrosecondCursor(row.created_us, row.id);
-const UUID = /^[0-9a-f-]{36}$/i;
 
 /**
  * The events feed (docs/decisions/0029-events-feed.md): an application's outbox events, oldest first,
@@ -63,7 +63,11 @@ export class EventsFeedService {
     let where = 'app_id = $1';
     if (query.type !== undefined) where += ` AND event = ${closedSetLiteral(query.type, EVENT_TYPES)}`;
     if (cursor !== undefined) {
-      const after = decodeMicrosecondCursor(cursor, query.after !== undefined ? 'after' : 'cursor', UUID);
+      const after = decodeMicrosecondCursor(
+        cursor,
+        query.after !== undefined ? 'after' : 'cursor',
+        UUID_TEXT,
+      );
       params.push(after.micros, after.id);
       where += ` AND (created_at, id) > ('epoch'::timestamptz + $2::bigint * interval '1 microsecond', $3::uuid)`;
     }

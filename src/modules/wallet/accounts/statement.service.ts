@@ -3,7 +3,7 @@ import { ReadDatabase } from '#common/database/read-database.js';
 import { listFetchSize, statementName } from '#common/database/sql.js';
 import type { Principal } from '#common/auth/principal.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
-import { parseInstant, RFC3339 } from '#common/http/instant.js';
+import { parseInstant } from '#common/http/instant.js';
 import { DEFAULT_PAGE_SIZE } from '#common/http/pagination.js';
 import { fromDb, type Money, toJson } from '../money.js';
 import type { BalanceResponseDto } from './dto/account.dto.js';
@@ -24,10 +24,13 @@ const encodeStatementCursor = (position: StatementCursor): string =>
 function decodeStatementCursor(cursor: string | undefined): StatementCursor | undefined {
   if (cursor === undefined) return undefined;
   const [at, id, extra] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  if (extra !== undefined || !id || !/^\d{1,18}$/.test(id) || !at || !RFC3339.test(at)) {
-    throw ValidationFailedError.single('cursor', 'invalid', 'cursor is not valid');
+  const invalid = () => ValidationFailedError.single('cursor', 'invalid', 'cursor is not valid');
+  if (extra !== undefined || !id || !/^\d{1,18}$/.test(id) || !at) throw invalid();
+  try {
+    return { at: parseInstant(at, 'cursor'), id }; // a date that exists, an offset PostgreSQL takes
+  } catch {
+    throw invalid();
   }
-  return { at, id };
 }
 
 /** The account the principal reaches (its application; a subject only its own), not deleted. */
