@@ -184,7 +184,9 @@ describe('input fuzzing generated from the OpenAPI document', () => {
     operations = operationsOf(t.openApi);
     client = await registerClient(t.app);
     token = await accessToken(t.http, client);
-    for (let i = 0; i < 300; i++)
+    // One-time assertions for the token routes' valid bodies: 300 at the default 40 runs, in proportion above
+    // (at 500 runs they ran out, and the mass assignment test's control was refused as 'exhausted').
+    for (let i = 0; i < Math.max(300, Math.ceil((300 * RUNS) / 40)); i++)
       assertions.push(await clientAssertion(client, { claims: { jti: randomUUID() } }));
     ids.app = client.appId;
     ids.users = await createOwner(t.http, token, 'USER');
@@ -939,12 +941,8 @@ describe('input fuzzing generated from the OpenAPI document', () => {
         });
         check(operation, control);
         const accepted = control.status < 300 && operation.documented.has(control.status);
-        // toEqual, so that a refused control prints its answer.
-        expect({ label: operation.label, accepted, answer: describeResponse(control) }).toEqual({
-          label: operation.label,
-          accepted: true,
-          answer: expect.any(String),
-        });
+        if (!accepted)
+          throw new Error(`${operation.label}: the control was refused: ${describeResponse(control)}`);
       }
     }, 60_000);
   });
