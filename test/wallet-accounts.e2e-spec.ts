@@ -456,6 +456,25 @@ describe('wallet accounts (real database)', () => {
       expect((await patchAlias(account.uuid, { newAlias: 'mi-cuenta.2026' })).status).toBe(200);
     });
 
+    it("never takes another institution's alias (the lookup would answer ours for it): 400 duplicate, nothing changed", async () => {
+      const account = await open();
+      // pagos.rio.norte is an account at another institution (config/counterparty-directory.json).
+      for (const taken of ['pagos.rio.norte', 'Pagos.Rio.Norte']) {
+        expect(expectValidation(await patchAlias(account.uuid, { newAlias: taken }))).toStrictEqual([
+          { path: 'newAlias', type: 'duplicate', message: 'this alias is taken' },
+        ]);
+        expect(expectValidation(await patch(account.uuid, { alias: taken }))).toStrictEqual([
+          { path: 'alias', type: 'duplicate', message: 'this alias is taken' },
+        ]);
+      }
+      expect((await get(account.uuid)).body.alias).toBe(account.alias);
+      const lookup = await api()
+        .post('/v1/counterparty')
+        .set('Authorization', bearer(tokenA))
+        .send({ destinatario: 'pagos.rio.norte' });
+      expect(lookup.body).toMatchObject({ cvu: '', cbu: expect.not.stringContaining(account.cvu) });
+    });
+
     it('refuses a malformed alias: too short, too long, bad characters, not a string, missing', async () => {
       const account = await open();
       for (const newAlias of [

@@ -1,14 +1,12 @@
 import { Module } from '@nestjs/common';
-import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { WalletModule } from '#modules/wallet/wallet.module.js';
 import { WebhooksModule } from '#modules/webhooks/webhooks.module.js';
 import { CLEARING_RAIL } from './clearing/clearing-rail.port.js';
 import { SimulatorRail } from './clearing/simulator-rail.js';
 import { ClearingService } from './clearing/clearing.service.js';
-import { COUNTERPARTY_DIRECTORY } from './counterparty/counterparty-directory.port.js';
 import { CounterpartyController } from './counterparty/counterparty.controller.js';
 import { CounterpartyService } from './counterparty/counterparty.service.js';
-import { FixtureDirectory } from './counterparty/fixture-directory.js';
+import { DirectoryModule } from './counterparty/directory.module.js';
 import { ReversalsController } from './reversals.controller.js';
 import { ReversalsService } from './reversals.service.js';
 import { TransferBatcher } from './transfer-batcher.js';
@@ -17,9 +15,12 @@ import { TransferWriter } from './transfer-writer.js';
 import { TransfersController } from './transfers.controller.js';
 import { TransfersService } from './transfers.service.js';
 
-/** Transfers, the clearing rail and the counterparty lookup (transfers → wallet → users, companies → kyc). */
+/**
+ * Transfers, the clearing rail and the counterparty lookup (transfers → wallet → users, companies → kyc); the
+ * directory of other institutions' accounts (DirectoryModule) also answers the wallet's ALIAS_REGISTRY.
+ */
 @Module({
-  imports: [WalletModule, WebhooksModule],
+  imports: [DirectoryModule, WalletModule, WebhooksModule],
   controllers: [CounterpartyController, TransfersController, ReversalsController],
   providers: [
     CounterpartyService,
@@ -31,12 +32,7 @@ import { TransfersService } from './transfers.service.js';
     ClearingService,
     SimulatorRail,
     { provide: CLEARING_RAIL, useExisting: SimulatorRail },
-    {
-      provide: COUNTERPARTY_DIRECTORY,
-      inject: [APP_CONFIG],
-      useFactory: (config: AppConfig) => new FixtureDirectory(config.counterpartyDirectoryFile),
-    },
   ],
-  exports: [CounterpartyService, TransfersService, ReversalsService, ClearingService, COUNTERPARTY_DIRECTORY],
+  exports: [CounterpartyService, TransfersService, ReversalsService, ClearingService],
 })
 export class TransfersModule {}

@@ -10,6 +10,7 @@ import { CompaniesService } from '#modules/companies/companies.service.js';
 import type { OwnerAccountView } from '#modules/kyc/owners/owner-accounts.port.js';
 import { UsersService } from '#modules/users/users.service.js';
 import { aliasDigitsFor, ALIAS_PATTERN, generateAlias } from '../alias.js';
+import { ALIAS_REGISTRY, type AliasRegistry } from './alias-registry.port.js';
 import { buildCvu } from '../cvu.js';
 import { LedgerService } from '../ledger/ledger.service.js';
 import { Money, parseAmount, toDb, toJson } from '../money.js';
@@ -45,7 +46,22 @@ export class AccountsService {
     private readonly users: UsersService,
     private readonly companies: CompaniesService,
     private readonly balances: BalanceReader,
+    @Inject(ALIAS_REGISTRY) private readonly aliases: AliasRegistry,
   ) {}
+
+  /** 400 `duplicate` at `path` when another institution's account has the alias (AliasRegistry). */
+  private async refuseAliasTakenElsewhere(alias: string, path: string): Promise<void> {
+    if (await this.aliases.takenElsewhere(alias))
+      throw ValidationFailedError.single(path, 'duplicate', 'this alias is taken');
+  }
+
+  /** A generated alias no account of another institution has (drawn again until so). */
+  private async freshAlias(attempt: number): Promise<string> {
+    for (;;) {
+      const alias = generateAlias(aliasDigitsFor(attempt));
+      if (!(await this.aliases.takenElsewhere(alias))) return alias;
+    }
+  }
 
   async create(principal: Principal, input: CreateAccountDto): Promise<OwnerAccountView> {
     if (input.appId.toLowerCase() !== principal.appId) {
@@ -61,6 +77,7 @@ export class AccountsService {
     const fee = parseAmount(input.fees, currency, 'fees');
     const ownerId = input.uuid.toLowerCase();
     for (let attempt = 0; ; attempt++) {
+      const alias = await this.freshAlias(attempt);
       try {
         const id = await this.dataSource.transaction(async (manager) => {
           await this.requireOwner(manager, principal, input.ownerType, ownerId);
@@ -75,7 +92,7 @@ export class AccountsService {
             ownerType: input.ownerType,
             ownerId,
             cvu: buildCvu(this.config.cvuPspCode, BigInt(seq)),
-            alias: generateAlias(aliasDigitsFor(attempt)),
+            alias,
             currency,
             status: 'ACTIVE',
             monthlyDepositLimit: toDb(limits.monthlyDepositLimit),
@@ -119,6 +136,7 @@ export class AccountsService {
         'type and entityId go together',
       );
     }
+    if (input.alias !== undefined) await this.refuseAliasTakenElsewhere(input.alias, 'alias');
     try {
       await this.dataSource.transaction(async (manager) => {
         const account = await this.require(manager, principal, id, true);
@@ -171,6 +189,7 @@ export class AccountsService {
   async changeAlias(principal: Principal, id: string, newAlias: string): Promise<OwnerAccountView> {
     if (!ALIAS_PATTERN.test(newAlias))
       throw ValidationFailedError.single('newAlias', 'invalid', 'invalid alias');
+    await this.refuseAliasTakenElsewhere(newAlias, 'newAlias');
     try {
       await this.dataSource.transaction(async (manager) => {
         const account = await this.require(manager, principal, id, true);
