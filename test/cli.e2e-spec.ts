@@ -344,6 +344,18 @@ describe('admin CLI (node dist/src/cli.js)', () => {
         ['apps', 'revoke-key', '--app-id', app.appId, '--key-id', 'unknown-key-id'],
         /No active key with that keyId.*unknown-key-id/,
       ],
+      'webhooks list with a --limit that is not a whole number from 1 to 1000': () => [
+        ['webhooks', 'list', '--limit', 'abc'],
+        /--limit must be a whole number from 1 to 1000/,
+      ],
+      'webhooks list with --limit 1.5': () => [
+        ['webhooks', 'list', '--limit', '1.5'],
+        /--limit must be a whole number from 1 to 1000/,
+      ],
+      'webhooks list with --limit 5000': () => [
+        ['webhooks', 'list', '--limit', '5000'],
+        /--limit must be a whole number from 1 to 1000/,
+      ],
       'an unknown apps subcommand': () => [['apps', 'frobnicate'], /unknown command: frobnicate/],
       'an unknown top-level command': () => [['frobnicate'], /unknown command 'frobnicate'/],
       'an unknown option': () => [

@@ -108,6 +108,33 @@ describe('npm run migration:run and a schema that is behind (DATABASE_URL set)',
     }
   }, 60_000);
 
+  it('the API and the worker do not start without their signing keys file (the worker used up webhook attempts unsent)', async () => {
+    for (const [script, what] of [
+      [MAIN_JS, 'API'],
+      [WORKER_JS, 'worker'],
+    ] as const) {
+      const result = await runNode(script, [], {
+        ...env(database.url, await freePort()),
+        SIGNING_KEYS_FILE: path.join(ROOT, 'no-such-dir', 'signing-keys.json'),
+      });
+      expect({ what, code: result.code }).toEqual({ what, code: 1 });
+      const fatal = logLines(result).filter((line) => line.level === 60) as unknown as {
+        msg: string;
+        err?: { message?: string };
+      }[];
+      expect(fatal).toEqual([
+        expect.objectContaining({
+          msg: `${what} failed to start`,
+          err: expect.objectContaining({
+            message: expect.stringMatching(
+              /^SIGNING_KEYS_FILE \S*no-such-dir\/signing-keys\.json does not exist/,
+            ),
+          }),
+        }),
+      ]);
+    }
+  }, 60_000);
+
   it('a database it cannot reach, or that refuses its password: one line naming the server, never the password', async () => {
     const unreachable = new URL(database.url);
     unreachable.port = String(await freePort()); // nothing listens there

@@ -138,6 +138,17 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
     }
   });
 
+  it("the embedded server's log, which LOG_LEVEL=debug passes on, carries no row values and no statements", async () => {
+    // The test server is started by the same code as the service's embedded one (startServer).
+    const settings = (await t.dataSource.query(
+      `SELECT name, setting FROM pg_settings WHERE name IN ('log_error_verbosity', 'log_min_error_statement') ORDER BY name`,
+    )) as { name: string; setting: string }[];
+    expect(settings).toEqual([
+      { name: 'log_error_verbosity', setting: 'terse' }, // no DETAIL: a unique violation's quotes the row
+      { name: 'log_min_error_statement', setting: 'panic' }, // no STATEMENT lines
+    ]);
+  });
+
   it('serves the interactive documentation page', async () => {
     const response = await request(t.http).get('/v1/docs');
     expect(response.status).toBe(200);

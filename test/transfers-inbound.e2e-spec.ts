@@ -128,58 +128,26 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
 
   it('refuses bad input with a message on stderr and changes nothing', async () => {
     const before = await t.dataSource.query(`SELECT count(*)::int AS n FROM transfers`);
+    /** A valid request's options with some replaced. */
+    const argsWith = (changes: Record<string, string>) =>
+      Object.entries({
+        '--cvu': account.cvu,
+        '--amount': '10',
+        '--from': payer.number,
+        '--name': 'x',
+        '--cuit': payer.cuit,
+        ...changes,
+      }).flat();
     const cases = [
-      [
-        '--cvu',
-        '0000031000000000000099',
-        '--amount',
-        '10',
-        '--from',
-        payer.number,
-        '--name',
-        'x',
-        '--cuit',
-        payer.cuit,
-      ],
-      [
-        '--cvu',
-        account.cvu,
-        '--amount',
-        '10.123',
-        '--from',
-        payer.number,
-        '--name',
-        'x',
-        '--cuit',
-        payer.cuit,
-      ],
-      ['--cvu', account.cvu, '--amount', '10', '--from', '123', '--name', 'x', '--cuit', payer.cuit],
-      [
-        '--cvu',
-        account.cvu,
-        '--amount',
-        '10',
-        '--from',
-        payer.number,
-        '--name',
-        'x',
-        '--cuit',
-        '20123456780',
-      ],
-      [
-        '--cvu',
-        account.cvu,
-        '--amount',
-        '10',
-        '--from',
-        payer.number,
-        '--name',
-        'x',
-        '--cuit',
-        payer.cuit,
-        '--concept',
-        'NOPE',
-      ],
+      argsWith({ '--cvu': '0000031000000000000099' }),
+      argsWith({ '--amount': '10.123' }),
+      argsWith({ '--from': '123' }),
+      argsWith({ '--cuit': '20123456780' }),
+      argsWith({ '--concept': 'NOPE' }),
+      // More digits than a number keeps: it was credited as 100.
+      argsWith({ '--amount': '100.0000000000000001' }),
+      // A name longer than the API takes for a counterparty (200): it was written whole.
+      argsWith({ '--name': 'n'.repeat(201) }),
     ];
     for (const args of cases) {
       const result = await cli(['transfers', 'inbound', ...args]);

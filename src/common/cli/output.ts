@@ -39,3 +39,11 @@ export function unknownSubcommand(
   command.outputHelp({ error: true });
   throw new CliUsageError(args.length ? `unknown command: ${args.join(' ')}` : 'a subcommand is required');
 }
+
+/** A `--limit`-like option: a whole number from 1 to `max`, or a usage error naming the flag. */
+export function wholeNumberOption(value: string, flag: string, max: number): number {
+  const number = /^\d{1,6}$/.test(value) ? Number(value) : NaN;
+  if (!(number >= 1 && number <= max))
+    throw new CliUsageError(`${flag} must be a whole number from 1 to ${max}`);
+  return number;
+}

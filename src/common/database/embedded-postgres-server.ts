@@ -182,6 +182,12 @@ export function startServer(
     'unix_socket_directories=',
     '-c',
     'max_connections=200',
+    // The server's log goes to the service log (LOG_LEVEL=debug): no DETAIL (a unique violation's quotes the
+    // row's values: tax ids), no STATEMENT lines (parameters), as the service's own lines carry none.
+    '-c',
+    'log_error_verbosity=terse',
+    '-c',
+    'log_min_error_statement=panic',
   ];
   return new Promise((resolve, reject) => {
     const child = spawn(binaries.postgres, args, {

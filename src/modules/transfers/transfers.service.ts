@@ -161,6 +161,10 @@ export class TransfersService {
     }
     const taxProblem = cuitProblem(input.fromTaxId, ['person', 'entity']);
     if (taxProblem) throw ValidationFailedError.single('cuit', 'invalid', `cuit ${taxProblem}`);
+    // As a counterparty's name through the API (CounterPartyDto): 1-200 characters.
+    const fromName = input.fromName.trim();
+    if (fromName.length === 0 || fromName.length > 200)
+      throw ValidationFailedError.single('name', 'invalid', 'name must be 1 to 200 characters');
     const work = this.dataSource.transaction(async (manager) => {
       // With the account, the new transfer's id: time-ordered, uuidv7(), as every transfer's (decisions 0042, 0050).
       const [row] = (await manager.query(
@@ -205,7 +209,7 @@ export class TransfersService {
         id,
         appId: account.appId,
         accountId: account.id,
-        counterpartyName: input.fromName,
+        counterpartyName: fromName,
         counterpartyTaxId: input.fromTaxId.replace(/\D/g, ''),
         counterpartyIdentifierType: input.fromIdentifier.startsWith('000') ? 'CVU' : 'CBU',
         counterpartyIdentifier: input.fromIdentifier,

@@ -8,6 +8,9 @@ import { WebhookAttemptEntity } from './entities/webhook-attempt.entity.js';
 import { WebhookEventEntity, type WebhookEventStatus } from './entities/webhook-event.entity.js';
 import { WEBHOOK_EVENTS, WEBHOOK_NOTIFY_CHANNEL, type WebhookEventName } from './webhook-events.js';
 
+/** The most events `webhooks list` prints at once. */
+export const MAX_LISTED_EVENTS = 1000;
+
 export interface EmitInput {
   appId: string;
   event: WebhookEventName;
@@ -99,7 +102,7 @@ export class WebhooksService {
         ...(filter.status ? { status: filter.status as WebhookEventStatus } : {}),
       },
       order: { seq: 'DESC' },
-      take: Math.min(filter.limit ?? 100, 1000),
+      take: Math.min(filter.limit ?? 100, MAX_LISTED_EVENTS),
     });
     const attempts = events.length
       ? await this.dataSource

@@ -1,5 +1,5 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { CliUsageError, printJson, unknownSubcommand } from '#common/cli/output.js';
+import { CliUsageError, printJson, unknownSubcommand, wholeNumberOption } from '#common/cli/output.js';
 import { MAX_PAGE_SIZE } from '#common/http/pagination.js';
 import { AuditService } from '../audit.service.js';
 
@@ -54,11 +54,7 @@ export class AuditListCommand extends CommandRunner {
 
   @Option({ flags: '--limit <n>', description: `at most n records (1-${MAX_PAGE_SIZE}, default 100)` })
   parseLimit(value: string): number {
-    const limit = /^\d{1,4}$/.test(value) ? Number(value) : NaN;
-    if (!(limit >= 1 && limit <= MAX_PAGE_SIZE)) {
-      throw new CliUsageError(`--limit must be a whole number from 1 to ${MAX_PAGE_SIZE}`);
-    }
-    return limit;
+    return wholeNumberOption(value, '--limit', MAX_PAGE_SIZE);
   }
 
   async run(_args: string[], options: AuditListOptions): Promise<void> {

@@ -1,5 +1,6 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { CliUsageError, printJson, requireOption, unknownSubcommand } from '#common/cli/output.js';
+import { Money } from '#modules/wallet/money.js';
 import { CONCEPTS } from '../dto/transfer.dto.js';
 import { ReversalsService } from '../reversals.service.js';
 import { TransfersService } from '../transfers.service.js';
@@ -57,6 +58,10 @@ export class TransfersInboundCommand extends CommandRunner {
     const amountText = requireOption(options.amount, '--amount');
     if (!/^\d+(\.\d+)?$/.test(amountText))
       throw new CliUsageError('--amount must be a positive decimal number');
+    // The service takes a number, as the API's JSON does: one the text does not give exactly is refused, not
+    // rounded (100.0000000000000001 would have been credited as 100).
+    if (!new Money(amountText).equals(new Money(String(Number(amountText)))))
+      throw new CliUsageError('--amount has more digits than an amount can have');
     const concept = options.concept ?? 'VAR';
     if (!(CONCEPTS as readonly string[]).includes(concept))
       throw new CliUsageError(`--concept must be one of ${CONCEPTS.join(', ')}`);

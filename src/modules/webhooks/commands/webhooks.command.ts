@@ -1,7 +1,7 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { printJson, requireOption, unknownSubcommand } from '#common/cli/output.js';
+import { printJson, requireOption, unknownSubcommand, wholeNumberOption } from '#common/cli/output.js';
 import { cliActor } from '#modules/audit/audit-trail.js';
-import { WebhooksService } from '../webhooks.service.js';
+import { MAX_LISTED_EVENTS, WebhooksService } from '../webhooks.service.js';
 
 @SubCommand({ name: 'send-test', description: 'queue a webhook_test event for an application' })
 export class WebhooksSendTestCommand extends CommandRunner {
@@ -37,9 +37,9 @@ export class WebhooksListCommand extends CommandRunner {
     return value;
   }
 
-  @Option({ flags: '--limit <n>', description: 'at most n events (default 100)' })
+  @Option({ flags: '--limit <n>', description: `at most n events (1-${MAX_LISTED_EVENTS}, default 100)` })
   parseLimit(value: string): number {
-    return Number(value);
+    return wholeNumberOption(value, '--limit', MAX_LISTED_EVENTS);
   }
 
   async run(_args: string[], options: { appId?: string; status?: string; limit?: number }): Promise<void> {
