@@ -381,3 +381,25 @@ describe('token endpoint rate limit (TOKEN_RATE_LIMIT_PER_MINUTE: 3 here, 60 by 
     expect(limited.headers['ratelimit-policy']).toMatch(/q=3\b/);
   });
 });
+
+describe('token endpoint rate limit behind one load balancer (TRUST_PROXY=1: the address it appended counts)', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { TOKEN_RATE_LIMIT_PER_MINUTE: '3', TRUST_PROXY: '1' } });
+  });
+  afterAll(() => t?.close());
+
+  /** What the balancer forwards: whatever the caller wrote, then the caller's address (the right-most entry). */
+  const viaBalancer = (written: string, caller: string) =>
+    request(t.http).post('/v1/oauth/app/token').set('X-Forwarded-For', `${written}, ${caller}`).send({});
+
+  it('counts the right-most X-Forwarded-For entry: a caller varying the entries it writes does not escape the limit', async () => {
+    const statuses: number[] = [];
+    for (let i = 1; i <= 5; i++) statuses.push((await viaBalancer(`10.0.0.${i}`, '203.0.113.7')).status);
+    expect(statuses.filter((status) => status === 429)).toHaveLength(2);
+    expect(statuses.slice(3)).toEqual([429, 429]);
+    // Another caller behind the same balancer has its own count.
+    expect((await viaBalancer('10.0.0.1', '203.0.113.8')).status).not.toBe(429);
+  });
+});

@@ -106,7 +106,7 @@ describe(`scale-out: 3 API processes and 2 workers (${backend} queue backend, se
       QUEUE_PREFIX: t.config.queuePrefix,
       ...(process.env.TEST_REDIS_URL ? { REDIS_URL: process.env.TEST_REDIS_URL } : {}),
       DATABASE_POOL_SIZE: '4',
-      TRUST_PROXY: 'true',
+      TRUST_PROXY: '1', // the test is the one proxy in front: its X-Forwarded-For is the address
       PUBLIC_BASE_URL: TEST_BASE_URL, // the issuer and audience of the tokens the test app issues
       LOG_LEVEL: 'info',
     });
@@ -436,7 +436,7 @@ describe(`scale-out: 3 API processes and 2 workers (${backend} queue backend, se
   }, 60_000);
 
   it('6. the token rate limit counts across the APIs; a revoked key is refused by every API within AUTH_CACHE_MS', async () => {
-    // One client address (TRUST_PROXY: X-Forwarded-For) spreads 1.5 times the limit over three APIs.
+    // One client address (TRUST_PROXY=1: the right-most X-Forwarded-For entry) spreads 1.5 times the limit over three APIs.
     const party = parties[1];
     const statuses = await Promise.all(
       Array.from(

@@ -109,7 +109,7 @@ describe('loadConfig', () => {
         WEBHOOK_RETRY_DELAYS: '250ms, 2s,1m',
         BODY_LIMIT: '2mb',
         WEBHOOK_ALLOW_PRIVATE_URLS: 'yes',
-        TRUST_PROXY: '1',
+        TRUST_PROXY: '2',
         LOG_LEVEL: 'debug',
         NODE_ENV: 'production',
         API_HEAP_GROWTH_PERCENT: '0',
@@ -123,11 +123,32 @@ describe('loadConfig', () => {
       expect(config.webhookRetryDelaysMs).toEqual([250, 2000, 60_000]);
       expect(config.bodyLimitBytes).toBe(2 * 1024 * 1024);
       expect(config.webhookAllowPrivateUrls).toBe(true);
-      expect(config.trustProxy).toBe(true);
+      expect(config.trustProxy).toBe(2);
       expect(config.logLevel).toBe('debug');
       expect(config.nodeEnv).toBe('production');
       expect(config.apiHeapGrowthPercent).toBe(0);
       expect(config.eventsRetentionDays).toBe(90);
+    });
+
+    it('reads TRUST_PROXY as what is in front: nothing, a hop count, or the trusted proxy addresses', () => {
+      expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+      expect(loadConfig({ TRUST_PROXY: '0' }).trustProxy).toBe(false);
+      expect(loadConfig({ TRUST_PROXY: '1' }).trustProxy).toBe(1);
+      expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+      expect(loadConfig({ TRUST_PROXY: 'loopback, 10.0.0.0/8,192.168.1.7, fd00::/8' }).trustProxy).toEqual([
+        'loopback',
+        '10.0.0.0/8',
+        '192.168.1.7',
+        'fd00::/8',
+      ]);
+    });
+
+    it('refuses TRUST_PROXY=true (every X-Forwarded-For entry, which any caller writes) in one line', () => {
+      for (const value of ['true', 'TRUE', 'yes']) {
+        const problems = configError({ TRUST_PROXY: value }).message.split('\n  - ').slice(1);
+        expect(problems).toHaveLength(1);
+        expect(problems[0]).toMatch(/^TRUST_PROXY=.* hop count .*addresses/);
+      }
     });
 
     it('treats blank values as unset', () => {
@@ -154,6 +175,13 @@ describe('loadConfig', () => {
       ['LOG_LEVEL', 'loud'],
       ['WEBHOOK_ALLOW_PRIVATE_URLS', 'maybe'],
       ['TRUST_PROXY', 'sometimes'],
+      ['TRUST_PROXY', 'true'],
+      ['TRUST_PROXY', '1.5'],
+      ['TRUST_PROXY', '100'],
+      ['TRUST_PROXY', 'loopback,'],
+      ['TRUST_PROXY', '10.0.0.0/33'],
+      ['TRUST_PROXY', '0.0.0.0/0'], // every address: the same as true
+      ['TRUST_PROXY', 'lb.internal'],
       ['ACCESS_TOKEN_TTL_SECONDS', '30'],
       ['DATABASE_POOL_SIZE', '0'],
       ['DB_STATEMENT_TIMEOUT_MS', '-1'],

@@ -16,7 +16,10 @@ import { createValidationPipe } from './validation.js';
  * first request for the docs page or document, not at start.
  */
 export function configureApp(app: NestExpressApplication, config: AppConfig): () => OpenAPIObject {
-  app.set('trust proxy', config.trustProxy);
+  // A hop count or the trusted proxies' addresses, never `true` (refused by the config: the left-most
+  // X-Forwarded-For entry is the caller's to write, and the token rate limit is keyed by req.ip).
+  const { trustProxy } = config;
+  app.set('trust proxy', typeof trustProxy === 'object' ? [...trustProxy] : trustProxy);
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   // A JSON API's answers are not cached by validators: no ETag (and no hash of every body).

@@ -1,4 +1,12 @@
+import { isIP } from 'node:net';
 import type { EnvReaders } from '../env-readers.js';
+
+/**
+ * Express's `trust proxy` as TRUST_PROXY gives it: false (the peer's address), the number of proxies in front
+ * (1: the address the one load balancer appended, X-Forwarded-For's right-most entry), or the addresses and
+ * CIDRs of the trusted proxies. Never `true`, which takes the left-most entry, written by the caller.
+ */
+export type TrustProxy = false | number | readonly string[];
 
 /** The HTTP API: where it listens, its public base URL, request limits, proxies, its heap and its processes. */
 export interface HttpConfig {
@@ -17,7 +25,7 @@ export interface HttpConfig {
    * send a request on a connection being closed: a 502).
    */
   readonly httpKeepAliveTimeoutMs: number;
-  readonly trustProxy: boolean;
+  readonly trustProxy: TrustProxy;
   /** V8's heap growing factor for the API process, in percent over the live heap (0: V8's own). */
   readonly apiHeapGrowthPercent: number;
   /** API processes on this machine (node:cluster, one port); 1: the API is one process (decision 0033). */
@@ -27,7 +35,48 @@ export interface HttpConfig {
 const SIZE = /^(\d+)(b|kb|mb)?$/i;
 const UNIT_BYTES: Record<string, number> = { b: 1, kb: 1024, mb: 1024 * 1024 };
 
-export function loadHttpConfig({ str, int, bool, problems }: EnvReaders): HttpConfig {
+/** proxy-addr's names for address ranges (loopback, link-local, unique-local, IPv4 and IPv6 each). */
+const RANGE_NAMES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+const MAX_HOPS = 10;
+
+/** An address, a CIDR (never a /0: every address) or a range name; false for anything else. */
+function isTrustedProxyEntry(entry: string): boolean {
+  if (RANGE_NAMES.has(entry)) return true;
+  const [address, prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (prefix === undefined) return true;
+  return /^\d+$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+function readTrustProxy(raw: string | undefined, problems: string[]): TrustProxy {
+  if (raw === undefined || /^(false|no|0)$/i.test(raw)) return false;
+  if (/^(true|yes)$/i.test(raw)) {
+    problems.push(
+      `TRUST_PROXY=${raw} would take the client address from the left-most X-Forwarded-For entry, which any ` +
+        `caller writes; give the hop count of the proxies in front (1 for one load balancer) or their addresses ` +
+        `(e.g. loopback,10.0.0.0/8)`,
+    );
+    return false;
+  }
+  if (/^\d+$/.test(raw)) {
+    if (Number(raw) <= MAX_HOPS) return Number(raw);
+    problems.push(
+      `TRUST_PROXY must be false, a hop count from 1 to ${MAX_HOPS}, or proxy addresses (got "${raw}")`,
+    );
+    return false;
+  }
+  const entries = raw.split(',').map((entry) => entry.trim());
+  const bad = entries.filter((entry) => !isTrustedProxyEntry(entry));
+  if (bad.length === 0) return Object.freeze(entries);
+  problems.push(
+    `TRUST_PROXY must be false, a hop count, or a comma-separated list of proxy addresses, CIDRs (not /0) and ` +
+      `loopback, linklocal, uniquelocal (got "${raw}")`,
+  );
+  return false;
+}
+
+export function loadHttpConfig({ str, int, problems }: EnvReaders): HttpConfig {
   const port = int('PORT', 3000, 0, 65535);
   let publicBaseUrl = str('PUBLIC_BASE_URL') ?? `http://localhost:${port}/v1/`;
   let routePrefix = 'v1';
@@ -63,6 +112,6 @@ export function loadHttpConfig({ str, int, bool, problems }: EnvReaders): HttpCo
     httpKeepAliveTimeoutMs: int('HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000, 1_000, 3_600_000),
     apiHeapGrowthPercent: int('API_HEAP_GROWTH_PERCENT', 50, 0, 300),
     apiProcesses: int('API_PROCESSES', 1, 1, 64),
-    trustProxy: bool('TRUST_PROXY', false),
+    trustProxy: readTrustProxy(str('TRUST_PROXY'), problems),
   };
 }
