@@ -55,3 +55,34 @@ describe('SigningKeysService with a file it cannot use', () => {
     );
   });
 });
+
+/** Two processes on one key file (the API's processes, the CLI): each sees what another wrote. */
+describe('SigningKeysService across processes sharing a key file', () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'wallet-keys-'));
+  });
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  const startProcess = async (env: Record<string, string> = {}) => {
+    const config = loadConfig({ NODE_ENV: 'test', DATA_DIR: dir, ...env });
+    const service = new SigningKeysService(config, new VerifiedTokenCache(config));
+    await service.onModuleInit();
+    return service;
+  };
+
+  it('a kid it has not loaded makes it read the file at once: a token of a key another process added verifies without waiting for the periodic check', async () => {
+    const rotating = await startProcess({ SIGNING_KEY_ACTIVATION_SECONDS: '0' });
+    const verifying = await startProcess();
+    const first = await verifying.current(); // loaded just now: the once-a-second check would not look again
+    const { kid } = await rotating.rotate();
+    expect((await rotating.current()).kid).toBe(kid);
+    const key = await verifying.publicKey(kid);
+    expect(key?.export({ format: 'jwk' })).toEqual(
+      (await rotating.publicKey(kid))?.export({ format: 'jwk' }),
+    );
+    expect((await verifying.publicKey(first.kid))?.type).toBe('public');
+    // A kid that is in no file stays unknown.
+    expect(await verifying.publicKey('no-such-kid')).toBeUndefined();
+  });
+});

@@ -25,6 +25,11 @@ interface KeyFile {
   keys: StoredKey[];
 }
 
+/** How often one unknown kid may make a process read the key file again (a token can name any kid). */
+const UNKNOWN_KID_RECHECK_MS = 100;
+/** Unknown kids remembered for that bound; beyond it the list starts again (random kids only cost a stat). */
+const UNKNOWN_KIDS_REMEMBERED = 1000;
+
 export interface SigningKey {
   readonly kid: string;
   readonly privateKey: CryptoKey;
@@ -44,8 +49,11 @@ export interface SigningKey {
 @Injectable()
 export class SigningKeysService implements OnModuleInit {
   private keys: SigningKey[] = [];
-  private mtimeMs = -1;
+  private fileVersion = '';
   private lastCheck = 0;
+  /** The file check that an unknown kid started, shared by every request that waits for it. */
+  private checking: Promise<void> | undefined;
+  private readonly unknownKidChecks = new Map<string, number>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -53,7 +61,7 @@ export class SigningKeysService implements OnModuleInit {
   ) {}
 
   async onModuleInit(): Promise<void> {
-    if (await this.ensureFile()) await this.refresh(true);
+    if (await this.ensureFile()) await this.refresh('force');
   }
 
   /** The key that signs now. */
@@ -65,9 +73,14 @@ export class SigningKeysService implements OnModuleInit {
     return key;
   }
 
-  /** A published (not retired) key by kid, for verifying access tokens. */
+  /**
+   * A published (not retired) key by kid, for verifying access tokens. A kid this process has not loaded makes it
+   * look at the file at once, not at the next periodic check: another process may have just added the key and be
+   * signing with it already.
+   */
   async publicKey(kid: string): Promise<KeyObject | undefined> {
     await this.refresh();
+    if (!this.keys.some((key) => key.kid === kid)) await this.checkForUnknownKid(kid);
     return this.keys.find((key) => key.kid === kid && key.retiredAt === null)?.publicKeyObject;
   }
 
@@ -99,7 +112,7 @@ export class SigningKeysService implements OnModuleInit {
     const fresh = await generateStoredKey();
     file.keys.push(fresh);
     await this.writeFile(file);
-    await this.refresh(true);
+    await this.refresh('force');
     return { kid: fresh.kid, published: file.keys.filter((k) => k.retiredAt === null).map((k) => k.kid) };
   }
 
@@ -118,7 +131,7 @@ export class SigningKeysService implements OnModuleInit {
     }
     target.retiredAt = new Date().toISOString();
     await this.writeFile(file);
-    await this.refresh(true);
+    await this.refresh('force');
     return { kid, retiredAt: target.retiredAt };
   }
 
@@ -179,16 +192,39 @@ export class SigningKeysService implements OnModuleInit {
     await fs.rename(temporary, target);
   }
 
-  private async refresh(force = false): Promise<void> {
+  /**
+   * Bounded, since a token names any kid it likes: one check of the file at a time (a request that finds one
+   * under way waits for it), at most one per kid every UNKNOWN_KID_RECHECK_MS, and the file is read only when it
+   * changed (otherwise the check is a stat).
+   */
+  private async checkForUnknownKid(kid: string): Promise<void> {
     const now = Date.now();
-    if (!force && now - this.lastCheck < 1000) return;
+    const last = this.unknownKidChecks.get(kid);
+    if (last !== undefined && now - last < UNKNOWN_KID_RECHECK_MS) return;
+    if (this.unknownKidChecks.size >= UNKNOWN_KIDS_REMEMBERED) this.unknownKidChecks.clear();
+    this.unknownKidChecks.set(kid, now);
+    this.checking ??= this.refresh('now').finally(() => {
+      this.checking = undefined;
+    });
+    await this.checking;
+  }
+
+  /**
+   * 'periodic': at most once a second, and the file is read only when it changed; 'now': the same without the
+   * once-a-second bound; 'force': read it in any case.
+   */
+  private async refresh(mode: 'periodic' | 'now' | 'force' = 'periodic'): Promise<void> {
+    const now = Date.now();
+    if (mode === 'periodic' && now - this.lastCheck < 1000) return;
     this.lastCheck = now;
     const stat = await fs.stat(this.config.signingKeysFile).catch(() => undefined);
     if (!stat) {
       await this.readFile(); // throws the explanatory error
       return;
     }
-    if (!force && stat.mtimeMs === this.mtimeMs) return;
+    // The file is replaced by a rename: a new inode, even when two writes share an mtime.
+    const version = `${stat.ino}:${stat.mtimeMs}:${stat.size}`;
+    if (mode !== 'force' && version === this.fileVersion) return;
     const file = await this.readFile();
     const loaded: SigningKey[] = [];
     for (const stored of file.keys) {
@@ -209,7 +245,7 @@ export class SigningKeysService implements OnModuleInit {
       });
     }
     this.keys = loaded;
-    this.mtimeMs = stat.mtimeMs;
+    this.fileVersion = version;
     this.verified.clear(); // a retired key's tokens stop working as soon as this process sees the change
   }
 }
