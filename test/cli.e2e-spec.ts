@@ -198,19 +198,25 @@ describe('admin CLI (node dist/src/cli.js)', () => {
       });
     });
 
-    it('keys rotate adds a signing key and keeps the old one published', async () => {
+    it('keys rotate adds a signing key, published at once, that signs SIGNING_KEY_ACTIVATION_SECONDS (120) later', async () => {
       // The earlier commands generated the development signing key under DATA_DIR/keys.
       const stored = JSON.parse(readFileSync(keysFile(), 'utf8')) as { keys: { kid: string }[] };
       expect(stored.keys).toHaveLength(1);
       const firstKid = stored.keys[0].kid;
-      const rotated = await cliJson<{ kid: string; published: string[] }>(['keys', 'rotate']);
-      expect(Object.keys(rotated).sort()).toEqual(['kid', 'published']);
+      const before = Date.now();
+      const rotated = await cliJson<{ kid: string; signsFrom: string; published: string[] }>([
+        'keys',
+        'rotate',
+      ]);
+      expect(Object.keys(rotated).sort()).toEqual(['kid', 'published', 'signsFrom']);
       expect(rotated.kid).not.toBe(firstKid);
       expect(rotated.published).toEqual([firstKid, rotated.kid]);
+      expect(Date.parse(rotated.signsFrom) - before).toBeGreaterThanOrEqual(120_000);
+      expect(Date.parse(rotated.signsFrom) - Date.now()).toBeLessThanOrEqual(120_000);
       const after = await cliJson<{ kid: string; current: boolean }[]>(['keys', 'list']);
       expect(after).toEqual([
-        { kid: firstKid, current: false },
-        { kid: rotated.kid, current: true },
+        { kid: firstKid, current: true },
+        { kid: rotated.kid, current: false },
       ]);
     });
 

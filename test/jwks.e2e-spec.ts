@@ -18,7 +18,8 @@ describe('GET /v1/.well-known/jwks.json and signing key rotation', () => {
   let client: TestClient;
 
   beforeAll(async () => {
-    t = await startTestApp({ extraModules: [FixtureModule] });
+    // A rotated key signs a second after it is published (120 s by default).
+    t = await startTestApp({ extraModules: [FixtureModule], env: { SIGNING_KEY_ACTIVATION_SECONDS: '1' } });
     client = await registerClient(t.app);
   });
   afterAll(() => t.close());
@@ -43,7 +44,7 @@ describe('GET /v1/.well-known/jwks.json and signing key rotation', () => {
     const response = await request(t.http).get('/v1/.well-known/jwks.json');
     expect(response.status).toBe(200);
     expect(response.headers['content-type']).toMatch(/^application\/json/);
-    expect(response.headers['cache-control']).toBe('public, max-age=300');
+    expect(response.headers['cache-control']).toBe('public, max-age=60');
     expect(response.body).toStrictEqual({
       keys: [
         {
@@ -88,7 +89,7 @@ describe('GET /v1/.well-known/jwks.json and signing key rotation', () => {
     expect(payload).toMatchObject({ sub: client.appId, client_id: client.appId, token_use: 'access' });
   });
 
-  it('rotates: both keys published, old tokens keep working, new tokens carry the new kid; retire stops the old', async () => {
+  it('rotates: both keys published at once, the new one signs from its signsFrom, old tokens keep working; retire stops the old', async () => {
     const keys = t.app.get(SigningKeysService);
     const [oldKey] = (await fetchJwks()).keys;
     const oldToken = await accessToken(t.http, client);
@@ -97,6 +98,7 @@ describe('GET /v1/.well-known/jwks.json and signing key rotation', () => {
     const rotated = await keys.rotate();
     expect(rotated.kid).not.toBe(oldKey.kid);
     expect(rotated.published).toEqual([oldKey.kid, rotated.kid]);
+    expect(Date.parse(rotated.signsFrom)).toBeGreaterThan(Date.now());
 
     const afterRotation = await fetchJwks();
     expect(afterRotation.keys.map((key) => key.kid)).toEqual([oldKey.kid, rotated.kid]);
@@ -110,7 +112,12 @@ describe('GET /v1/.well-known/jwks.json and signing key rotation', () => {
     expect(before.status).toBe(200);
     expect(before.body).toStrictEqual({ kind: 'client', appId: client.appId });
 
-    // A new token is signed with the new key, verifies against the set, and authenticates.
+    // Until its signsFrom the old key signs; neither key can be retired meanwhile.
+    expect(kidOf(await accessToken(t.http, client))).toBe(oldKey.kid);
+    await expect(keys.retire(oldKey.kid)).rejects.toBeInstanceOf(ValidationFailedError);
+    await new Promise((resolve) => setTimeout(resolve, Date.parse(rotated.signsFrom) - Date.now() + 20));
+
+    // Then a new token is signed with the new key, verifies against the set, and authenticates.
     const newToken = await accessToken(t.http, client);
     expect(kidOf(newToken)).toBe(rotated.kid);
     await expect(verifyWith(newToken, afterRotation)).resolves.toBeDefined();

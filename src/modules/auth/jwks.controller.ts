@@ -11,7 +11,9 @@ export class JwksController {
 
   @Get('jwks.json')
   @Public()
-  @Header('Cache-Control', 'public, max-age=300')
+  // Short enough that a verifier honouring it, and then jose's 30 s refetch cooldown, sees a rotated key before it
+  // signs (SIGNING_KEY_ACTIVATION_SECONDS, 120 by default: decision 0006's amendment).
+  @Header('Cache-Control', 'public, max-age=60')
   @ApiOperation({ summary: 'Public keys that sign access tokens and webhooks (JWKS)' })
   @ApiOkResponse({
     description: 'A JSON Web Key Set',

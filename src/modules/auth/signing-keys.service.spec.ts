@@ -1,8 +1,9 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { VerifiedTokenCache } from '#common/auth/verified-token-cache.js';
 import { loadConfig } from '#config/app-config.js';
+import { ValidationFailedError } from '#common/errors/domain-errors.js';
 import { SigningKeysService } from './signing-keys.service.js';
 
 /** A SIGNING_KEYS_FILE the service cannot use stops the start with a message that names it and leaks no key. */
@@ -84,5 +85,48 @@ describe('SigningKeysService across processes sharing a key file', () => {
     expect((await verifying.publicKey(first.kid))?.type).toBe('public');
     // A kid that is in no file stays unknown.
     expect(await verifying.publicKey('no-such-kid')).toBeUndefined();
+  });
+
+  it('a rotated key is published at once but signs only from its signsFrom; the old key signs until then', async () => {
+    const rotating = await startProcess({ SIGNING_KEY_ACTIVATION_SECONDS: '1' });
+    const other = await startProcess();
+    const old = await rotating.current();
+    expect(old.signsFrom).toBe(old.createdAt); // a first key signs at once
+
+    const before = Date.now();
+    const rotated = await rotating.rotate();
+    expect(Date.parse(rotated.signsFrom) - before).toBeGreaterThanOrEqual(1000);
+    expect(Date.parse(rotated.signsFrom) - Date.now()).toBeLessThanOrEqual(1000);
+    expect(rotated.published).toEqual([old.kid, rotated.kid]);
+    // The other process sees the file within a second, or at once when a token names the new kid.
+    for (const service of [rotating, other]) {
+      expect(await service.publicKey(rotated.kid)).toBeDefined();
+      expect((await service.jwks()).keys.map((key) => key.kid)).toEqual([old.kid, rotated.kid]);
+      expect((await service.current()).kid).toBe(old.kid);
+    }
+    // Neither the key that signs nor the one about to sign can be retired.
+    await expect(rotating.retire(old.kid)).rejects.toBeInstanceOf(ValidationFailedError);
+    await expect(rotating.retire(rotated.kid)).rejects.toBeInstanceOf(ValidationFailedError);
+
+    await new Promise((resolve) => setTimeout(resolve, Date.parse(rotated.signsFrom) - Date.now() + 20));
+    for (const service of [rotating, other]) {
+      expect((await service.current()).kid).toBe(rotated.kid);
+      expect((await service.jwks()).keys.map((key) => key.kid)).toEqual([old.kid, rotated.kid]);
+    }
+    await expect(rotating.retire(rotated.kid)).rejects.toBeInstanceOf(ValidationFailedError);
+    await expect(rotating.retire(old.kid)).resolves.toEqual({ kid: old.kid, retiredAt: expect.any(String) });
+  });
+
+  it('a key file written before signsFrom existed: its newest key signs', async () => {
+    const service = await startProcess();
+    const file = service['config'].signingKeysFile;
+    const stored = JSON.parse(readFileSync(file, 'utf8')) as { keys: Record<string, unknown>[] };
+    const { kid } = await service.rotate();
+    const legacy = JSON.parse(readFileSync(file, 'utf8')) as { keys: Record<string, unknown>[] };
+    for (const key of legacy.keys) delete key.signsFrom;
+    writeFileSync(file, JSON.stringify(legacy));
+    const reader = await startProcess();
+    expect(stored.keys).toHaveLength(1);
+    expect((await reader.current()).kid).toBe(kid);
   });
 });

@@ -17,6 +17,8 @@ import { VerifiedTokenCache } from '#common/auth/verified-token-cache.js';
 interface StoredKey {
   kid: string;
   createdAt: string;
+  /** When it starts signing (published from createdAt); absent in files written before it existed: createdAt. */
+  signsFrom?: string;
   retiredAt: string | null;
   privateJwk: JWK;
 }
@@ -36,15 +38,18 @@ export interface SigningKey {
   readonly publicJwk: JWK;
   readonly publicKeyObject: KeyObject;
   readonly createdAt: string;
+  readonly signsFrom: string;
   readonly retiredAt: string | null;
 }
 
 /**
  * The service's ES256 signing keys (access tokens, webhooks), kept in a JWK set
  * file: SIGNING_KEYS_FILE in production (must exist), generated once under
- * DATA_DIR/keys in development. The newest key that is not retired signs; every
- * key not retired is published in the JWKS. Every process (API, worker, CLI)
- * re-reads the file when it changes, so `keys rotate` reaches them all.
+ * DATA_DIR/keys in development. Every key not retired is published in the JWKS;
+ * the newest of them whose signsFrom has come signs, so a rotated key is
+ * published SIGNING_KEY_ACTIVATION_SECONDS before it is used. Every process
+ * (API, worker, CLI) re-reads the file when it changes, so `keys rotate` reaches
+ * them all.
  */
 @Injectable()
 export class SigningKeysService implements OnModuleInit {
@@ -67,8 +72,7 @@ export class SigningKeysService implements OnModuleInit {
   /** The key that signs now. */
   async current(): Promise<SigningKey> {
     await this.refresh();
-    const active = this.keys.filter((key) => key.retiredAt === null);
-    const key = active[active.length - 1];
+    const key = signingKeyOf(this.keys, Date.now());
     if (!key) throw new Error(`no active signing key in ${this.config.signingKeysFile}`);
     return key;
   }
@@ -106,27 +110,47 @@ export class SigningKeysService implements OnModuleInit {
     return (await this.readFile()).keys.map(({ kid, retiredAt }) => ({ kid, retiredAt }));
   }
 
-  /** Adds a new key that signs from now on; older keys stay published. */
-  async rotate(): Promise<{ kid: string; published: string[] }> {
+  /**
+   * Adds a new key, published at once; it signs from signsFrom, SIGNING_KEY_ACTIVATION_SECONDS from now (at once
+   * when no other key is published), and the key that signed until then keeps signing meanwhile.
+   */
+  async rotate(): Promise<{ kid: string; signsFrom: string; published: string[] }> {
     const file = (await this.ensureFile()) ? await this.readFile() : { keys: [] };
-    const fresh = await generateStoredKey();
+    const delayMs = file.keys.some((k) => k.retiredAt === null)
+      ? this.config.signingKeyActivationSeconds * 1000
+      : 0;
+    const fresh = await generateStoredKey(delayMs);
     file.keys.push(fresh);
     await this.writeFile(file);
     await this.refresh('force');
-    return { kid: fresh.kid, published: file.keys.filter((k) => k.retiredAt === null).map((k) => k.kid) };
+    return {
+      kid: fresh.kid,
+      signsFrom: fresh.signsFrom ?? fresh.createdAt,
+      published: file.keys.filter((k) => k.retiredAt === null).map((k) => k.kid),
+    };
   }
 
-  /** Stops publishing a key (tokens it signed stop verifying). The signing key cannot be retired. */
+  /**
+   * Stops publishing a key (tokens it signed stop verifying). Neither the key that signs now nor the newest key
+   * (which signs, or will when its signsFrom comes) can be retired.
+   */
   async retire(kid: string): Promise<{ kid: string; retiredAt: string }> {
     const file = await this.readFile();
     const active = file.keys.filter((k) => k.retiredAt === null);
     const target = active.find((k) => k.kid === kid);
     if (!target) throw new NotFoundError(kid, 'No published signing key with that kid');
-    if (active[active.length - 1] === target) {
+    if (signingKeyOf(file.keys, Date.now()) === target) {
       throw ValidationFailedError.single(
         'keyId',
         'invalid',
         'the current signing key cannot be retired; rotate first',
+      );
+    }
+    if (active[active.length - 1] === target) {
+      throw ValidationFailedError.single(
+        'keyId',
+        'invalid',
+        `the newest key starts signing at ${target.signsFrom ?? target.createdAt} and cannot be retired; rotate first`,
       );
     }
     target.retiredAt = new Date().toISOString();
@@ -149,7 +173,7 @@ export class SigningKeysService implements OnModuleInit {
       if (this.config.signingKeysFileExplicit) return false;
     }
     await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
-    const initial: KeyFile = { keys: [await generateStoredKey()] };
+    const initial: KeyFile = { keys: [await generateStoredKey(0)] };
     // 'wx': when two processes start at once, the first file wins and the other reads it.
     await fs.writeFile(file, JSON.stringify(initial, null, 2), { mode: 0o600, flag: 'wx' }).catch((error) => {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
@@ -241,6 +265,7 @@ export class SigningKeysService implements OnModuleInit {
           format: 'jwk',
         }),
         createdAt: stored.createdAt,
+        signsFrom: stored.signsFrom ?? stored.createdAt,
         retiredAt: stored.retiredAt,
       });
     }
@@ -250,12 +275,32 @@ export class SigningKeysService implements OnModuleInit {
   }
 }
 
-async function generateStoredKey(): Promise<StoredKey> {
+/**
+ * The key that signs at `now`: the newest published one whose signsFrom has come. If none has (a clock behind
+ * the one that wrote the file), the oldest published one.
+ */
+function signingKeyOf<K extends { createdAt: string; signsFrom?: string; retiredAt: string | null }>(
+  keys: readonly K[],
+  now: number,
+): K | undefined {
+  const published = keys.filter((key) => key.retiredAt === null);
+  return published.findLast((key) => Date.parse(key.signsFrom ?? key.createdAt) <= now) ?? published[0];
+}
+
+/** A new key that starts signing `delayMs` after its creation. */
+async function generateStoredKey(delayMs: number): Promise<StoredKey> {
   const { privateKey } = await generateKeyPair('ES256', { extractable: true });
   const privateJwk = await exportJWK(privateKey);
   const kid = await calculateJwkThumbprint(
     { kty: 'EC', crv: privateJwk.crv, x: privateJwk.x, y: privateJwk.y },
     'sha256',
   );
-  return { kid, createdAt: new Date().toISOString(), retiredAt: null, privateJwk };
+  const createdAt = Date.now();
+  return {
+    kid,
+    createdAt: new Date(createdAt).toISOString(),
+    signsFrom: new Date(createdAt + delayMs).toISOString(),
+    retiredAt: null,
+    privateJwk,
+  };
 }

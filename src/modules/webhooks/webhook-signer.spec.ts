@@ -22,6 +22,7 @@ describe('WebhookSigner', () => {
       publicJwk: await exportJWK(pair.publicKey),
       publicKeyObject: undefined as never,
       createdAt: new Date().toISOString(),
+      signsFrom: new Date().toISOString(),
       retiredAt: null,
     };
   });
