@@ -16,6 +16,9 @@ COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY config ./config
+# DATA_DIR of docker-compose.yml: a named volume takes the ownership of the image's folder, so the node user
+# can write documents there (a folder the image lacks would be created owned by root).
+RUN mkdir -p /var/lib/wallet && chown node:node /var/lib/wallet
 USER node
 EXPOSE 3000
 CMD ["node", "dist/src/main.js"]
