@@ -1060,6 +1060,30 @@ describe('audit trail', () => {
       ]);
     });
 
+    it('a PATCH that sends the values the account has records unchanged', async () => {
+      const { account } = await funded();
+      const current = (
+        await request(t.http).get(`/v1/wallet/accounts/${account}`).set('Authorization', client())
+      ).body as { alias: string; updated: string };
+      const same = [
+        ['patch', `/v1/wallet/accounts/${account}/alias`, { newAlias: current.alias }],
+        ['patch', `/v1/wallet/accounts/${account}`, { alias: current.alias }],
+      ] as const;
+      for (const [, path, body] of same) {
+        const response = await request(t.http).patch(path).set('Authorization', client()).send(body);
+        expect({ path, status: response.status, updated: response.body.updated as unknown }).toEqual({
+          path,
+          status: 200,
+          updated: current.updated,
+        });
+      }
+      const outcomes = (
+        (await request(t.http).get('/v1/audit').query({ resource: account }).set('Authorization', client()))
+          .body as { outcome: string }[]
+      ).map((record) => record.outcome);
+      expect(outcomes.slice(-2)).toEqual(['unchanged', 'unchanged']);
+    });
+
     it('answers 400 with the validation body for a bad from, to or after', async () => {
       for (const [query, path] of [
         [{ from: 'yesterday' }, 'from'],

@@ -158,9 +158,13 @@ export class AccountsService {
           }
           changes.status = input.status;
         }
-        if (input.alias !== undefined) changes.alias = input.alias;
-        if (input.name !== undefined) changes.name = input.name.trim();
-        if (input.nationality !== undefined) changes.nationality = input.nationality;
+        // Only what differs is a change: a PATCH that sends the values the account has records `unchanged`
+        // (decision 0032) and leaves `updated` as it was.
+        if (input.alias !== undefined && input.alias !== account.alias) changes.alias = input.alias;
+        const name = input.name?.trim();
+        if (name !== undefined && name !== account.name) changes.name = name;
+        if (input.nationality !== undefined && input.nationality !== account.nationality)
+          changes.nationality = input.nationality;
         if (input.type !== undefined && input.entityId !== undefined) {
           if (principal.kind !== 'client') {
             throw new ForbiddenError(
@@ -168,9 +172,12 @@ export class AccountsService {
               'only the application may move an account to another owner',
             );
           }
-          await this.requireOwner(manager, principal, input.type, input.entityId.toLowerCase(), 'entityId');
-          changes.ownerType = input.type;
-          changes.ownerId = input.entityId.toLowerCase();
+          const ownerId = input.entityId.toLowerCase();
+          if (input.type !== account.ownerType || ownerId !== account.ownerId) {
+            await this.requireOwner(manager, principal, input.type, ownerId, 'entityId');
+            changes.ownerType = input.type;
+            changes.ownerId = ownerId;
+          }
         }
         const changed = Object.keys(changes).length > 0;
         if (changed) await manager.update(WalletAccountEntity, { id: account.id }, changes);
@@ -193,11 +200,12 @@ export class AccountsService {
     try {
       await this.dataSource.transaction(async (manager) => {
         const account = await this.require(manager, principal, id, true);
-        await manager.update(WalletAccountEntity, { id: account.id }, { alias: newAlias });
+        const changed = account.alias !== newAlias;
+        if (changed) await manager.update(WalletAccountEntity, { id: account.id }, { alias: newAlias });
         await auditAppend(manager, requestActor(principal), {
           resourceType: 'account',
           resourceId: account.id,
-          outcome: 'updated',
+          outcome: changed ? 'updated' : 'unchanged',
         });
       });
     } catch (error) {
