@@ -16,6 +16,7 @@ import {
 import { Redis } from 'ioredis';
 import type { QueueName } from './queue-names.js';
 import { RepeatThrottle } from '../logging/repeat-throttle.js';
+import { GuardedPgClient } from '../database/guarded-pg-client.js';
 
 /**
  * Which BullMQ backend this deployment uses: Redis (REDIS_URL, keys under `prefix`) or PostgreSQL (the
@@ -239,6 +240,10 @@ export class QueueFactory implements OnApplicationShutdown {
       migrate: true,
       max: blocking ? 4 : 3,
       application_name: blocking ? 'wallet-queue-worker' : 'wallet-queue',
+      // Each pooled connection with an 'error' listener from birth (GuardedPgClient): a connection the server
+      // ends while BullMQ holds it checked out (a terminated backend, a restart) was an unhandled 'error' event,
+      // which ends the process. BullMQ's own LISTEN connection is a plain pg.Client it makes itself.
+      Client: GuardedPgClient,
     };
   }
 }
