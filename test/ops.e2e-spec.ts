@@ -87,7 +87,8 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
           string,
           {
             security?: Record<string, string[]>[];
-            parameters?: { name: string; in: string; required?: boolean }[];
+            parameters?: { name: string; in: string; required?: boolean; schema?: { format?: string } }[];
+            responses?: Record<string, { headers?: Record<string, unknown> }>;
           }
         >
       >;
@@ -130,6 +131,20 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
         route: `${route.method} ${route.path}`,
         required: keyed ? [false] : [],
       });
+      // A {uuid} is a uuid; a list that takes a cursor says where the next page's comes from.
+      const label = `${route.method} ${route.path}`;
+      for (const parameter of operation.parameters ?? []) {
+        if (parameter.in === 'path' && parameter.name === 'uuid')
+          expect({ label, format: parameter.schema?.format }).toEqual({ label, format: 'uuid' });
+      }
+      if (
+        operation.parameters?.some((parameter) => parameter.in === 'query' && parameter.name === 'cursor')
+      ) {
+        expect({ label, headers: Object.keys(operation.responses?.['200']?.headers ?? {}) }).toEqual({
+          label,
+          headers: expect.arrayContaining(['X-Next-Cursor']),
+        });
+      }
       const schemes = (operation.security ?? []).map((requirement) => Object.keys(requirement)).sort();
       expect({ route: `${route.method} ${route.path}`, schemes }).toEqual({
         route: `${route.method} ${route.path}`,

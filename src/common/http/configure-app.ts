@@ -8,6 +8,7 @@ import { BEARER_SCHEME, CC_SCHEME, OPS_SCHEME } from '../auth/auth.decorator.js'
 import { MetricsRegistry } from '../metrics/metrics.registry.js';
 import { mountQueueDashboard } from '../queue/queue-dashboard.js';
 import { httpObservability, recordHeaders } from './http-observability.js';
+import { NEXT_CURSOR_HEADER } from './pagination.js';
 import { createValidationPipe } from './validation.js';
 
 /**
@@ -137,5 +138,38 @@ export function buildOpenApi(app: NestExpressApplication, config: AppConfig): Op
       { type: 'http', scheme: 'bearer', bearerFormat: 'opaque', description: 'METRICS_TOKEN' },
       OPS_SCHEME,
     );
-  return SwaggerModule.createDocument(app, builder.build());
+  return completeDocument(SwaggerModule.createDocument(app, builder.build()));
+}
+
+type Operation = {
+  parameters?: { name: string; in: string; schema?: Record<string, unknown> }[];
+  responses?: Record<string, { headers?: Record<string, unknown> }>;
+};
+
+/**
+ * What every operation shares, written once here rather than on each route: a `{uuid}` path parameter is a uuid
+ * (the routes answer 400 otherwise), and a list that takes `cursor` sends the next page's in `X-Next-Cursor`.
+ */
+function completeDocument(document: OpenAPIObject): OpenAPIObject {
+  for (const item of Object.values(document.paths)) {
+    for (const operation of Object.values(item as Record<string, Operation>)) {
+      if (typeof operation !== 'object' || operation === null || !('responses' in operation)) continue;
+      const parameters = operation.parameters ?? [];
+      for (const parameter of parameters) {
+        if (parameter.in === 'path' && parameter.name === 'uuid')
+          parameter.schema = { type: 'string', format: 'uuid' };
+      }
+      const ok = operation.responses?.['200'];
+      if (ok && parameters.some((parameter) => parameter.in === 'query' && parameter.name === 'cursor')) {
+        ok.headers = {
+          [NEXT_CURSOR_HEADER]: {
+            description: 'the cursor of the next page (absent on the last page)',
+            schema: { type: 'string' },
+          },
+          ...ok.headers,
+        };
+      }
+    }
+  }
+  return document;
 }
