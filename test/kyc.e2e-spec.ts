@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import request from 'supertest';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
 import { userBody } from './support/identity.js';
+import { holdTransaction } from './support/database.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const PNG = Buffer.from(
@@ -19,6 +20,10 @@ async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 15_00
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** The validation items of a 400, as path and type. */
+const expectFields = (body: { detail?: { items?: { path: string; type: string }[] } }) =>
+  (body.detail?.items ?? []).map(({ path, type }) => ({ path, type }));
 
 describe('KYC documents and sessions', () => {
   let t: TestApp;
@@ -328,6 +333,35 @@ describe('KYC documents and sessions', () => {
       )) as { submitted: number }[];
       expect(row.submitted).toBe(0);
     });
+  });
+
+  it('a session or a document asked for while the owner is being deleted waits for the deletion, then gets nothing', async () => {
+    const owner = await createUser();
+    // What DELETE /users/{uuid} does (the owner row locked, then soft-deleted), held open.
+    const deleting = await holdTransaction(t.dataSource, [
+      ['SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [owner]],
+      ['UPDATE users SET deleted_at = now() WHERE id = $1', [owner]],
+    ]);
+    try {
+      const session = request(t.http)
+        .post('/v1/kyc/sessions')
+        .set(auth())
+        .send({ ownerType: 'USER', ownerId: owner })
+        .then((response) => response);
+      await deleting.untilWaiting();
+      const document = upload(owner, PNG, 'late.png').then((response) => response);
+      await deleting.commit();
+      expect(expectFields((await session).body)).toEqual([{ path: 'ownerId', type: 'notfound' }]);
+      expect((await document).status).toBe(404);
+    } finally {
+      await deleting.release();
+    }
+    const [rows] = (await t.dataSource.query(
+      `SELECT (SELECT count(*)::int FROM kyc_sessions WHERE owner_id = $1) AS sessions,
+              (SELECT count(*)::int FROM documents WHERE owner_id = $1) AS documents`,
+      [owner],
+    )) as { sessions: number; documents: number }[];
+    expect(rows).toEqual({ sessions: 0, documents: 0 });
   });
 
   it('takes a user token whose application id and sub are signed in upper case (an upload answered 500)', async () => {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import type { DataSource } from 'typeorm';
 
 /** A fresh database for one test file, cloned from the migrated template (much faster than migrating). */
 export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -58,6 +59,44 @@ export async function createEmptyDatabase(): Promise<{ url: string; drop: () => 
       await client.connect();
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => undefined);
       await client.end();
+    },
+  };
+}
+
+/** A transaction of the test's own, held open after `statements`, so a request can be made to wait for it. */
+export interface HeldTransaction {
+  /** Resolves once another backend waits for one of this transaction's locks. */
+  untilWaiting: () => Promise<void>;
+  commit: () => Promise<void>;
+  /** Rolls back unless committed, and gives the connection back. */
+  release: () => Promise<void>;
+}
+
+export async function holdTransaction(
+  dataSource: DataSource,
+  statements: [string, unknown[]][],
+): Promise<HeldTransaction> {
+  const held = dataSource.createQueryRunner();
+  await held.connect();
+  await held.startTransaction();
+  for (const [sql, params] of statements) await held.query(sql, params);
+  const [{ pid }] = (await held.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[];
+  return {
+    untilWaiting: async () => {
+      for (const deadline = Date.now() + 10_000; ;) {
+        const [row] = (await dataSource.query(
+          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
+          [pid],
+        )) as { n: number }[];
+        if (row.n > 0) return;
+        if (Date.now() > deadline) throw new Error('nothing waited for the held transaction');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+    commit: () => held.commitTransaction(),
+    release: async () => {
+      if (held.isTransactionActive) await held.rollbackTransaction();
+      await held.release();
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import request from 'supertest';
 import type { DataSource } from 'typeorm';
+import { holdTransaction, type HeldTransaction } from './database.js';
 import { bearer, companyBody, userBody } from './identity.js';
 
 /**
@@ -173,35 +174,10 @@ export async function cachedBalance(dataSource: DataSource, accountId: string): 
  * What DELETE /wallet/accounts/{uuid} does (the account row locked, then its ledger row; DELETED), held open in a
  * transaction of its own, so a test can start a movement that waits for it (`untilWaiting`) and then commit.
  */
-export async function holdAccountClosing(
-  dataSource: DataSource,
-  accountId: string,
-): Promise<{ untilWaiting: () => Promise<void>; commit: () => Promise<void>; release: () => Promise<void> }> {
-  const closing = dataSource.createQueryRunner();
-  await closing.connect();
-  await closing.startTransaction();
-  await closing.query('SELECT 1 FROM wallet_accounts WHERE id = $1 FOR UPDATE', [accountId]);
-  await closing.query('SELECT 1 FROM ledger_accounts WHERE id = $1 FOR UPDATE', [accountId]);
-  await closing.query(`UPDATE wallet_accounts SET status = 'DELETED', deleted_at = now() WHERE id = $1`, [
-    accountId,
+export function holdAccountClosing(dataSource: DataSource, accountId: string): Promise<HeldTransaction> {
+  return holdTransaction(dataSource, [
+    ['SELECT 1 FROM wallet_accounts WHERE id = $1 FOR UPDATE', [accountId]],
+    ['SELECT 1 FROM ledger_accounts WHERE id = $1 FOR UPDATE', [accountId]],
+    [`UPDATE wallet_accounts SET status = 'DELETED', deleted_at = now() WHERE id = $1`, [accountId]],
   ]);
-  const [{ pid }] = (await closing.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[];
-  return {
-    untilWaiting: async () => {
-      for (const deadline = Date.now() + 10_000; ;) {
-        const [row] = (await dataSource.query(
-          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
-          [pid],
-        )) as { n: number }[];
-        if (row.n > 0) return;
-        if (Date.now() > deadline) throw new Error('nothing waited for the account being closed');
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    },
-    commit: () => closing.commitTransaction(),
-    release: async () => {
-      if (closing.isTransactionActive) await closing.rollbackTransaction();
-      await closing.release();
-    },
-  };
 }

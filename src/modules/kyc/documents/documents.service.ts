@@ -76,6 +76,8 @@ export class DocumentsService {
       storageKey,
     });
     await this.dataSource.transaction(async (manager) => {
+      // The owner again, locked: one deleted while the bytes were stored gets no document (404).
+      await this.owners.find(manager, principal, ownerType, ownerId, true);
       await manager.insert(DocumentEntity, row);
       await auditAppend(manager, requestActor(principal), {
         resourceType: 'document',

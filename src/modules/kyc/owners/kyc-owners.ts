@@ -11,13 +11,17 @@ export class KycOwners {
     @Inject(KYC_OWNERS.COMPANY) private readonly companies: KycOwnerLookup,
   ) {}
 
-  /** The owner the principal reaches (its id as stored), or the owner's NotFoundError. */
+  /**
+   * The owner the principal reaches (its id as stored), or the owner's NotFoundError; locked when asked, so a
+   * deletion of the owner waits for the caller's transaction (and the caller for the deletion's).
+   */
   find(
     manager: EntityManager,
     principal: Principal,
     ownerType: OwnerType,
     id: string,
+    lock = false,
   ): Promise<{ id: string }> {
-    return (ownerType === 'USER' ? this.users : this.companies).find(manager, principal, id);
+    return (ownerType === 'USER' ? this.users : this.companies).find(manager, principal, id, lock);
   }
 }

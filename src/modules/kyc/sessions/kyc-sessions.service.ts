@@ -43,7 +43,8 @@ export class KycSessionsService {
     const id = randomUUID();
     await this.dataSource.transaction(async (manager) => {
       try {
-        await this.owners.find(manager, principal, ownerType, ownerId);
+        // Locked: an owner deleted meanwhile does not end up with a new session.
+        await this.owners.find(manager, principal, ownerType, ownerId, true);
       } catch (error) {
         if (error instanceof NotFoundError) {
           throw ValidationFailedError.single('ownerId', 'notfound', `no such ${ownerType.toLowerCase()}`);
@@ -162,10 +163,13 @@ export class KycSessionsService {
     if (!session || (principal.kind === 'subject' && session.ownerId !== principal.subject)) {
       throw new NotFoundError(id, 'KYC session not found');
     }
-    // A deleted owner's sessions are gone with it (decision 0009), as its documents are.
-    await this.owners.find(manager, principal, session.ownerType, session.ownerId).catch((error: unknown) => {
-      throw error instanceof NotFoundError ? new NotFoundError(id, 'KYC session not found') : error;
-    });
+    // A deleted owner's sessions are gone with it (decision 0009), as its documents are; a step submitted
+    // (lock) holds the owner until it is recorded.
+    await this.owners
+      .find(manager, principal, session.ownerType, session.ownerId, lock)
+      .catch((error: unknown) => {
+        throw error instanceof NotFoundError ? new NotFoundError(id, 'KYC session not found') : error;
+      });
     return session;
   }
 
