@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import request from 'supertest';
 import { accessToken, registerClient } from './support/auth.js';
 import { userBody } from './support/identity.js';
+import { holdTransaction } from './support/database.js';
 import { startS3Peer, type S3Peer } from './support/s3-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
@@ -75,6 +76,38 @@ describe('documents in an S3-compatible bucket (DOCUMENT_STORAGE=s3)', () => {
       ['PUT', true],
       ['GET', true],
     ]);
+  });
+
+  it('takes the bytes out of the bucket again when the document is not recorded (its owner deleted meanwhile)', async () => {
+    const owner = (
+      await request(t.http).post('/v1/users').set('Authorization', `Bearer ${token}`).send(userBody())
+    ).body.uuid as string;
+    const deleting = await holdTransaction(t.dataSource, [
+      ['SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [owner]],
+      ['UPDATE users SET deleted_at = now() WHERE id = $1', [owner]],
+    ]);
+    const sent = peer.requests.length;
+    try {
+      const upload = request(t.http)
+        .post(`/v1/users/${owner}/documents`)
+        .set('Authorization', `Bearer ${token}`)
+        .field('documentType', 'DNI_FRONT')
+        .attach('file', PNG, 'front.png')
+        .then((response) => response);
+      await deleting.untilWaiting(); // the bytes are in the bucket; the row waits for the owner
+      await deleting.commit();
+      expect((await upload).status).toBe(404);
+    } finally {
+      await deleting.release();
+    }
+    const calls = peer.requests.slice(sent).map((call) => [call.method, call.signatureValid]);
+    expect(calls).toEqual([
+      ['PUT', true],
+      ['DELETE', true],
+    ]);
+    const path = peer.requests.at(-1)!.path;
+    expect(peer.requests.at(-2)!.path).toBe(path);
+    expect(peer.objects.has(path)).toBe(false);
   });
 
   it('writes nothing when the bucket refuses the upload (wrong credentials)', async () => {

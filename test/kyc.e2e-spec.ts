@@ -1,4 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
 import request from 'supertest';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
 import { userBody } from './support/identity.js';
@@ -362,6 +364,12 @@ describe('KYC documents and sessions', () => {
       [owner],
     )) as { sessions: number; documents: number }[];
     expect(rows).toEqual({ sessions: 0, documents: 0 });
+    // The bytes stored before the row waited are gone with it: every file of the application has its row.
+    const folder = path.join(t.dataDir, 'documents', client.appId);
+    const [{ n }] = (await t.dataSource.query('SELECT count(*)::int AS n FROM documents WHERE app_id = $1', [
+      client.appId,
+    ])) as { n: number }[];
+    expect(readdirSync(folder).filter((name) => !name.endsWith('.tmp'))).toHaveLength(n);
   });
 
   it('takes a user token whose application id and sub are signed in upper case (an upload answered 500)', async () => {

@@ -90,6 +90,11 @@ export async function startS3Peer(accessKeyId: string, secret: string): Promise<
         response.setHeader('Content-Length', String(object.body.length));
         return response.end(object.body);
       }
+      if (request.method === 'DELETE') {
+        objects.delete(path); // S3 answers 204 whether or not the key was there
+        response.statusCode = 204;
+        return response.end();
+      }
       response.statusCode = 405;
       response.end(xmlError('MethodNotAllowed'));
     });

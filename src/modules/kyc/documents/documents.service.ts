@@ -6,6 +6,7 @@ import { DataSource } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
 import { oldestFirstRows } from '#common/database/sql.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
 import { assertStorableJson } from '#common/http/json-body.middleware.js';
 import { DEFAULT_PAGE_SIZE, toPage, type Page } from '#common/http/pagination.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
@@ -32,7 +33,10 @@ export class DocumentsService {
     @Inject(DOCUMENT_STORAGE) private readonly storage: DocumentStorage,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly owners: KycOwners,
-  ) {}
+    private readonly logger: PinoLogger,
+  ) {
+    this.logger.setContext('DocumentsService');
+  }
 
   async upload(
     principal: Principal,
@@ -75,16 +79,30 @@ export class DocumentsService {
       sha256: createHash('sha256').update(file.buffer).digest('hex'),
       storageKey,
     });
-    await this.dataSource.transaction(async (manager) => {
-      // The owner again, locked: one deleted while the bytes were stored gets no document (404).
-      await this.owners.find(manager, principal, ownerType, ownerId, true);
-      await manager.insert(DocumentEntity, row);
-      await auditAppend(manager, requestActor(principal), {
-        resourceType: 'document',
-        resourceId: id,
-        outcome: 'created',
+    try {
+      await this.dataSource.transaction(async (manager) => {
+        // The owner again, locked: one deleted while the bytes were stored gets no document (404).
+        await this.owners.find(manager, principal, ownerType, ownerId, true);
+        await manager.insert(DocumentEntity, row);
+        await auditAppend(manager, requestActor(principal), {
+          resourceType: 'document',
+          resourceId: id,
+          outcome: 'created',
+        });
       });
-    });
+    } catch (error) {
+      // No row names the bytes: they go too (an identity document kept with nothing pointing to it). Should
+      // that fail as well, the log says which key was left.
+      await this.storage
+        .remove(storageKey)
+        .catch((removal: unknown) =>
+          this.logger.warn(
+            { err: removal, storageKey },
+            'the bytes of a document not recorded were left in storage',
+          ),
+        );
+      throw error;
+    }
     return this.view(row);
   }
 

@@ -18,6 +18,10 @@ export class LocalDiskStorage implements DocumentStorage {
     return fs.readFile(this.resolve(key));
   }
 
+  async remove(key: string): Promise<void> {
+    await fs.rm(this.resolve(key), { force: true });
+  }
+
   private resolve(key: string): string {
     if (!/^[0-9a-f-]{36}\/[0-9a-f-]{36}$/.test(key)) throw new Error('invalid storage key');
     return path.join(this.root, key);

@@ -1,4 +1,4 @@
-import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { DocumentStorage } from './document-storage.port.js';
 
 export interface S3StorageOptions {
@@ -52,6 +52,13 @@ export class S3Storage implements DocumentStorage {
     );
     if (!answer.Body) throw new Error(`document ${key} has no content in the bucket`);
     return Buffer.from(await answer.Body.transformToByteArray());
+  }
+
+  async remove(key: string): Promise<void> {
+    // S3 answers a DELETE of a key that is not there with success too.
+    await this.client.send(
+      new DeleteObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) }),
+    );
   }
 
   destroy(): void {
