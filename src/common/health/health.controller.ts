@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { within } from '../async/within.js';
 import { Public } from '../auth/auth.decorator.js';
 import { ServiceUnavailableError } from '../errors/domain-errors.js';
+import { ErrorResponseDto } from '../http/openapi.js';
 import { PinoLogger } from '../logging/pino-logger.js';
 import { RepeatThrottle } from '../logging/repeat-throttle.js';
 import { QueueFactory } from '../queue/queue.factory.js';
@@ -93,7 +94,12 @@ export class HealthController {
       required: ['status', 'checks'],
     },
   })
-  @ApiServiceUnavailableResponse({ description: 'A dependency is down' })
+  @ApiServiceUnavailableResponse({
+    description:
+      "A dependency is down: ServiceUnavailableError, detail.checks as in the 200 answer (a failed check's message " +
+      'says only how it failed)',
+    type: ErrorResponseDto,
+  })
   async ready(): Promise<{ status: 'ok'; checks: Record<string, CheckResult> }> {
     const checks: Record<string, CheckResult> = {
       database: await timed('database', () => this.dataSource.query('SELECT 1'), this.report),

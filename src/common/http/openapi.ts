@@ -19,6 +19,12 @@ export class ErrorDetailDto {
   @ApiPropertyOptional({ description: 'not found: the item not found' }) item?: string;
   @ApiPropertyOptional({ description: 'internal error: the request id' }) trackingId?: string;
   @ApiPropertyOptional({ enum: ['FORBIDDEN', 'INSUFFICIENT_PERMISSIONS', 'INVALID_STATE'] }) reason?: string;
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'readiness (503): each dependency check, as in its 200 answer',
+  })
+  checks?: Record<string, unknown>;
 }
 
 /** ErrorResponse of the interface. */
