@@ -254,6 +254,14 @@ describe('error bodies through HTTP', () => {
       }
     });
 
+    it('a path id that is not a uuid is an item at the parameter, not at the body (path "")', async () => {
+      for (const path of ['/v1/users/not-a-uuid', '/v1/wallet/accounts/1234/balance', '/v1/events/x'])
+        expect({ path, items: expectValidation(await get(path)) }).toEqual({
+          path,
+          items: [{ path: 'uuid', message: 'uuid must be a uuid', type: 'invalid' }],
+        });
+    });
+
     it('a compressed body that does not decompress, before authentication', async () => {
       const response = await request(t.http)
         .post('/v1/test-fixtures/echo')

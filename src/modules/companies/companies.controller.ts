@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Param, Patch, Post, Query } from '@nestjs/common';
 import {
   ApiCreatedResponse,
   ApiNotFoundResponse,
@@ -15,6 +15,7 @@ import { CompaniesService } from './companies.service.js';
 import { CompanyKycDataService } from './company-kyc-data.service.js';
 import { CompanyKycDataDto, UpdateKycDataDto } from './dto/company-kyc-data.dto.js';
 import { CompanyResponseDto, CreateCompanyDto } from './dto/company.dto.js';
+import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 @ApiTags('Companies')
 @Controller('companies')
@@ -51,7 +52,7 @@ export class CompaniesController {
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown company' })
   get(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
   ): Promise<CompanyResponseDto> {
     return this.companies.get(principal, uuid);
   }
@@ -63,7 +64,7 @@ export class CompaniesController {
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown company' })
   updateKyc(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Body() body: UpdateKycDataDto,
   ): Promise<CompanyKycDataDto> {
     return this.kyc.updateSection(principal, uuid, body.dataSection, body.data);
@@ -72,7 +73,7 @@ export class CompaniesController {
   @DeleteOwnerRoute('company')
   async remove(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
   ): Promise<void> {
     await this.companies.remove(principal, uuid);
   }

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
 import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
@@ -8,6 +8,7 @@ import type { KycHistoryEntryDto } from '#modules/kyc/history/kyc-history.dto.js
 import { KycHistoryRoute } from '#modules/kyc/history/kyc-history.js';
 import { CompanyKycDataService } from './company-kyc-data.service.js';
 import { CompanyKycDataDto, CreateCompanyKycDataDto } from './dto/company-kyc-data.dto.js';
+import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 /**
  * A company's KYC data (docs/decisions/0009-identity.md); a section is replaced through PATCH
@@ -29,7 +30,7 @@ export class CompanyKycDataController {
   @ApiCreatedResponse({ type: CompanyKycDataDto })
   create(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Body() body: CreateCompanyKycDataDto,
   ): Promise<CompanyKycDataDto> {
     return this.kyc.create(principal, uuid, body.data);
@@ -44,7 +45,7 @@ export class CompanyKycDataController {
   @ApiOkResponse({ type: CompanyKycDataDto })
   get(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
   ): Promise<CompanyKycDataDto> {
     return this.kyc.get(principal, uuid);
   }
@@ -52,7 +53,7 @@ export class CompanyKycDataController {
   @KycHistoryRoute('companies/:uuid/kyc-data/history', 'company', 'KycDataController_companyHistory')
   history(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Query() query: PageQueryDto,
   ): Promise<Page<KycHistoryEntryDto>> {
     return this.kyc.history(principal, uuid, query.limit, query.cursor);

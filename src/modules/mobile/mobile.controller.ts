@@ -1,4 +1,4 @@
-import { applyDecorators, Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post } from '@nestjs/common';
+import { applyDecorators, Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiExtraModels,
@@ -11,7 +11,6 @@ import {
 } from '@nestjs/swagger';
 import { AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
-import { ValidationFailedError } from '#common/errors/domain-errors.js';
 import { UseErrorStyle } from '#common/errors/error-style.js';
 import { ErrorResponseDto } from '#common/http/openapi.js';
 import { SimSwapRequestDto, SimSwapResponseDto } from './dto/sim-swap.dto.js';
@@ -23,6 +22,7 @@ import {
 } from './dto/sms.dto.js';
 import { SimSwapService } from './sim-swap/sim-swap.service.js';
 import { SmsService } from './sms/sms.service.js';
+import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 const NO_ROUTES = { 'text/html': { schema: { type: 'string', example: 'NO ROUTES' } } } as const;
 
@@ -75,12 +75,7 @@ export class MobileController {
   })
   @TextErrors('The path parameter is not a uuid: `NO ROUTES`')
   status(
-    @Param(
-      'uuid',
-      new ParseUUIDPipe({
-        exceptionFactory: () => ValidationFailedError.single('uuid', 'invalid', 'uuid must be a uuid'),
-      }),
-    )
+    @Param('uuid', UuidPipe)
     uuid: string,
     @CurrentPrincipal() principal: Principal,
   ): Promise<SmsStatusResponseDto | SmsStatusNotFoundResponseDto> {

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, ParseUUIDPipe, Post } from '@nestjs/common';
+import { Body, Controller, Get, Param, Post } from '@nestjs/common';
 import {
   ApiCreatedResponse,
   ApiForbiddenResponse,
@@ -13,6 +13,7 @@ import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
 import { CreateReversalDto, ReversalInfoDto, ReversalsSummaryDto } from './dto/reversal.dto.js';
 import { ReversalsService } from './reversals.service.js';
 import { IdempotencyKey } from './idempotency-key.decorator.js';
+import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 /** Reversals of settled transfers (docs/decisions/0031-reversals.md). */
 @ApiTags('Transfers')
@@ -43,7 +44,7 @@ export class ReversalsController {
   })
   create(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Body() body: CreateReversalDto,
     @IdempotencyKey() idempotencyKey?: string,
   ): Promise<ReversalInfoDto> {
@@ -58,7 +59,7 @@ export class ReversalsController {
   @ApiOkResponse({ type: ReversalsSummaryDto })
   summary(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
   ): Promise<ReversalsSummaryDto> {
     return this.reversals.summary(principal, uuid);
   }

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, ParseUUIDPipe, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
 import {
   ApiCreatedResponse,
   ApiForbiddenResponse,
@@ -21,6 +21,7 @@ import {
 } from './dto/transfer.dto.js';
 import { TransfersService } from './transfers.service.js';
 import { IdempotencyKey } from './idempotency-key.decorator.js';
+import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 const ListFilters = () => (target: object, key: string | symbol, descriptor: PropertyDescriptor) => {
   ApiQuery({ name: 'status', required: false })(target, key, descriptor);
@@ -86,7 +87,7 @@ export class TransfersController {
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown transfer' })
   get(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
   ): Promise<TransactionInfoDto> {
     return this.transfers.get(principal, uuid);
   }
@@ -100,7 +101,7 @@ export class TransfersController {
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown account' })
   ofAccount(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Query() query: TransactionListQueryDto,
   ): Promise<Page<TransactionInfoDto>> {
     return this.transfers.list(

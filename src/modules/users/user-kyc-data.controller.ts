@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Param, Patch, Post, Query } from '@nestjs/common';
 import {
   ApiCreatedResponse,
   ApiForbiddenResponse,
@@ -15,6 +15,7 @@ import type { KycHistoryEntryDto } from '#modules/kyc/history/kyc-history.dto.js
 import { KycHistoryRoute } from '#modules/kyc/history/kyc-history.js';
 import { CreateUserKycDataDto, UpdateUserKycDataDto, UserKycDataDto } from './dto/user-kyc-data.dto.js';
 import { UserKycDataService } from './user-kyc-data.service.js';
+import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 /**
  * A user's KYC data (the interface defines the data, not the routes: docs/decisions/0009-identity.md). The
@@ -36,7 +37,7 @@ export class UserKycDataController {
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
   create(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Body() body: CreateUserKycDataDto,
   ): Promise<UserKycDataDto> {
     return this.kyc.create(principal, uuid, body);
@@ -51,7 +52,7 @@ export class UserKycDataController {
   @ApiOkResponse({ type: UserKycDataDto })
   get(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
   ): Promise<UserKycDataDto> {
     return this.kyc.get(principal, uuid);
   }
@@ -69,7 +70,7 @@ export class UserKycDataController {
   })
   update(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Body() body: UpdateUserKycDataDto,
   ): Promise<UserKycDataDto> {
     return this.kyc.update(principal, uuid, body);
@@ -78,7 +79,7 @@ export class UserKycDataController {
   @KycHistoryRoute('users/:uuid/kyc-data/history', 'user', 'KycDataController_userHistory')
   history(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Query() query: PageQueryDto,
   ): Promise<Page<KycHistoryEntryDto>> {
     return this.kyc.history(principal, uuid, query.limit, query.cursor);

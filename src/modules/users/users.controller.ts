@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Param, ParseUUIDPipe, Patch, Post, Query } from '@nestjs/common';
+import { Body, Controller, Get, Param, Patch, Post, Query } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiCreatedResponse,
@@ -15,6 +15,7 @@ import { PageQueryDto, type Page } from '#common/http/pagination.js';
 import { DeleteOwnerRoute, ListOwnersRoute } from '#modules/kyc/owners/owner-routes.js';
 import { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto.js';
 import { UsersService } from './users.service.js';
+import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 @ApiTags('Users')
 @Controller('users')
@@ -49,7 +50,7 @@ export class UsersController {
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user (or another application’s)' })
   get(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
   ): Promise<UserResponseDto> {
     return this.users.get(principal, uuid);
   }
@@ -61,7 +62,7 @@ export class UsersController {
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
   update(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Body() body: UpdateUserDto,
   ): Promise<UserResponseDto> {
     return this.users.update(principal, uuid, body);
@@ -71,7 +72,7 @@ export class UsersController {
   @ApiUnauthorizedResponse({ type: ErrorResponseDto })
   async remove(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
   ): Promise<void> {
     await this.users.remove(principal, uuid);
   }

@@ -1,4 +1,4 @@
-import { Controller, Get, Param, ParseUUIDPipe, Query } from '@nestjs/common';
+import { Controller, Get, Param, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { AuthClient } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
@@ -6,6 +6,7 @@ import { ErrorResponses } from '#common/http/openapi.js';
 import { Paginated, type Page } from '#common/http/pagination.js';
 import { EventResponseDto, EventsQueryDto, EVENT_TYPES } from './dto/event.dto.js';
 import { EventsFeedService } from './events-feed.service.js';
+import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 @ApiTags('Events')
 @Controller('events')
@@ -39,7 +40,7 @@ export class EventsFeedController {
   @ApiOkResponse({ type: EventResponseDto })
   get(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
   ): Promise<EventResponseDto> {
     return this.feed.get(principal.appId, uuid);
   }

@@ -3,7 +3,6 @@ import {
   Controller,
   Get,
   Param,
-  ParseUUIDPipe,
   Post,
   Query,
   StreamableFile,
@@ -27,6 +26,7 @@ import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
 import { Paginated, PageQueryDto, type Page } from '#common/http/pagination.js';
 import { DocumentsService, type UploadedFile as File } from './documents.service.js';
 import { DocumentResponseDto, UploadDocumentDto, UploadDocumentFormDto } from './dto/document.dto.js';
+import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 @ApiTags('KYC')
 @Controller()
@@ -44,7 +44,7 @@ export class DocumentsController {
   @ApiPayloadTooLargeResponse({ type: ErrorResponseDto, description: 'file over DOCUMENT_MAX_BYTES' })
   uploadForUser(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Body() body: UploadDocumentDto,
     @UploadedFile() file: File | undefined,
   ): Promise<DocumentResponseDto> {
@@ -58,7 +58,7 @@ export class DocumentsController {
   @ApiOkResponse({ type: [DocumentResponseDto] })
   listForUser(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Query() query: PageQueryDto,
   ): Promise<Page<DocumentResponseDto>> {
     return this.documents.list(principal, 'USER', uuid, query.limit, query.cursor);
@@ -74,7 +74,7 @@ export class DocumentsController {
   @ApiPayloadTooLargeResponse({ type: ErrorResponseDto, description: 'file over DOCUMENT_MAX_BYTES' })
   uploadForCompany(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Body() body: UploadDocumentDto,
     @UploadedFile() file: File | undefined,
   ): Promise<DocumentResponseDto> {
@@ -88,7 +88,7 @@ export class DocumentsController {
   @ApiOkResponse({ type: [DocumentResponseDto] })
   listForCompany(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Query() query: PageQueryDto,
   ): Promise<Page<DocumentResponseDto>> {
     return this.documents.list(principal, 'COMPANY', uuid, query.limit, query.cursor);
@@ -101,7 +101,7 @@ export class DocumentsController {
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown document' })
   get(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
   ): Promise<DocumentResponseDto> {
     return this.documents.get(principal, uuid);
   }
@@ -122,7 +122,7 @@ export class DocumentsController {
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown document' })
   async content(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
   ): Promise<StreamableFile> {
     const { contentType, bytes, name } = await this.documents.content(principal, uuid);
     return new StreamableFile(bytes, {

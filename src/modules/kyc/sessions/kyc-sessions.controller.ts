@@ -1,4 +1,4 @@
-import { Body, Controller, Get, HttpCode, Param, ParseUUIDPipe, Post } from '@nestjs/common';
+import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiCreatedResponse,
@@ -15,6 +15,7 @@ import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
 import { CreateKycSessionDto, KycSessionDto, SubmitKycStepDto } from './dto/kyc-session.dto.js';
 import { KYC_STEPS } from './entities/kyc-session.entity.js';
 import { KycSessionsService } from './kyc-sessions.service.js';
+import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 @ApiTags('KYC')
 @Controller('kyc/sessions')
@@ -37,7 +38,7 @@ export class KycSessionsController {
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown session' })
   get(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
   ): Promise<KycSessionDto> {
     return this.sessions.get(principal, uuid);
   }
@@ -60,7 +61,7 @@ export class KycSessionsController {
   })
   submit(
     @CurrentPrincipal() principal: Principal,
-    @Param('uuid', ParseUUIDPipe) uuid: string,
+    @Param('uuid', UuidPipe) uuid: string,
     @Param('step') step: string,
     @Body() body: SubmitKycStepDto,
   ): Promise<KycSessionDto> {

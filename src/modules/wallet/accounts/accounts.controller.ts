@@ -5,7 +5,6 @@ import {
   Get,
   HttpCode,
   Param,
-  ParseUUIDPipe,
   Patch,
   Post,
   Query,
@@ -47,8 +46,9 @@ import {
 import { STATEMENT_AT_DESCRIPTION, StatementQueryDto, StatementResponseDto } from './dto/statement.dto.js';
 import { StatementInterceptor } from './statement-csv.js';
 import { StatementService, type StatementPage } from './statement.service.js';
+import { UuidPipe } from '#common/http/uuid.pipe.js';
 
-const Uuid = () => Param('uuid', ParseUUIDPipe);
+const Uuid = () => Param('uuid', UuidPipe);
 
 @ApiTags('Accounts')
 @Controller('wallet/accounts')
