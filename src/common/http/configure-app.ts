@@ -147,10 +147,18 @@ type Operation = {
 };
 
 /**
- * What every operation shares, written once here rather than on each route: a `{uuid}` path parameter is a uuid
- * (the routes answer 400 otherwise), and a list that takes `cursor` sends the next page's in `X-Next-Cursor`.
+ * What every operation shares, written once here rather than on each route: objects are closed, a `{uuid}` path
+ * parameter is a uuid (the routes answer 400 otherwise), and a list that takes `cursor` sends the next page's in
+ * `X-Next-Cursor`.
  */
 function completeDocument(document: OpenAPIObject): OpenAPIObject {
+  // Objects are closed (the interface's rule; the validation pipe refuses any other property and answers carry
+  // none): each schema with properties that does not say otherwise (a free-form object says so) gets
+  // additionalProperties false.
+  for (const schema of Object.values(document.components?.schemas ?? {})) {
+    const object = schema as { type?: string; properties?: object; additionalProperties?: unknown };
+    if (object.properties && object.additionalProperties === undefined) object.additionalProperties = false;
+  }
   for (const item of Object.values(document.paths)) {
     for (const operation of Object.values(item as Record<string, Operation>)) {
       if (typeof operation !== 'object' || operation === null || !('responses' in operation)) continue;

@@ -27,7 +27,7 @@ export class TokenResponseDto {
   @ApiProperty()
   accessToken: string;
 
-  @ApiProperty({ description: 'Lifetime of the access token in seconds' })
+  @ApiProperty({ type: 'integer', description: 'Lifetime of the access token in seconds' })
   expiresIn: number;
 }
 
@@ -43,7 +43,7 @@ export class TokenErrorDto {
   })
   errorId: string;
 
-  @ApiProperty({ description: 'HTTP status code' })
+  @ApiProperty({ type: 'integer', description: 'HTTP status code' })
   code: number;
 
   @ApiProperty()

@@ -49,7 +49,11 @@ export class CreateCounterPartyDto {
   @IsString()
   cValue: string;
   @ApiProperty({ enum: ['CBU', 'CVU'] }) @IsIn(['CBU', 'CVU']) @IsString() identifierType: 'CBU' | 'CVU';
-  @ApiProperty({ description: '22 digits, valid check digits; a CVU starts with 000' })
+  @ApiProperty({
+    pattern: '^\\d{22}$',
+    example: '0110599590000001234568',
+    description: '22 digits, valid check digits; a CVU starts with 000',
+  })
   @Matches(/^\d{22}$/, { message: 'identifier must be 22 digits' })
   @IsString()
   identifier: string;
@@ -70,7 +74,11 @@ export class CreateTransactionDto {
   @IsDefined()
   counterParty: CreateCounterPartyDto;
 
-  @ApiProperty({ minimum: 1, description: 'in the account currency, at most its minor units of decimals' })
+  @ApiProperty({
+    format: 'float',
+    minimum: 1,
+    description: 'in the account currency, at most its minor units of decimals',
+  })
   @IsNumber({ allowNaN: false, allowInfinity: false })
   amount: number;
 
