@@ -1060,8 +1060,22 @@ describe('audit trail', () => {
       ]);
     });
 
-    it('a PATCH that sends the values the account has records unchanged', async () => {
-      const { account } = await funded();
+    it('a PATCH that sends the values a user or an account has records unchanged', async () => {
+      const { user, account } = await funded();
+      const person = (await request(t.http).get(`/v1/users/${user}`).set('Authorization', client())).body as {
+        firstName: string;
+        lastName: string;
+      };
+      const samePerson = await request(t.http)
+        .patch(`/v1/users/${user}`)
+        .set('Authorization', client())
+        .send({ firstName: person.firstName, lastName: ` ${person.lastName} ` });
+      expect(samePerson.status).toBe(200);
+      const userOutcomes = (
+        (await request(t.http).get('/v1/audit').query({ resource: user }).set('Authorization', client()))
+          .body as { outcome: string }[]
+      ).map((record) => record.outcome);
+      expect(userOutcomes.at(-1)).toBe('unchanged');
       const current = (
         await request(t.http).get(`/v1/wallet/accounts/${account}`).set('Authorization', client())
       ).body as { alias: string; updated: string };

@@ -120,15 +120,23 @@ export class UsersService {
   async update(principal: Principal, id: string, input: UpdateUserDto): Promise<UserResponseDto> {
     await this.dataSource.transaction(async (manager) => {
       const user = await this.find(manager, principal, id, true);
+      // Only what differs is a change: a PATCH that sends the values the user has records `unchanged`
+      // (decision 0032).
       const changes: Partial<UserEntity> = {};
-      if (input.email !== undefined) changes.email = input.email;
-      if (input.firstName !== undefined) changes.firstName = input.firstName.trim();
-      if (input.lastName !== undefined) changes.lastName = input.lastName.trim();
-      if (input.birthday !== undefined) changes.birthdate = input.birthday;
-      if (input.sex !== undefined) changes.sex = SEX_FROM_SHORT[input.sex];
-      if (input.legalName !== undefined) changes.legalName = input.legalName;
-      if (input.nationality !== undefined) changes.nationality = input.nationality;
-      if (input.taxId !== undefined) changes.taxId = this.checkTaxId(user.taxIdType, input.taxId, 'taxId');
+      const set = <K extends keyof UserEntity>(key: K, value: UserEntity[K] | undefined) => {
+        if (value !== undefined && value !== user[key]) changes[key] = value;
+      };
+      set('email', input.email);
+      set('firstName', input.firstName?.trim());
+      set('lastName', input.lastName?.trim());
+      set('birthdate', input.birthday);
+      set('sex', input.sex === undefined ? undefined : SEX_FROM_SHORT[input.sex]);
+      set('legalName', input.legalName);
+      set('nationality', input.nationality);
+      set(
+        'taxId',
+        input.taxId === undefined ? undefined : this.checkTaxId(user.taxIdType, input.taxId, 'taxId'),
+      );
       const changed = Object.keys(changes).length > 0;
       if (changed) {
         try {
