@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '#config/app-config.js';
 import { ensureEmbeddedPostgres, type EmbeddedPostgresHandle } from './embedded-postgres.js';
+import { ADVISORY_LOCKS } from './advisory-locks.js';
 
 export const DATABASE_RUNTIME = Symbol('DATABASE_RUNTIME');
 
@@ -34,8 +35,6 @@ export async function resolveDatabase(
   return { url: embedded.url, embedded };
 }
 
-const MIGRATION_LOCK = 7_261_001;
-
 /**
  * Applies pending migrations under a cluster-wide advisory lock, so an API and
  * a CLI starting together never migrate twice.
@@ -47,11 +46,13 @@ export async function migrateWithLock(dataSource: DataSource, url: string): Prom
   lockClient.on('error', () => undefined);
   await lockClient.connect();
   try {
-    await lockClient.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await lockClient.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCKS.migration]);
     const applied = await dataSource.runMigrations({ transaction: 'each' });
     return applied.map((migration) => migration.name);
   } finally {
-    await lockClient.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+    await lockClient
+      .query('SELECT pg_advisory_unlock($1)', [ADVISORY_LOCKS.migration])
+      .catch(() => undefined);
     await lockClient.end();
   }
 }

@@ -1,7 +1,5 @@
 import type { DataSource } from 'typeorm';
-
-/** First key of the advisory locks that keep one sweep of a kind running at a time across processes. */
-const SWEEP_LOCK_CLASS = 7_261_017;
+import { ADVISORY_LOCKS } from './advisory-locks.js';
 
 /**
  * Runs `sweep` only if no other process (worker or API) is running the sweep of this `name` now: a
@@ -18,7 +16,7 @@ export async function runExclusive<T>(
   const runner = dataSource.createQueryRunner();
   try {
     const [{ locked }] = (await runner.query('SELECT pg_try_advisory_lock($1, hashtext($2)) AS locked', [
-      SWEEP_LOCK_CLASS,
+      ADVISORY_LOCKS.sweep,
       name,
     ])) as { locked: boolean }[];
     if (!locked) return undefined;
@@ -26,7 +24,7 @@ export async function runExclusive<T>(
       return await sweep();
     } finally {
       await runner
-        .query('SELECT pg_advisory_unlock($1, hashtext($2))', [SWEEP_LOCK_CLASS, name])
+        .query('SELECT pg_advisory_unlock($1, hashtext($2))', [ADVISORY_LOCKS.sweep, name])
         .catch(() => undefined);
     }
   } finally {

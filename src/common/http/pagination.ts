@@ -12,6 +12,7 @@ import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validato
 import type { Response } from 'express';
 import { map, type Observable } from 'rxjs';
 import { ValidationFailedError } from '../errors/domain-errors.js';
+import { UUID_PATTERN } from '../ids/uuid.js';
 
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 500;
@@ -51,9 +52,6 @@ export function encodeCursor(position: CursorPosition): string {
   return Buffer.from(`${position.createdAt.toISOString()}|${position.id}`).toString('base64url');
 }
 
-/** A uuid in its usual text form (what PostgreSQL's uuid type takes). */
-export const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * The position of a cursor encodeCursor wrote, or a 400 at `cursor`: exactly its form (an ISO instant as
  * toISOString writes it, years 0001-9999, and a uuid), so nothing PostgreSQL would refuse gets through.
@@ -64,7 +62,7 @@ export function decodeCursor(cursor: string | undefined): CursorPosition | undef
   const createdAt = new Date(time);
   const valid =
     extra === undefined &&
-    UUID_TEXT.test(id ?? '') &&
+    UUID_PATTERN.test(id ?? '') &&
     /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/.test(time ?? '') &&
     !Number.isNaN(createdAt.getTime()) &&
     createdAt.toISOString() === time &&

@@ -11,6 +11,7 @@ import { ApplicationKeyEntity } from './entities/application-key.entity.js';
 import { ApplicationEntity } from './entities/application.entity.js';
 import { keyObjectFromJwk, parsePublicKey } from './public-key.js';
 import { auditAppend, type AuditActor } from '#modules/audit/audit-trail.js';
+import { UUID_PATTERN } from '#common/ids/uuid.js';
 
 export interface CreatedApp {
   appId: string;
@@ -26,8 +27,6 @@ export interface AppSummary {
   createdAt: string;
   keys: { keyId: string; status: string; createdAt: string; revokedAt: string | null }[];
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The application registry: each application is a tenant, with its keys and webhook URL. */
 @Injectable()
@@ -163,7 +162,7 @@ export class AppsService {
 
   /** The active key `keyId` of the active application `appId`, or undefined. */
   async findActiveKey(appId: string, keyId: string): Promise<KeyObject | undefined> {
-    if (!UUID.test(appId)) return undefined;
+    if (!UUID_PATTERN.test(appId)) return undefined;
     // Plain SQL: this runs on every request with a user token.
     const [row] = (await this.dataSource.query(
       `SELECT k.public_jwk FROM application_keys k JOIN applications a ON a.id = k.app_id
@@ -182,7 +181,7 @@ export class AppsService {
   }
 
   async isActive(appId: string): Promise<boolean> {
-    if (!UUID.test(appId)) return false;
+    if (!UUID_PATTERN.test(appId)) return false;
     // Plain SQL: this runs on every request with an application token.
     const rows = (await this.dataSource.query(
       `SELECT 1 FROM applications WHERE id = $1 AND status = 'active'`,
@@ -213,7 +212,7 @@ export class AppsService {
   }
 
   private async require(appId: string): Promise<ApplicationEntity> {
-    const app = UUID.test(appId)
+    const app = UUID_PATTERN.test(appId)
       ? await this.dataSource.getRepository(ApplicationEntity).findOneBy({ id: appId })
       : null;
     if (!app) throw new NotFoundError(appId, 'Application not found');

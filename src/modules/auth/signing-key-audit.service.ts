@@ -4,12 +4,7 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import { auditAppend, systemActor, type AuditActor, type AuditEntry } from '#modules/audit/audit-trail.js';
 import { SigningKeysService } from './signing-keys.service.js';
-
-/**
- * One lock for every writer of the signing keys' records: pg_advisory_xact_lock's single key, beside the
- * migrations' (7_261_001, src/common/database/database-runtime.ts).
- */
-const KEY_TRAIL_LOCK = 7_261_023;
+import { ADVISORY_LOCKS } from '#common/database/advisory-locks.js';
 
 /**
  * The audit trail of the service's signing keys (docs/decisions/0032-audit-trail.md, amended). The keys live in a
@@ -50,7 +45,7 @@ export class SigningKeyAuditService {
   }
 
   private async catchUp(manager: EntityManager): Promise<number> {
-    await manager.query('SELECT pg_advisory_xact_lock($1)', [KEY_TRAIL_LOCK]);
+    await manager.query('SELECT pg_advisory_xact_lock($1)', [ADVISORY_LOCKS.signingKeyTrail]);
     const stored = await this.keys.history();
     if (stored.length === 0) return 0;
     const recorded = (await manager.query(

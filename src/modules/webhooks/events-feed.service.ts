@@ -9,11 +9,11 @@ import {
   DEFAULT_PAGE_SIZE,
   encodeMicrosecondCursor,
   toKeysetPage,
-  UUID_TEXT,
   type Page,
 } from '#common/http/pagination.js';
 import { EVENT_TYPES, type EventResponseDto } from './dto/event.dto.js';
 import type { WebhookEventStatus, WebhookPayload } from './entities/webhook-event.entity.js';
+import { UUID_PATTERN } from '#common/ids/uuid.js';
 
 interface EventRow {
   id: string;
@@ -66,7 +66,7 @@ export class EventsFeedService {
       const after = decodeMicrosecondCursor(
         cursor,
         query.after !== undefined ? 'after' : 'cursor',
-        UUID_TEXT,
+        UUID_PATTERN,
       );
       params.push(after.micros, after.id);
       where += ` AND (created_at, id) > ('epoch'::timestamptz + $2::bigint * interval '1 microsecond', $3::uuid)`;

@@ -7,6 +7,7 @@ import { auditAppend, type AuditActor } from '#modules/audit/audit-trail.js';
 import { WebhookAttemptEntity } from './entities/webhook-attempt.entity.js';
 import { WebhookEventEntity, type WebhookEventStatus } from './entities/webhook-event.entity.js';
 import { WEBHOOK_EVENTS, WEBHOOK_NOTIFY_CHANNEL, type WebhookEventName } from './webhook-events.js';
+import { UUID_PATTERN } from '#common/ids/uuid.js';
 
 /** The most events `webhooks list` prints at once. */
 export const MAX_LISTED_EVENTS = 1000;
@@ -42,8 +43,6 @@ export interface EventView {
   }[];
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /**
  * The outbox's producer side. `emit` writes the event with the caller's
  * transaction manager, so the event exists exactly when the change commits;
@@ -71,7 +70,7 @@ export class WebhooksService {
    */
   async sendTest(appId: string, actor: AuditActor): Promise<{ eventId: string }> {
     const eventId = await this.dataSource.transaction(async (manager) => {
-      if (!UUID.test(appId) || !(await manager.existsBy(ApplicationEntity, { id: appId }))) {
+      if (!UUID_PATTERN.test(appId) || !(await manager.existsBy(ApplicationEntity, { id: appId }))) {
         throw new NotFoundError(appId, 'Application not found');
       }
       const id = await this.emit(manager, {
@@ -90,7 +89,7 @@ export class WebhooksService {
   }
 
   async list(filter: { appId?: string; status?: string; limit?: number }): Promise<EventView[]> {
-    if (filter.appId !== undefined && !UUID.test(filter.appId)) {
+    if (filter.appId !== undefined && !UUID_PATTERN.test(filter.appId)) {
       throw ValidationFailedError.single('appId', 'invalid', 'appId must be a uuid');
     }
     if (filter.status !== undefined && !['pending', 'delivered', 'failed'].includes(filter.status)) {
@@ -145,7 +144,7 @@ export class WebhooksService {
    * the event's application (decision 0032).
    */
   async replay(eventId: string, actor: AuditActor): Promise<{ eventId: string; status: 'pending' }> {
-    if (!UUID.test(eventId))
+    if (!UUID_PATTERN.test(eventId))
       throw ValidationFailedError.single('eventId', 'invalid', 'eventId must be a uuid');
     await this.dataSource.transaction(async (manager) => {
       const rows = (await manager.query(

@@ -2,6 +2,7 @@ import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { CliUsageError, printJson, unknownSubcommand, wholeNumberOption } from '#common/cli/output.js';
 import { MAX_PAGE_SIZE } from '#common/http/pagination.js';
 import { AuditService } from '../audit.service.js';
+import { UUID_PATTERN } from '#common/ids/uuid.js';
 
 interface AuditListOptions {
   app?: string;
@@ -11,8 +12,6 @@ interface AuditListOptions {
   after?: string;
   limit?: number;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 @SubCommand({
   name: 'list',
@@ -25,7 +24,7 @@ export class AuditListCommand extends CommandRunner {
 
   @Option({ flags: '--app <id>', description: 'only this application' })
   parseApp(value: string): string {
-    if (!UUID.test(value)) throw new CliUsageError('--app must be an application id (uuid)');
+    if (!UUID_PATTERN.test(value)) throw new CliUsageError('--app must be an application id (uuid)');
     return value.toLowerCase();
   }
 

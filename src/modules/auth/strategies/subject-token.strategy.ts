@@ -7,6 +7,7 @@ import type { SubjectPrincipal } from '#common/auth/principal.js';
 import { AppsService } from '#modules/apps/apps.service.js';
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../token.service.js';
 import { CredentialLookupError } from '#common/auth/credential-lookup-error.js';
+import { UUID_PATTERN } from '#common/ids/uuid.js';
 
 interface SubjectTokenPayload {
   iss?: unknown;
@@ -14,8 +15,6 @@ interface SubjectTokenPayload {
   iat?: unknown;
   exp?: unknown;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * "BearerAuth": a user token that the application signs with one of its own
@@ -66,7 +65,7 @@ export class SubjectTokenStrategy extends PassportStrategy(Strategy, 'subject') 
 
   validate(payload: SubjectTokenPayload): SubjectPrincipal | false {
     const { iss, sub, iat, exp } = payload;
-    if (typeof iss !== 'string' || typeof sub !== 'string' || !UUID.test(sub)) return false;
+    if (typeof iss !== 'string' || typeof sub !== 'string' || !UUID_PATTERN.test(sub)) return false;
     // uuids in the stored (lower-case) form, whatever the case the application signed them in.
     const appId = iss.toLowerCase();
     const subject = sub.toLowerCase();

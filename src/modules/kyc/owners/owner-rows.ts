@@ -6,6 +6,7 @@ import { ForbiddenError, NotFoundError, ValidationFailedError } from '#common/er
 import type { OwnerAccounts } from './owner-accounts.port.js';
 import type { OwnerColumns } from './owner.columns.js';
 import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
+import { ADVISORY_LOCKS, lockUntilCommit } from '#common/database/advisory-locks.js';
 
 /**
  * The rules users and companies share as rows (docs/decisions/0009-identity.md): a client reaches its
@@ -28,9 +29,6 @@ export interface OwnerKind<T extends OwnerRow> {
   resource: 'user' | 'company';
 }
 
-/** First key of the advisory locks that serialise the registrations of one subject (two-key form). */
-const SUBJECT_REGISTRATION_LOCK_CLASS = 8_003;
-
 /**
  * Self-onboarding (decision 0009): a user token's `sub` names one user or one company of its application
  * (operator contract), so the owner a subject registers takes that id only while no user and no company has it,
@@ -38,10 +36,7 @@ const SUBJECT_REGISTRATION_LOCK_CLASS = 8_003;
  * transaction, so a POST /users and a POST /companies sent together with one token cannot both pass.
  */
 export async function claimSubjectId(manager: EntityManager, id: string, message: string): Promise<void> {
-  await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
-    SUBJECT_REGISTRATION_LOCK_CLASS,
-    id,
-  ]);
+  await lockUntilCommit(manager, ADVISORY_LOCKS.subjectRegistration, id);
   const [row] = (await manager.query(
     'SELECT EXISTS (SELECT 1 FROM users WHERE id = $1) OR EXISTS (SELECT 1 FROM companies WHERE id = $1) AS taken',
     [id],

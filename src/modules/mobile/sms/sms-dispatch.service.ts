@@ -4,11 +4,9 @@ import { PinoLogger } from '#common/logging/pino-logger.js';
 import { DataSource, type EntityManager } from 'typeorm';
 import { SMS_PROVIDER, type SmsProvider } from './sms-provider.port.js';
 import { SMS_STATUS } from './sms-status.js';
+import { ADVISORY_LOCKS, lockUntilCommit } from '#common/database/advisory-locks.js';
 
 export type DispatchOutcome = 'submitted' | 'rejected' | 'skipped';
-
-/** First key of the advisory locks that serialise recording one provider id (a reused id's hand-over). */
-const PROVIDER_ID_LOCK_CLASS = 8_002;
 
 /**
  * The provider id to store for an accepted message: as the provider gave it, or NULL when it is empty (an
@@ -95,10 +93,7 @@ export class SmsDispatchService {
     const provider = this.provider.name;
     let older: { id: string }[] = [];
     if (providerMessageId !== null) {
-      await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [
-        PROVIDER_ID_LOCK_CLASS,
-        `${provider}:${providerMessageId}`,
-      ]);
+      await lockUntilCommit(manager, ADVISORY_LOCKS.smsProviderId, `${provider}:${providerMessageId}`);
       [older] = (await manager.query(
         `UPDATE sms_messages SET provider_message_id = NULL
           WHERE provider = $1 AND provider_message_id = $2 AND id <> $3

@@ -13,6 +13,7 @@ import { SmsQueue } from './sms-queue.js';
 import { SmsRouting } from './sms-routing.js';
 import { SMS_STATUS } from './sms-status.js';
 import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
+import { ADVISORY_LOCKS, lockUntilCommit } from '#common/database/advisory-locks.js';
 
 /** What GET /mobile/sms/{uuid} reports: all strings, '' where nothing is known yet. */
 export type SmsStatusView =
@@ -24,9 +25,6 @@ export type SmsStatusView =
       system_delivery_time: string;
     }
   | { status: 'UNKNOWN'; delivery_time: ''; mccmnc: '' };
-
-/** First key of the advisory locks that serialise the rate-limit check per application. */
-const RATE_LIMIT_LOCK_CLASS = 8_001;
 
 /**
  * Accepts SMS for sending (route check, rate limits, one row per message,
@@ -95,7 +93,7 @@ export class SmsService {
    */
   private async checkRateLimits(manager: EntityManager, appId: string, dnis: string): Promise<void> {
     const limits = this.config.mobile;
-    await manager.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [RATE_LIMIT_LOCK_CLASS, appId]);
+    await lockUntilCommit(manager, ADVISORY_LOCKS.smsRateLimit, appId);
     // Each count stops at its limit, so a high limit never means a long scan.
     const [counts] = (await manager.query(
       `SELECT
