@@ -15,6 +15,19 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'off',
       '@typescript-eslint/no-extraneous-class': 'off',
       'no-console': 'error',
+      // Lengths are code points, as the OpenAPI document's maxLength says (docs/decisions/0010).
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [
+            {
+              name: 'class-validator',
+              importNames: ['Length', 'MaxLength', 'MinLength'],
+              message: 'Use Length/MaxLength of #common/http/validators.js: they count code points.',
+            },
+          ],
+        },
+      ],
     },
   },
   {

@@ -364,6 +364,14 @@ describe('admin CLI (node dist/src/cli.js)', () => {
       ],
       'an unknown apps subcommand': () => [['apps', 'frobnicate'], /unknown command: frobnicate/],
       'an unknown top-level command': () => [['frobnicate'], /unknown command 'frobnicate'/],
+      "create with set-webhook's --url (each subcommand takes only its own options)": () => [
+        ['apps', 'create', '--name', 'x', '--public-key', goodKeyFile(), '--url', 'https://example.com/hook'],
+        /unknown option '--url'/,
+      ],
+      'set-webhook with --name': () => [
+        ['apps', 'set-webhook', '--app-id', app.appId, '--url', 'https://example.com/hook', '--name', 'x'],
+        /unknown option '--name'/,
+      ],
       'an unknown option': () => [
         ['apps', 'create', '--name', 'x', '--public-key', goodKeyFile(), '--colour', 'red'],
         /unknown option '--colour'/,

@@ -80,6 +80,22 @@ describe('POST /v1/counterparty', () => {
     }
   });
 
+  it('finds an alias of digits only (6 to 20 of them are an alias, not an account number)', async () => {
+    const digits = `${Date.now()}`.slice(-9);
+    const set = await request(t.http)
+      .patch(`/v1/wallet/accounts/${account.uuid}/alias`)
+      .set('Authorization', bearer(token))
+      .send({ newAlias: digits });
+    expect(set.status).toBe(200);
+    const response = await lookup(digits);
+    expect(response.status).toBe(200);
+    expect(response.body.cvu).toBe(account.cvu);
+    const unknown = await lookup('98765432109876543210');
+    expect(unknown.status).toBe(404);
+    expect(unknown.body.detail).toStrictEqual({ item: '98765432109876543210' });
+    account.alias = digits;
+  });
+
   it('answers an unknown alias or number with 404 naming it', async () => {
     for (const destinatario of ['nadie.sabe.nada', '0110599590000009999997']) {
       const response = await lookup(destinatario);

@@ -7,6 +7,12 @@ import { startTestApp, type TestApp } from './support/test-app.js';
 import { balanceOf, postTransfer, transferBody } from './support/transfers.js';
 import { createOwner, openAccount, setBalance } from './support/wallet.js';
 
+/** A one-pixel PNG. */
+const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+);
+
 /**
  * The database out of reach while the API runs (its connections reset, new ones refused, through a TCP proxy in
  * front of the real server): requests answer 503 with the interface's error body, a trackingId and Retry-After,
@@ -64,5 +70,28 @@ describe('the database out of reach', () => {
     const again = await postTransfer(t.http, token, transfer, 'outage-key-1');
     expect(again.status).toBe(201);
     expect(await balanceOf(t.http, token, account.uuid)).toBe(90); // the transfer, once
+  });
+
+  it('keeps a document whose COMMIT was carried out but its answer lost, and answers 201', async () => {
+    const client = await registerClient(t.app, 'lost commit');
+    const token = await accessToken(t.http, client);
+    const owner = await createOwner(t.http, token);
+    // PostgreSQL's simple Query message for COMMIT: 'Q', the length (4 + 7), "COMMIT" and its NUL.
+    proxy.loseAnswerTo(Buffer.from('Q\0\0\0\x0bCOMMIT\0', 'latin1'));
+    const response = await request(t.http)
+      .post(`/v1/users/${owner}/documents`)
+      .set('Authorization', bearer(token))
+      .field('documentType', 'DNI_FRONT')
+      .attach('file', PNG, 'front.png');
+    expect(response.status).toBe(201);
+    const content = await request(t.http)
+      .get(`/v1/documents/${response.body.uuid}/content`)
+      .set('Authorization', bearer(token));
+    expect(content.status).toBe(200);
+    expect(Buffer.compare(content.body as Buffer, PNG)).toBe(0);
+    const rows = (await t.dataSource.query('SELECT count(*)::int AS n FROM documents WHERE owner_id = $1', [
+      owner,
+    ])) as { n: number }[];
+    expect(rows[0].n).toBe(1);
   });
 });

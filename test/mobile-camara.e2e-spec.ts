@@ -145,6 +145,7 @@ describe('SIM swap through a CAMARA SIM Swap endpoint', () => {
   it.each([
     [404, 'IDENTIFIER_NOT_FOUND'],
     [404, undefined],
+    [404, 'SIM_SWAP.UNKNOWN_PHONE_NUMBER'],
     [422, 'SERVICE_NOT_APPLICABLE'],
     [422, 'UNSUPPORTED_IDENTIFIER'],
     [400, 'INVALID_ARGUMENT'],

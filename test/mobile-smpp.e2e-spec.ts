@@ -2,9 +2,11 @@ import { randomUUID } from 'node:crypto';
 import request from 'supertest';
 import type { DeliveryReceipt } from '../src/modules/mobile/smpp/delivery-receipt.js';
 import { SmppLink, type LinkLog, type SmppLinkOptions } from '../src/modules/mobile/smpp/smpp-link.js';
+import { ADVISORY_LOCKS } from '../src/common/database/advisory-locks.js';
 import { PinoLogger } from '../src/common/logging/pino-logger.js';
 import { SmppSmsProvider } from '../src/modules/mobile/sms/smpp.provider.js';
 import { accessToken, registerClient, type TestClient } from './support/auth.js';
+import { holdTransaction } from './support/database.js';
 import { waitFor } from './support/processes.js';
 import { TestSmsc } from './support/smpp-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -469,6 +471,36 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
       '888',
       null,
     ]);
+  });
+
+  it('records an accepted message once though its recording fails, and asks for a receipt that came too early again', async () => {
+    // The recording of the SMSC's answer waits on the provider id's lock (held here), and its connection is then
+    // terminated: the recording fails after the SMSC has the message. Meanwhile the receipt arrives.
+    nextIds.push('999');
+    const held = await holdTransaction(t.dataSource, [
+      ['SELECT pg_advisory_xact_lock($1, hashtext($2))', [ADVISORY_LOCKS.smsProviderId, 'smpp:999']],
+    ]);
+    try {
+      const id = await send('541123450030', 'Hola');
+      await held.untilWaiting();
+      const early = await smsc.receipt('999', { stat: 'DELIVRD' });
+      expect(early.command_status).toBe(0x64); // ESME_RX_T_APPN: sent again later, not acknowledged and lost
+      expect((await row(id)).status).toBe('QUEUED');
+      await t.dataSource.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock%' AND pid <> pg_backend_pid()`,
+      );
+      await held.commit();
+      await until('ENROUTE', async () => (await row(id)).status === 'ENROUTE');
+      await retryWindow();
+      expect(submitsTo('541123450030')).toBe(1);
+      expect(await row(id)).toMatchObject({ status: 'ENROUTE', provider_message_id: '999', body: null });
+      // The SMSC's second try of the receipt finds the message.
+      expect((await smsc.receipt('999', { stat: 'DELIVRD' })).command_status).toBe(0);
+      expect((await row(id)).status).toBe('DELIVRD');
+    } finally {
+      await held.release();
+    }
   });
 
   it('records messages accepted with an empty message_id as sent, once each, with no provider id', async () => {

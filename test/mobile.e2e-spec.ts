@@ -155,6 +155,7 @@ describe('SMS and SIM swap with the simulators (worker in process)', () => {
       expect((await send(bearer(tokenA), { dnis: ORDINARY, message: 'x'.repeat(64) })).status).toBe(200);
       expect((await send(bearer(tokenA), { dnis: ORDINARY, message: 'é€'.repeat(32) })).status).toBe(200);
       expect((await send(bearer(tokenA), { dnis: ORDINARY, message: '😀'.repeat(64) })).status).toBe(200);
+      expect((await send(bearer(tokenA), { dnis: ORDINARY, message: '❤️'.repeat(32) })).status).toBe(200);
     });
 
     it.each([
@@ -169,6 +170,10 @@ describe('SMS and SIM swap with the simulators (worker in process)', () => {
       ['an empty message', { dnis: ORDINARY, message: '' }],
       ['65 characters', { dnis: ORDINARY, message: 'x'.repeat(65) }],
       ['65 emoji', { dnis: ORDINARY, message: '😀'.repeat(65) }],
+      [
+        '33 hearts with their variation selector (66 code points)',
+        { dnis: ORDINARY, message: '❤️'.repeat(33) },
+      ],
       ['a message that is not a string', { dnis: ORDINARY, message: ['Hola'] }],
       ['no message', { dnis: ORDINARY }],
       ['an unknown property', { dnis: ORDINARY, message: 'Hola', sender: 'ACME' }],

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { JobType } from 'bullmq';
@@ -360,6 +360,47 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
       await Promise.all(
         [slow, other].flatMap((delivery) => [delivery['sender'].close(), delivery['signer'].close()]),
       );
+    }
+  }, 60_000);
+
+  it('gives a claim back uncounted when signing fails, and delivers it once signing works again', async () => {
+    const t = await startTestApp({ env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ...isolatedRedisEnv(15) } });
+    apps.push(t);
+    const receiver = await receiverFor(() => ({ status: 200 }));
+    const { appId } = await registerClient(t.app, 'signing fails');
+    await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
+    const delivery = new WebhookDeliveryService(
+      t.app.get<pg.Pool>(PG_POOL),
+      t.config,
+      t.app.get(SigningKeysService),
+      t.app.get(QueueFactory),
+      await t.app.resolve(PinoLogger),
+    );
+    const stateOf = async (id: string) =>
+      (
+        (await t.dataSource.query(
+          `SELECT lease_until IS NOT NULL AS leased, status, attempts FROM webhook_events WHERE id = $1`,
+          [id],
+        )) as { leased: boolean; status: string; attempts: number }[]
+      )[0];
+    const keysFile = t.config.signingKeysFile;
+    try {
+      const [id] = await emitMany(t, appId, 1, 'unsigned');
+      // The key file gone (a broken volume, a bad deploy): the next periodic read, a second later, fails.
+      renameSync(keysFile, `${keysFile}.away`);
+      await sleep(1_100);
+      await expect(delivery.deliver(id)).rejects.toThrow();
+      expect(await stateOf(id)).toEqual({ leased: false, status: 'pending', attempts: 0 });
+      expect(receiver.requests).toHaveLength(0);
+
+      renameSync(`${keysFile}.away`, keysFile);
+      await sleep(1_100);
+      expect(await delivery.deliver(id)).toBe('delivered');
+      expect(await stateOf(id)).toEqual({ leased: false, status: 'delivered', attempts: 1 });
+      expect(receiver.attemptsOf(id)).toHaveLength(1);
+    } finally {
+      if (existsSync(`${keysFile}.away`)) renameSync(`${keysFile}.away`, keysFile);
+      await Promise.all([delivery['sender'].close(), delivery['signer'].close()]);
     }
   }, 60_000);
 

@@ -8,7 +8,6 @@ import {
   IsObject,
   IsOptional,
   IsString,
-  Length,
   Min,
   ValidateNested,
 } from 'class-validator';
@@ -17,6 +16,7 @@ import { CurrentPrincipal, type Principal } from '../../src/common/auth/principa
 import { assertReachable } from '../../src/common/auth/tenancy.js';
 import { ForbiddenError, ValidationFailedError } from '../../src/common/errors/domain-errors.js';
 import { UseErrorStyle } from '../../src/common/errors/error-style.js';
+import { Length } from '../../src/common/http/validators.js';
 
 /**
  * Routes that exist only in the test suite, to drive the error filter and the

@@ -8,10 +8,17 @@ export interface TcpProxy {
   /** Listens again on the same port. */
   restore(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Arms a one-time fault: the next chunk a client sends that contains `bytes` reaches the server, then that
+   * client's connection is reset before any answer comes back, and the server's side is closed after the chunk
+   * (it reads the chunk, then the end). A COMMIT that the server carries out and whose answer is lost.
+   */
+  loseAnswerTo(bytes: Buffer): void;
 }
 
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   const open = new Set<net.Socket>();
+  let losing: Buffer | undefined;
   const server = net.createServer((client) => {
     const upstream = net.connect(targetPort, targetHost);
     for (const socket of [client, upstream]) {
@@ -19,7 +26,17 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       socket.on('close', () => open.delete(socket));
       socket.on('error', () => undefined); // the other side's reset, or ours
     }
-    client.pipe(upstream).pipe(client);
+    client.on('data', (chunk: Buffer) => {
+      if (losing && chunk.includes(losing)) {
+        losing = undefined;
+        upstream.unpipe(client);
+        client.resetAndDestroy();
+        upstream.end(chunk);
+        return;
+      }
+      upstream.write(chunk);
+    });
+    upstream.pipe(client);
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
@@ -45,5 +62,8 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       await listen(port);
     },
     close: stop,
+    loseAnswerTo: (bytes) => {
+      losing = bytes;
+    },
   };
 }

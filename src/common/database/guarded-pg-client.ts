@@ -1,5 +1,10 @@
 import pg from 'pg';
 
+/** Silence on a PostgreSQL connection's socket before TCP keepalive probes start. */
+export const PG_KEEPALIVE_DELAY_MS = 10_000;
+
+const SOCKET_KEEPALIVE = { keepAlive: true, keepAliveInitialDelayMillis: PG_KEEPALIVE_DELAY_MS };
+
 /**
  * The pg client of the TypeORM pool, with an 'error' listener from birth.
  *
@@ -9,10 +14,19 @@ import pg from 'pg';
  * and is emitted with no listener: EventEmitter throws from the socket handler and the whole process dies.
  * With this listener it stays an ordinary connection error: the client is no longer queryable, the query on
  * it fails (one 5xx), and the pool drops the client when it is released.
+ *
+ * And with TCP keepalive on (unless the config says otherwise): a database host that vanishes mid-query without
+ * a reset (a crash, a cut network) is noticed by the kernel's probes after {@link PG_KEEPALIVE_DELAY_MS} of
+ * silence, and the query fails, where it waited forever (a transfer group holding its accounts' batcher slot, a
+ * webhook claim its lease).
  */
 export class GuardedPgClient extends pg.Client {
   constructor(config?: string | pg.ClientConfig) {
-    super(config);
+    super(
+      typeof config === 'string'
+        ? { connectionString: config, ...SOCKET_KEEPALIVE }
+        : { ...SOCKET_KEEPALIVE, ...config },
+    );
     this.on('error', () => undefined);
   }
 }

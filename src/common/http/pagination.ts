@@ -8,7 +8,8 @@ import {
 } from '@nestjs/common';
 import { ApiQuery } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { IsInt, IsOptional, IsString, Max, Min } from 'class-validator';
+import { MaxLength } from './validators.js';
 import type { Response } from 'express';
 import { map, type Observable } from 'rxjs';
 import { ValidationFailedError } from '../errors/domain-errors.js';

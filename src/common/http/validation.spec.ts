@@ -7,12 +7,12 @@ import {
   IsObject,
   IsOptional,
   IsString,
-  Length,
   Min,
   ValidateNested,
 } from 'class-validator';
 import { ValidationFailedError, type ValidationItem } from '../errors/domain-errors.js';
 import { createValidationPipe, toValidationItems } from './validation.js';
+import { Length } from './validators.js';
 
 // With stopAtFirstError, class-validator checks the decorator nearest the
 // property first: the type check goes last in the list so it wins.

@@ -21,8 +21,16 @@ export class AuditController {
       "The application's audit trail, oldest first: who changed or read what, when, with what outcome, in which request",
   })
   @ApiQuery({ name: 'resource', required: false, description: 'only records of this resource (its id)' })
-  @ApiQuery({ name: 'from', required: false, description: 'ISO 8601: records at or after this time' })
-  @ApiQuery({ name: 'to', required: false, description: 'ISO 8601: records before this time' })
+  @ApiQuery({
+    name: 'from',
+    required: false,
+    description: 'RFC 3339 date-time with an offset (2026-11-25T00:00:00Z): records at or after this time',
+  })
+  @ApiQuery({
+    name: 'to',
+    required: false,
+    description: 'RFC 3339 date-time with an offset (a bare date is refused): records before this time',
+  })
   @ApiQuery({
     name: 'after',
     required: false,

@@ -205,25 +205,14 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
       if (this.stopping) return 'skipped';
       const event = await this.claims.submit(eventId);
       if (!event) return 'skipped';
-      // Signed before the wait for a POST slot: a claimed batch's signatures, asked for in one turn of the
-      // loop, go to the signing thread as one message (asked for as slots free up, they went one by one).
-      // The attempt's Webhook-Timestamp is the signing time: the signature covers it (SignedAttempt).
-      const timestamp = Math.floor(Date.now() / 1000);
-      const body = event.url
-        ? this.signer.sign(await this.signingKeys.current(), event.payload, { id: event.id, timestamp })
-        : undefined;
-      body?.catch(() => undefined); // its failure is the attempt's, below (not an unhandled rejection meanwhile)
-      await this.posts.acquire();
       let attempt: Attempt | undefined;
       try {
-        if (!this.stopping) {
-          const signed = await body;
-          const leaseLeftMs = event.leaseEndsAt - performance.now();
-          if (leaseLeftMs >= this.leaseNeededMs) attempt = await this.attempt(event, signed, timestamp);
-          else this.reportGivenBack(event, leaseLeftMs);
-        }
-      } finally {
-        this.posts.release();
+        attempt = await this.signAndSend(event);
+      } catch (error) {
+        // Nothing was POSTed (signing failed: the key file unreadable, the signing thread gone): the claim goes
+        // back uncounted, as for a stopping worker, instead of holding its lease and an attempt until it ran out.
+        await this.giveBack(event);
+        throw error;
       }
       if (!attempt) {
         await this.giveBack(event);
@@ -232,6 +221,29 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
       return await this.records.submit(attempt);
     } finally {
       this.deliveries.release();
+    }
+  }
+
+  /** Signs a claimed event and POSTs it when a slot frees: the attempt, or undefined when it was not sent. */
+  private async signAndSend(event: ClaimedEvent): Promise<Attempt | undefined> {
+    // Signed before the wait for a POST slot: a claimed batch's signatures, asked for in one turn of the
+    // loop, go to the signing thread as one message (asked for as slots free up, they went one by one).
+    // The attempt's Webhook-Timestamp is the signing time: the signature covers it (SignedAttempt).
+    const timestamp = Math.floor(Date.now() / 1000);
+    const body = event.url
+      ? this.signer.sign(await this.signingKeys.current(), event.payload, { id: event.id, timestamp })
+      : undefined;
+    body?.catch(() => undefined); // its failure is the attempt's, below (not an unhandled rejection meanwhile)
+    await this.posts.acquire();
+    try {
+      if (this.stopping) return undefined;
+      const signed = await body;
+      const leaseLeftMs = event.leaseEndsAt - performance.now();
+      if (leaseLeftMs >= this.leaseNeededMs) return await this.attempt(event, signed, timestamp);
+      this.reportGivenBack(event, leaseLeftMs);
+      return undefined;
+    } finally {
+      this.posts.release();
     }
   }
 

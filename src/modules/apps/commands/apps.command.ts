@@ -13,45 +13,48 @@ interface AppsOptions {
   keyId?: string;
 }
 
+/**
+ * Each subcommand declares the options it reads and no other, so its help lists only those and commander refuses
+ * any other flag (`apps create --url X` was accepted and created the application without a webhook when every
+ * subcommand shared all six options).
+ */
 @Injectable()
 abstract class AppsSubCommand extends CommandRunner {
   constructor(protected readonly apps: AppsService) {
     super();
   }
+}
 
+/** A subcommand about one application (`--app-id`). */
+abstract class OneAppSubCommand extends AppsSubCommand {
+  @Option({ flags: '--app-id <id>', description: 'application id' })
+  parseAppId(value: string): string {
+    return value;
+  }
+}
+
+const PUBLIC_KEY_OPTION = {
+  flags: '--public-key <file>',
+  description: 'EC P-256 public key file, PEM (SPKI) or JWK',
+};
+
+@SubCommand({ name: 'create', description: 'register an application with its first public key' })
+export class AppsCreateCommand extends AppsSubCommand {
   @Option({ flags: '--name <name>', description: 'application name' })
   parseName(value: string): string {
     return value;
   }
 
-  @Option({ flags: '--public-key <file>', description: 'EC P-256 public key file, PEM (SPKI) or JWK' })
+  @Option(PUBLIC_KEY_OPTION)
   parsePublicKey(value: string): string {
     return value;
   }
 
-  @Option({ flags: '--webhook-url <url>', description: 'URL that receives webhooks' })
+  @Option({ flags: '--webhook-url <url>', description: 'URL that receives webhooks (optional)' })
   parseWebhookUrl(value: string): string {
     return value;
   }
 
-  @Option({ flags: '--url <url>', description: 'URL that receives webhooks' })
-  parseUrl(value: string): string {
-    return value;
-  }
-
-  @Option({ flags: '--app-id <id>', description: 'application id' })
-  parseAppId(value: string): string {
-    return value;
-  }
-
-  @Option({ flags: '--key-id <kid>', description: 'keyId (RFC 7638 thumbprint)' })
-  parseKeyId(value: string): string {
-    return value;
-  }
-}
-
-@SubCommand({ name: 'create', description: 'register an application with its first public key' })
-export class AppsCreateCommand extends AppsSubCommand {
   async run(_args: string[], options: AppsOptions): Promise<void> {
     const name = requireOption(options.name, '--name');
     const publicKey = await readKeyFile(requireOption(options.publicKey, '--public-key'));
@@ -69,7 +72,12 @@ export class AppsListCommand extends AppsSubCommand {
 }
 
 @SubCommand({ name: 'set-webhook', description: "set an application's webhook URL" })
-export class AppsSetWebhookCommand extends AppsSubCommand {
+export class AppsSetWebhookCommand extends OneAppSubCommand {
+  @Option({ flags: '--url <url>', description: 'URL that receives webhooks' })
+  parseUrl(value: string): string {
+    return value;
+  }
+
   async run(_args: string[], options: AppsOptions): Promise<void> {
     printJson(
       await this.apps.setWebhook(
@@ -82,7 +90,12 @@ export class AppsSetWebhookCommand extends AppsSubCommand {
 }
 
 @SubCommand({ name: 'add-key', description: 'register another public key for an application' })
-export class AppsAddKeyCommand extends AppsSubCommand {
+export class AppsAddKeyCommand extends OneAppSubCommand {
+  @Option(PUBLIC_KEY_OPTION)
+  parsePublicKey(value: string): string {
+    return value;
+  }
+
   async run(_args: string[], options: AppsOptions): Promise<void> {
     const appId = requireOption(options.appId, '--app-id');
     const publicKey = await readKeyFile(requireOption(options.publicKey, '--public-key'));
@@ -91,7 +104,12 @@ export class AppsAddKeyCommand extends AppsSubCommand {
 }
 
 @SubCommand({ name: 'revoke-key', description: "revoke one of an application's keys" })
-export class AppsRevokeKeyCommand extends AppsSubCommand {
+export class AppsRevokeKeyCommand extends OneAppSubCommand {
+  @Option({ flags: '--key-id <kid>', description: 'keyId (RFC 7638 thumbprint)' })
+  parseKeyId(value: string): string {
+    return value;
+  }
+
   async run(_args: string[], options: AppsOptions): Promise<void> {
     printJson(
       await this.apps.revokeKey(

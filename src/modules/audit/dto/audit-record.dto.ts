@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsOptional, IsString } from 'class-validator';
+import { MaxLength } from '#common/http/validators.js';
 import { PageQueryDto } from '#common/http/pagination.js';
 
 /** `GET /v1/audit?resource=&from=&to=&after=&limit=` (`cursor` too, as on every list route). */

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsNotEmpty, IsOptional, IsString } from 'class-validator';
+import { MaxLength } from '#common/http/validators.js';
 
 export class TokenRequestDto {
   @ApiProperty({ description: 'The application id (equal to its clientId)', format: 'uuid' })

@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsIn, IsNotEmpty, IsString, MaxLength } from 'class-validator';
-import { IsCountryCode, IsRequiredNested } from '#common/http/validators.js';
+import { IsIn, IsNotEmpty, IsString } from 'class-validator';
+import { IsCountryCode, IsRequiredNested, MaxLength } from '#common/http/validators.js';
 import { LegalAddressDto } from '#modules/kyc/dto/legal-address.dto.js';
 
 export const COMPANY_TAX_TYPES = ['CUIT', 'CNPJ', 'cuit', 'cnpj'] as const;

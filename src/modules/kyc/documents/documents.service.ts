@@ -91,6 +91,18 @@ export class DocumentsService {
         });
       });
     } catch (error) {
+      // A COMMIT whose answer was lost (the connection cut after the server committed) throws too: the row is
+      // there, and so must the bytes be. Asked again; a document recorded after all is the answer.
+      const recorded = await this.dataSource
+        .getRepository(DocumentEntity)
+        .existsBy({ id })
+        .catch(() => undefined);
+      if (recorded) return this.view(row);
+      if (recorded === undefined) {
+        // Not known (the database still unreachable): the bytes stay, the log names them.
+        this.logger.warn({ storageKey }, 'a document whose recording failed may be in storage without a row');
+        throw error;
+      }
       // No row names the bytes: they go too (an identity document kept with nothing pointing to it). Should
       // that fail as well, the log says which key was left.
       await this.storage

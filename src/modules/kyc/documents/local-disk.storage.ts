@@ -8,10 +8,20 @@ export class LocalDiskStorage implements DocumentStorage {
 
   async put(key: string, bytes: Buffer): Promise<void> {
     const file = this.resolve(key);
-    await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    const created = await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+    if (created !== undefined) await syncDirectory(path.dirname(created));
     const temporary = `${file}.${process.pid}.tmp`;
-    await fs.writeFile(temporary, bytes, { mode: 0o600 });
+    // Durable before the document's row commits: the file's bytes, then its name in the directory (a crash of
+    // the machine must not leave a committed row whose file is empty or missing).
+    const handle = await fs.open(temporary, 'w', 0o600);
+    try {
+      await handle.writeFile(bytes);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
     await fs.rename(temporary, file);
+    await syncDirectory(path.dirname(file));
   }
 
   async get(key: string): Promise<Buffer> {
@@ -25,5 +35,14 @@ export class LocalDiskStorage implements DocumentStorage {
   private resolve(key: string): string {
     if (!/^[0-9a-f-]{36}\/[0-9a-f-]{36}$/.test(key)) throw new Error('invalid storage key');
     return path.join(this.root, key);
+  }
+}
+
+async function syncDirectory(directory: string): Promise<void> {
+  const handle = await fs.open(directory, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
 }

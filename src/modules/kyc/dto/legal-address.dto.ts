@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
-import { IsCountryCode } from '#common/http/validators.js';
+import { IsNotEmpty, IsString } from 'class-validator';
+import { IsCountryCode, MaxLength } from '#common/http/validators.js';
 
 /** LegalAddress: all nine fields required (closed). */
 export class LegalAddressDto {

@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsString, Length, Matches } from 'class-validator';
+import { IsString, Matches } from 'class-validator';
+import { Length } from '#common/http/validators.js';
 
 /** SMSSendRequest (closed). */
 export class SmsSendRequestDto {

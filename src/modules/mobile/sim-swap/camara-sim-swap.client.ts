@@ -71,9 +71,13 @@ export class CamaraSimSwapClient implements SimSwapProvider {
     const code = typeof body?.code === 'string' ? body.code : undefined;
     // Status and CAMARA code only: the number never reaches the logs.
     this.logger.warn({ correlator, status: response.status, code, ms }, 'CAMARA SIM swap refused the check');
+    // A 404 is the number's, whatever its code (decision 0010: releases name it NOT_FOUND,
+    // IDENTIFIER_NOT_FOUND, SIM_SWAP.UNKNOWN_PHONE_NUMBER, …); a 400 or 422 only with a code that says so.
     const unsupported =
-      (response.status === 400 || response.status === 404 || response.status === 422) &&
-      (code === undefined ? response.status === 404 : UNSUPPORTED_NUMBER_CODES.has(code));
+      response.status === 404 ||
+      ((response.status === 400 || response.status === 422) &&
+        code !== undefined &&
+        UNSUPPORTED_NUMBER_CODES.has(code));
     throw new SimSwapLookupError(
       unsupported ? 'unsupported-number' : 'unavailable',
       `SIM swap provider answered ${response.status}${code ? ` ${code}` : ''}`,

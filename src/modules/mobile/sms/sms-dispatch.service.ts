@@ -8,6 +8,9 @@ import { ADVISORY_LOCKS, lockUntilCommit } from '#common/database/advisory-locks
 
 export type DispatchOutcome = 'submitted' | 'rejected' | 'skipped';
 
+/** Waits between tries to record an accepted SMS (about 11 s in all, under a stopping worker's 25 s). */
+const RECORD_RETRY_DELAYS_MS = [100, 250, 500, 1_000, 2_000, 3_000, 4_000];
+
 /**
  * The provider id to store for an accepted message: as the provider gave it, or NULL when it is empty (an
  * SMSC's submit_sm_resp without a message_id). NULL matches no receipt and, unlike '', never meets the
@@ -49,8 +52,8 @@ export class SmsDispatchService {
     if (result.accepted) {
       const provider = this.provider.name;
       const providerMessageId = storedProviderId(result.providerMessageId);
-      const previous = await this.dataSource.transaction((manager) =>
-        this.recordSubmitted(manager, messageId, providerMessageId),
+      const previous = await this.persistently(messageId, () =>
+        this.dataSource.transaction((manager) => this.recordSubmitted(manager, messageId, providerMessageId)),
       );
       this.logger.info({ messageId, provider, providerMessageId }, 'SMS submitted');
       if (providerMessageId === null) {
@@ -76,6 +79,28 @@ export class SmsDispatchService {
     );
     this.logger.warn({ messageId, provider: this.provider.name, errorCode: result.errorCode }, 'SMS refused');
     return 'rejected';
+  }
+
+  /**
+   * Records what the provider already did, tried again in this process before the job fails: a failed job is
+   * retried with the message still QUEUED and its text kept, and the retry sends the SMS again. A pool checkout
+   * that timed out or a failover is over in seconds, so the job fails (and the SMS may go twice: decision 0010's
+   * at-least-once) only when the database stays out of reach for all of {@link RECORD_RETRY_DELAYS_MS}.
+   */
+  private async persistently<T>(messageId: string, record: () => Promise<T>): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await record();
+      } catch (error) {
+        const delay = RECORD_RETRY_DELAYS_MS[attempt];
+        if (delay === undefined) throw error;
+        this.logger.warn(
+          { err: error, messageId, attempt: attempt + 1 },
+          'could not record an SMS the provider accepted; trying again',
+        );
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
   }
 
   /**

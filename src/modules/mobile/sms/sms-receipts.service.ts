@@ -8,8 +8,18 @@ import {
   replacesFinalStatus,
   type DeliveryReceipt,
 } from '../smpp/delivery-receipt.js';
+import { SMS_STATUS } from './sms-status.js';
 
 export type ReceiptOutcome = 'applied' | 'ignored' | 'unmatched';
+
+/** A receipt that matched no message while a submission is still to be recorded: the SMSC should send it later. */
+export class ReceiptTooEarlyError extends Error {
+  constructor() {
+    super(
+      'delivery receipt for no recorded message while a submission is not recorded yet; asked again later',
+    );
+  }
+}
 
 /** How long a receipt may wait for its message's provider id to be recorded (the two race after submit). */
 const UNMATCHED_RETRIES = 10;
@@ -35,6 +45,11 @@ export class SmsReceiptsService {
       const outcome = await this.applyOnce(provider, receipt);
       if (outcome !== 'unmatched' || attempt >= UNMATCHED_RETRIES) {
         if (outcome === 'unmatched') {
+          if (await this.submissionsUnrecorded()) {
+            // Perhaps this one's: its recording is late (retried through a database fault). The SMSC is asked to
+            // send the receipt again later (ESME_RX_T_APPN) instead of having it acknowledged and lost.
+            throw new ReceiptTooEarlyError();
+          }
           // Only the provider's id: the receipt's text may name the destination.
           this.logger.warn(
             { provider, providerMessageId: receipt.id },
@@ -45,6 +60,18 @@ export class SmsReceiptsService {
       }
       await new Promise((resolve) => setTimeout(resolve, UNMATCHED_RETRY_MS));
     }
+  }
+
+  /**
+   * Whether a message was handed to a provider and not recorded yet (QUEUED with an attempt: its worker is
+   * between the submit and its record, or its job will retry). The partial index of QUEUED messages finds them.
+   */
+  private async submissionsUnrecorded(): Promise<boolean> {
+    const [row] = (await this.dataSource.query(
+      `SELECT EXISTS (SELECT 1 FROM sms_messages WHERE status = $1 AND attempts > 0) AS pending`,
+      [SMS_STATUS.queued],
+    )) as { pending: boolean }[];
+    return row.pending;
   }
 
   /**

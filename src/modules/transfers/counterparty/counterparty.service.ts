@@ -30,7 +30,8 @@ export class CounterpartyService {
 
   async lookup(destinatario: string, path = 'destinatario'): Promise<ResolvedCounterparty> {
     const value = destinatario.trim();
-    const isNumber = /^\d+$/.test(value);
+    // Longer than any alias (20): an account number. Digits that fit the alias rule are an alias (decision 0012).
+    const isNumber = /^\d{21,}$/.test(value);
     if (isNumber && !isValidCbu(value)) {
       throw ValidationFailedError.single(
         path,

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsNotEmpty, IsNumber, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsNotEmpty, IsNumber, IsOptional, IsString } from 'class-validator';
+import { MaxLength } from '#common/http/validators.js';
 import { TransactionInfoDto } from './transfer.dto.js';
 
 /** POST /wallet/transactions/{uuid}/reversals (closed). */

@@ -12,9 +12,9 @@ import {
   IsString,
   IsUUID,
   Matches,
-  MaxLength,
   ValidateNested,
 } from 'class-validator';
+import { MaxLength } from '#common/http/validators.js';
 
 export const CONCEPTS = [
   'VAR',

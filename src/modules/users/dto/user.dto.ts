@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsBoolean, IsEmail, IsIn, IsNotEmpty, IsOptional, IsString, MaxLength } from 'class-validator';
-import { IsCountryCode, IsRealDate, IsRequiredNested } from '#common/http/validators.js';
+import { IsBoolean, IsEmail, IsIn, IsNotEmpty, IsOptional, IsString } from 'class-validator';
+import { IsCountryCode, IsRealDate, IsRequiredNested, MaxLength } from '#common/http/validators.js';
 import { LegalAddressDto } from '#modules/kyc/dto/legal-address.dto.js';
 
 export const TAX_ID_TYPES_IN = ['cuil', 'cuit'] as const;

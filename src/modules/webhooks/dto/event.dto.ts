@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsIn, IsOptional, IsString } from 'class-validator';
+import { MaxLength } from '#common/http/validators.js';
 import { PageQueryDto } from '#common/http/pagination.js';
 import { WEBHOOK_EVENTS } from '../webhook-events.js';
 

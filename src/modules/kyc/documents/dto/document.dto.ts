@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsNotEmpty, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
+import { IsNotEmpty, IsOptional, IsString, Matches } from 'class-validator';
+import { MaxLength } from '#common/http/validators.js';
 
 /** UploadDocumentRequest (multipart/form-data): name (optional), documentType, file. */
 export class UploadDocumentDto {

@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsNotEmpty, IsString, MaxLength } from 'class-validator';
+import { IsNotEmpty, IsString } from 'class-validator';
+import { MaxLength } from '#common/http/validators.js';
 
 /** CounterpartyRequest. */
 export class CounterpartyRequestDto {

@@ -8,8 +8,8 @@ import {
   IsString,
   IsUUID,
   Matches,
-  MaxLength,
 } from 'class-validator';
+import { MaxLength } from '#common/http/validators.js';
 import { ALIAS_PATTERN } from '../../alias.js';
 
 const number = () => IsNumber({ allowNaN: false, allowInfinity: false });

@@ -1,5 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
-import { IsOptional, IsString, MaxLength } from 'class-validator';
+import { IsOptional, IsString } from 'class-validator';
+import { MaxLength } from '#common/http/validators.js';
 import { PageQueryDto } from '#common/http/pagination.js';
 
 /** `?from=&to=` (RFC 3339 date-times; checked by the service so the error names the parameter) and the page. */
