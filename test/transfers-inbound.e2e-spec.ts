@@ -105,6 +105,42 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
     expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
   });
 
+  it('credits once per rail reference: the same message again answers the first credit, run at once or later', async () => {
+    const target = await openAccount(t.http, token, clientAppId, await createOwner(t.http, token));
+    const reference = ['--reference', `COELSA-${Date.now()}`];
+    // Twice at once (a rail that delivered its message twice), then once more.
+    const [first, second] = await Promise.all([
+      inbound(target.cvu, '40', reference),
+      inbound(target.cvu, '40', reference),
+    ]);
+    const third = await inbound(target.cvu, '40', reference);
+    for (const result of [first, second, third]) expect(result.code).toBe(0);
+    const answers = [first, second, third].map(
+      (result) => JSON.parse(result.stdout) as { transferId: string },
+    );
+    expect(new Set(answers.map((answer) => answer.transferId)).size).toBe(1);
+    const balance = await request(t.http)
+      .get(`/v1/wallet/accounts/${target.uuid}/balance`)
+      .set('Authorization', bearer(token));
+    expect(balance.body.balance).toBe(40);
+    expect(
+      await t.dataSource.query(`SELECT count(*)::int AS n FROM transfers WHERE account_id = $1`, [
+        target.uuid,
+      ]),
+    ).toStrictEqual([{ n: 1 }]);
+
+    // The same reference for another amount is refused, and credits nothing; a new reference credits.
+    const other = await inbound(target.cvu, '41', reference);
+    expect({ code: other.code, stdout: other.stdout }).toStrictEqual({ code: 1, stdout: '' });
+    expect(other.stderr).toMatch(/reference: this reference was used for another credit/);
+    expect((await inbound(target.cvu, '41', ['--reference', `${reference[1]}-b`])).code).toBe(0);
+    const after = await request(t.http)
+      .get(`/v1/wallet/accounts/${target.uuid}/balance`)
+      .set('Authorization', bearer(token));
+    expect(after.body.balance).toBe(81);
+    expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
+  });
+
   it('money that arrives while its account is being closed is refused, not credited to the closed account', async () => {
     const closingAccount = await openAccount(t.http, token, clientAppId, await createOwner(t.http, token));
     const closing = await holdAccountClosing(t.dataSource, closingAccount.uuid);
@@ -148,6 +184,7 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
       argsWith({ '--amount': '100.0000000000000001' }),
       // A name longer than the API takes for a counterparty (200): it was written whole.
       argsWith({ '--name': 'n'.repeat(201) }),
+      [...argsWith({}), '--reference', 'with space'],
     ];
     for (const args of cases) {
       const result = await cli(['transfers', 'inbound', ...args]);

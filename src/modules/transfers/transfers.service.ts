@@ -1,6 +1,7 @@
+import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import { actorOf, type Principal } from '#common/auth/principal.js';
 import { ReadDatabase } from '#common/database/read-database.js';
 import { PinoLogger } from '#common/logging/pino-logger.js';
@@ -30,7 +31,7 @@ import { encodeTransferRequest } from './transfer-function.contract.js';
 import { createdView, TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
 import { auditAppend, type AuditActor } from '#modules/audit/audit-trail.js';
-import { requestHash } from './request-hash.js';
+import { canonicalJson, requestHash } from './request-hash.js';
 
 /** An Idempotency-Key: 1-255 visible ASCII characters (no space: the reversal namespace relies on it). */
 export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -149,9 +150,11 @@ export class TransfersService {
       fromName: string;
       fromTaxId: string;
       concept: string;
+      /** The rail's own id of the credit: a second credit with it answers the first (24 to 48 hours). */
+      reference?: string;
     },
     actor: AuditActor,
-  ): Promise<{ transferId: string; accountId: string; status: 'ACREDITADO' }> {
+  ): Promise<InboundCredit> {
     if (!isValidCbu(input.fromIdentifier)) {
       throw ValidationFailedError.single(
         'from',
@@ -172,6 +175,9 @@ export class TransfersService {
         [input.cvu],
       )) as { id: string; app_id: string; transfer_id: string }[];
       if (!row) throw new NotFoundError(input.cvu, 'No account with that CVU');
+      const claim =
+        input.reference === undefined ? undefined : await claimRailReference(manager, row.app_id, input);
+      if (claim && 'replay' in claim) return claim.replay;
       // Locked, so its state is the one after any close or status change that held the row: as an account is
       // closed (DELETE) under this lock, a credit never lands in a closed account.
       const account = await this.accounts.require(
@@ -229,7 +235,9 @@ export class TransfersService {
         { ...actor, appId: account.appId },
         { resourceType: 'transfer', resourceId: id, outcome: 'ACREDITADO' },
       );
-      return { transferId: id, accountId: account.id, status: 'ACREDITADO' as const };
+      const credit: InboundCredit = { transferId: id, accountId: account.id, status: 'ACREDITADO' };
+      if (claim) await claim.answer(credit);
+      return credit;
     });
     return work.catch((error: unknown) => {
       throw refusalOf(error) ?? error;
@@ -259,4 +267,54 @@ export class TransfersService {
       nextCursor: more && last ? encodeCursor({ createdAt: last.createdAt, id: last.view.uuid }) : null,
     };
   }
+}
+
+/** A credit from the rail, as the CLI prints it. */
+export interface InboundCredit {
+  transferId: string;
+  accountId: string;
+  status: 'ACREDITADO';
+}
+
+/**
+ * Claims the rail's reference of an inbound credit in `idempotency_keys` (the account's application, key
+ * `inbound <reference>`, the same table and pruning as an Idempotency-Key), in the credit's transaction: a rail
+ * message delivered again, or a command run again after a failure whose outcome was unclear, answers the credit
+ * already made instead of crediting twice. A twin sent at once waits for the first's commit on the key's row. The
+ * same reference with other details is refused.
+ */
+async function claimRailReference(
+  manager: EntityManager,
+  appId: string,
+  input: { reference?: string; cvu: string; amount: number; fromIdentifier: string },
+): Promise<{ replay: InboundCredit } | { answer: (credit: InboundCredit) => Promise<void> }> {
+  const key = `inbound ${input.reference}`;
+  const hash = createHash('sha256')
+    .update(canonicalJson({ cvu: input.cvu, amount: input.amount, from: input.fromIdentifier }))
+    .digest('hex');
+  const claimed = (await manager.query(
+    `INSERT INTO idempotency_keys (app_id, key, request_hash) VALUES ($1, $2, $3)
+     ON CONFLICT DO NOTHING RETURNING key`,
+    [appId, key, hash],
+  )) as unknown[];
+  if (claimed.length === 0) {
+    const [stored] = (await manager.query(
+      `SELECT request_hash, response_body FROM idempotency_keys WHERE app_id = $1 AND key = $2`,
+      [appId, key],
+    )) as { request_hash: string; response_body: InboundCredit | null }[];
+    if (stored?.request_hash === hash && stored.response_body) return { replay: stored.response_body };
+    throw ValidationFailedError.single(
+      'reference',
+      'duplicate',
+      'this reference was used for another credit',
+    );
+  }
+  return {
+    answer: async (credit) => {
+      await manager.query(
+        `UPDATE idempotency_keys SET response_status = 201, response_body = $3 WHERE app_id = $1 AND key = $2`,
+        [appId, key, JSON.stringify(credit)],
+      );
+    },
+  };
 }

@@ -13,6 +13,7 @@ interface InboundOptions {
   name?: string;
   cuit?: string;
   concept?: string;
+  reference?: string;
 }
 
 @SubCommand({
@@ -54,6 +55,15 @@ export class TransfersInboundCommand extends CommandRunner {
     return value;
   }
 
+  @Option({
+    flags: '--reference <id>',
+    description:
+      "the rail's id of the credit: run again with it, the command prints the same credit, made once",
+  })
+  parseReference(value: string): string {
+    return value;
+  }
+
   async run(_args: string[], options: InboundOptions): Promise<void> {
     const amountText = requireOption(options.amount, '--amount');
     if (!/^\d+(\.\d+)?$/.test(amountText))
@@ -74,6 +84,7 @@ export class TransfersInboundCommand extends CommandRunner {
           fromName: requireOption(options.name, '--name'),
           fromTaxId: requireOption(options.cuit, '--cuit'),
           concept,
+          reference: referenceOption(options.reference),
         },
         cliActor('transfers inbound'),
       ),
@@ -137,3 +148,11 @@ export class TransfersCommand extends CommandRunner {
 }
 
 export const TRANSFERS_COMMANDS = [TransfersCommand, TransfersInboundCommand, TransfersReturnCommand];
+
+/** A rail reference: 1 to 100 visible ASCII characters, as an Idempotency-Key's are (up to 255). */
+function referenceOption(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  if (!/^[\x21-\x7e]{1,100}$/.test(value))
+    throw new CliUsageError('--reference must be 1 to 100 visible ASCII characters');
+  return value;
+}
