@@ -291,9 +291,10 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
 
   it('never POSTs a claim whose lease may run out during the attempt; the next claim delivers it, once', async () => {
     // Two workers on one database, as the service's own (nothing in this process delivers by itself). The slow
-    // one has a single POST slot and a lease of WEBHOOK_TIMEOUT_MS (3 s) + 500 ms, and claims two events at once.
+    // one has a single POST slot and a lease of WEBHOOK_TIMEOUT_MS (3 s) + 1.5 s, and claims two events at once.
     // The receiver answers the first request of each event after 2.5 s (within the timeout), later ones at once:
-    // the second event gets its slot with about 1 s of lease left, less than an attempt may take. The other
+    // the second event gets its slot with about 2 s of lease left, less than an attempt may take (3.25 s). The
+    // first has 1.25 s to be signed and sent (under a full suite's load its signing took more than 250 ms). The other
     // worker claims it as soon as nobody holds it, as the sweeper's job would.
     const t = await startTestApp({
       env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_TIMEOUT_MS: '3000', ...isolatedRedisEnv(10) },
@@ -314,7 +315,7 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
         await t.app.resolve(PinoLogger),
         limits,
       );
-    const slow = await worker({ postsInFlight: 1, leaseExtraMs: 500, leaseMarginMs: 250 });
+    const slow = await worker({ postsInFlight: 1, leaseExtraMs: 1_500, leaseMarginMs: 250 });
     const other = await worker();
     const leaseOf = async (id: string) =>
       (
