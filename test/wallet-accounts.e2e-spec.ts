@@ -339,6 +339,10 @@ describe('wallet accounts (real database)', () => {
       expect(mine.status).toBe(201);
       expectIssuedCvu((mine.body as AccountInfo).cvu);
       expect((await get((mine.body as AccountInfo).uuid, myToken)).body).toStrictEqual(mine.body);
+      // The user chose its limits and fee: the account waits for the application to activate it.
+      expect((mine.body as AccountInfo).status).toBe('PENDING');
+      expect((await patch((mine.body as AccountInfo).uuid, { status: 'ACTIVE' }, myToken)).status).toBe(403);
+      expect((await patch((mine.body as AccountInfo).uuid, { status: 'ACTIVE' })).status).toBe(200);
       // The company's own token opens the company's account.
       const companyAccount = await post(
         accountBody(appA.appId, company, 'COMPANY'),

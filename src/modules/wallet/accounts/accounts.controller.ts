@@ -67,7 +67,12 @@ export class AccountsController {
 
   @Post()
   @AuthEither()
-  @ApiOperation({ summary: 'Open a wallet account for a user or company (issues a CVU and an alias)' })
+  @ApiOperation({
+    summary: 'Open a wallet account for a user or company (issues a CVU and an alias)',
+    description:
+      'Opened with an application token the account is ACTIVE; opened with a user token it is PENDING until the ' +
+      'application sets it ACTIVE (the user chose its limits and fee).',
+  })
   @ApiCreatedResponse({ type: AccountInfoDto })
   create(
     @CurrentPrincipal() principal: Principal,

@@ -94,7 +94,9 @@ export class AccountsService {
             cvu: buildCvu(this.config.cvuPspCode, BigInt(seq)),
             alias,
             currency,
-            status: 'ACTIVE',
+            // Opened by the application: ACTIVE. Opened by its user: PENDING until the application activates it
+            // (only the application does, decision 0053), since the user chose the limits and fee it opens with.
+            status: principal.kind === 'subject' ? 'PENDING' : 'ACTIVE',
             monthlyDepositLimit: toDb(limits.monthlyDepositLimit),
             monthlyWithdrawLimit: toDb(limits.monthlyWithdrawLimit),
             annualDepositLimit: toDb(limits.annualDepositLimit),

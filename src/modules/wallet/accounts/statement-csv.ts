@@ -25,6 +25,14 @@ const field = (value: string | null): string =>
 const exact = (value: Money): string => value.toFixed();
 
 /**
+ * Free text (a movement's kind, reference and description, which a reversal's `reason` written by another user
+ * reaches) that a spreadsheet would read as a formula (`=`, `+`, `-`, `@`, a tab or a carriage return first) gets a
+ * leading `'`, OWASP's remedy for CSV injection: the cell shows the text instead of running it.
+ */
+const text = (value: string | null): string | null =>
+  value !== null && /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+
+/**
  * The statement as CSV (RFC 4180, CRLF, a header row; amounts exact with a decimal point; UTC times): an OPENING
  * row (balance at `from`), one MOVEMENT row per movement of the page, a CLOSING row (balance at `to`), and the
  * period's TOTAL_IN and TOTAL_OUT (in the amount column).
@@ -40,9 +48,9 @@ export function statementCsv(statement: ExactStatement): string {
       exact(m.running),
       m.posting_id,
       m.entry_id,
-      m.kind,
-      m.reference,
-      m.description,
+      text(m.kind),
+      text(m.reference),
+      text(m.description),
     ]),
     ['CLOSING', statement.to, null, exact(statement.closing), null, null, null, null, null],
     ['TOTAL_IN', statement.to, exact(statement.totalIn), null, null, null, null, null, null],
