@@ -45,6 +45,7 @@ describe('POST /v1/oauth/app/token', () => {
       aud: TEST_BASE_URL,
       sub: client.appId,
       client_id: client.appId,
+      app_key: client.keyId,
     });
     expect((claims.exp as number) - (claims.iat as number)).toBe(900);
   });
@@ -77,6 +78,21 @@ describe('POST /v1/oauth/app/token', () => {
     expect((await withAssertion(await clientAssertion(viaSecond))).status).toBe(200);
     await t.app.get(AppsService).revokeKey(client.appId, added.keyId, cliActor('test'));
     expectRefused(await withAssertion(await clientAssertion(viaSecond)));
+  });
+
+  it("ends the access tokens a key obtained when the key is revoked (within AUTH_CACHE_MS), not the other keys'", async () => {
+    const second = newKeyPair();
+    const added = await t.app.get(AppsService).addKey(client.appId, second.publicPem, cliActor('test'));
+    const viaSecond = { ...client, keyId: added.keyId, key: second };
+    const tokenOf = async (via: TestClient) =>
+      ((await withAssertion(await clientAssertion(via))).body as { accessToken: string }).accessToken;
+    const [bySecond, byFirst] = [await tokenOf(viaSecond), await tokenOf(client)];
+    const list = (accessToken: string) =>
+      request(t.http).get('/v1/users/all').set('Authorization', `Bearer ${accessToken}`);
+    expect([(await list(bySecond)).status, (await list(byFirst)).status]).toEqual([200, 200]);
+    await t.app.get(AppsService).revokeKey(client.appId, added.keyId, cliActor('test'));
+    await new Promise((resolve) => setTimeout(resolve, t.config.authCacheMs + 100));
+    expect([(await list(bySecond)).status, (await list(byFirst)).status]).toEqual([401, 200]);
   });
 
   it('refuses an expired assertion', async () => {

@@ -190,6 +190,17 @@ export class AppsService {
     return rows.length > 0;
   }
 
+  /** Whether the application `appId` is active and its key `keyId` is not revoked (an access token's check). */
+  async isKeyActive(appId: string, keyId: string): Promise<boolean> {
+    if (!UUID_PATTERN.test(appId)) return false;
+    const rows = (await this.dataSource.query(
+      `SELECT 1 FROM application_keys k JOIN applications a ON a.id = k.app_id
+        WHERE k.app_id = $1 AND k.key_id = $2 AND k.status = 'active' AND a.status = 'active'`,
+      [appId, keyId],
+    )) as unknown[];
+    return rows.length > 0;
+  }
+
   /**
    * Format, then SSRF: a host that resolves to a non-public address is refused (unless
    * WEBHOOK_ALLOW_PRIVATE_URLS). A host that does not resolve (yet) is accepted: every delivery checks the

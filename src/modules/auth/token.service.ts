@@ -55,12 +55,12 @@ export class TokenService {
         { path: 'grantType', message: 'grantType must be client_credentials', type: 'invalid' },
       ]);
     }
-    const payload = await this.verifyAssertion(input.appId, input.token);
+    const { payload, keyId } = await this.verifyAssertion(input.appId, input.token);
     // An application id is a uuid, whatever the case it was sent in: the token and everything it reaches carry
     // the stored (lower-case) form.
     const appId = input.appId.toLowerCase();
     await this.rememberJti(appId, payload);
-    return this.signAccessToken(appId);
+    return this.signAccessToken(appId, keyId);
   }
 
   /**
@@ -119,7 +119,11 @@ export class TokenService {
     return claims.sub;
   }
 
-  private async verifyAssertion(appId: string, assertion: string): Promise<JWTPayload> {
+  /** The assertion's claims, and the application key (its keyId) that signed it. */
+  private async verifyAssertion(
+    appId: string,
+    assertion: string,
+  ): Promise<{ payload: JWTPayload; keyId: string }> {
     let header: ReturnType<typeof decodeProtectedHeader>;
     try {
       header = decodeProtectedHeader(assertion);
@@ -129,7 +133,8 @@ export class TokenService {
     if (header.alg !== 'ES256') throw refuse('the assertion must be signed with ES256');
     if (typeof header.kid !== 'string' || header.kid.length === 0)
       throw refuse('the assertion header has no kid');
-    const key = await this.apps.findActiveKey(appId, header.kid);
+    const keyId = header.kid;
+    const key = await this.apps.findActiveKey(appId, keyId);
     if (!key) throw refuse('unknown application or key');
     let payload: JWTPayload;
     try {
@@ -155,7 +160,7 @@ export class TokenService {
     if (exp - iat > MAX_ASSERTION_LIFETIME_SECONDS) {
       throw refuse(`the assertion lifetime exceeds ${MAX_ASSERTION_LIFETIME_SECONDS} seconds`);
     }
-    return payload;
+    return { payload, keyId };
   }
 
   /** An assertion that carries a jti can be used once (RFC 7523 §3, item 7). */
@@ -179,10 +184,14 @@ export class TokenService {
     if ((inserted.raw as unknown[]).length === 0) throw refuse('the assertion was already used');
   }
 
-  private async signAccessToken(appId: string): Promise<IssuedToken> {
+  /**
+   * The access token names the application key its assertion was signed with (`app_key`), so revoking that key
+   * (`apps revoke-key`) ends the tokens it obtained within AUTH_CACHE_MS, not at their expiry.
+   */
+  private async signAccessToken(appId: string, appKeyId: string): Promise<IssuedToken> {
     const key = await this.signingKeys.current();
     const ttl = this.config.accessTokenTtlSeconds;
-    const accessToken = await new SignJWT({ client_id: appId, token_use: 'access' })
+    const accessToken = await new SignJWT({ client_id: appId, token_use: 'access', app_key: appKeyId })
       .setProtectedHeader({ alg: 'ES256', kid: key.kid, typ: ACCESS_TOKEN_TYP })
       .setIssuer(this.config.publicBaseUrl)
       .setAudience(this.config.publicBaseUrl)

@@ -13,6 +13,8 @@ interface AccessTokenPayload {
   client_id?: unknown;
   token_use?: unknown;
   sub?: unknown;
+  /** The application key whose assertion obtained the token (absent in tokens issued before 2026-12-01). */
+  app_key?: unknown;
 }
 
 /**
@@ -61,7 +63,13 @@ export class ClientCredentialsStrategy extends PassportStrategy(Strategy, 'cc') 
   async validate(payload: AccessTokenPayload): Promise<ClientPrincipal | false> {
     if (payload.token_use !== 'access' || typeof payload.client_id !== 'string') return false;
     if (payload.sub !== payload.client_id) return false;
-    if (!(await this.apps.isActive(payload.client_id))) return false;
+    // The application active, and the key that obtained the token not revoked (decision 0054).
+    const active =
+      payload.app_key === undefined
+        ? await this.apps.isActive(payload.client_id)
+        : typeof payload.app_key === 'string' &&
+          (await this.apps.isKeyActive(payload.client_id, payload.app_key));
+    if (!active) return false;
     return { kind: 'client', appId: payload.client_id };
   }
 }
