@@ -384,3 +384,48 @@ describe('KYC documents and sessions', () => {
     expect(row).toEqual({ app_id: client.appId, storage_key: `${client.appId}/${response.body.uuid}` });
   });
 });
+
+describe('KYC document uploads per owner and day', () => {
+  let t: TestApp;
+  let token: string;
+  let client: TestClient;
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { DOCUMENT_UPLOADS_PER_OWNER_PER_DAY: '2' } });
+    client = await registerClient(t.app);
+    token = await accessToken(t.http, client);
+  });
+  afterAll(() => t.close());
+
+  const createUser = async () => {
+    const response = await request(t.http)
+      .post('/v1/users')
+      .set('Authorization', `Bearer ${token}`)
+      .send(userBody());
+    expect(response.status).toBe(201);
+    return response.body.uuid as string;
+  };
+  const upload = (owner: string) =>
+    request(t.http)
+      .post(`/v1/users/${owner}/documents`)
+      .set('Authorization', `Bearer ${token}`)
+      .field('documentType', 'DNI_FRONT')
+      .attach('file', PNG, 'front.png');
+
+  it('refuses an owner its third upload of the day with 429 and Retry-After, storing nothing; others go on', async () => {
+    const [owner, other] = [await createUser(), await createUser()];
+    expect([(await upload(owner)).status, (await upload(owner)).status]).toEqual([201, 201]);
+    const refused = await upload(owner);
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBe('3600');
+    expect(refused.body).toMatchObject({ name: 'TooManyRequestsError' });
+    const [{ n }] = (await t.dataSource.query(
+      'SELECT count(*)::int AS n FROM documents WHERE owner_id = $1',
+      [owner],
+    )) as { n: number }[];
+    expect(n).toBe(2);
+    const folder = path.join(t.dataDir, 'documents', client.appId);
+    expect(readdirSync(folder)).toHaveLength(2);
+    expect((await upload(other)).status).toBe(201);
+  });
+});

@@ -1,6 +1,6 @@
 import type { EnvReaders } from '../env-readers.js';
 
-/** KYC documents: where their bytes are kept, and the largest upload. */
+/** KYC documents: where their bytes are kept, the largest upload, and how many an owner uploads a day. */
 export interface DocumentsConfig {
   /** Where document bytes are kept: local disk under DATA_DIR, or an S3-compatible bucket. */
   readonly documentStorage:
@@ -17,12 +17,15 @@ export interface DocumentsConfig {
       };
   /** Largest document upload accepted. */
   readonly documentMaxBytes: number;
+  /** Documents one owner may upload in 24 hours (a user token cannot fill the disk). */
+  readonly documentUploadsPerOwnerPerDay: number;
 }
 
 export function loadDocumentsConfig(readers: EnvReaders): DocumentsConfig {
   return {
     documentStorage: documentStorage(readers),
     documentMaxBytes: readers.int('DOCUMENT_MAX_BYTES', 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
+    documentUploadsPerOwnerPerDay: readers.int('DOCUMENT_UPLOADS_PER_OWNER_PER_DAY', 20, 1, 100_000),
   };
 }
 

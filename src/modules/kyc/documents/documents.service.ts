@@ -2,10 +2,10 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { fileTypeFromBuffer } from 'file-type';
-import { DataSource } from 'typeorm';
+import { DataSource, type EntityManager } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
 import { oldestFirstRows } from '#common/database/sql.js';
-import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { NotFoundError, TooManyRequestsError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import { assertStorableJson } from '#common/http/json-body.middleware.js';
 import { DEFAULT_PAGE_SIZE, toPage, type Page } from '#common/http/pagination.js';
@@ -64,6 +64,8 @@ export class DocumentsService {
         `file must be one of ${ALLOWED_CONTENT_TYPES.join(', ')}`,
       );
     }
+    // Before the bytes are stored (a refused flood writes nothing), and again under the owner's lock below.
+    await this.checkUploadLimit(this.dataSource.manager, principal.appId, ownerType, ownerId);
     const id = randomUUID();
     const storageKey = `${principal.appId}/${id}`;
     await this.storage.put(storageKey, file.buffer);
@@ -83,6 +85,7 @@ export class DocumentsService {
       await this.dataSource.transaction(async (manager) => {
         // The owner again, locked: one deleted while the bytes were stored gets no document (404).
         await this.owners.find(manager, principal, ownerType, ownerId, true);
+        await this.checkUploadLimit(manager, principal.appId, ownerType, ownerId);
         await manager.insert(DocumentEntity, row);
         await auditAppend(manager, requestActor(principal), {
           resourceType: 'document',
@@ -116,6 +119,29 @@ export class DocumentsService {
       throw error;
     }
     return this.view(row);
+  }
+
+  /**
+   * At most DOCUMENT_UPLOADS_PER_OWNER_PER_DAY documents per owner in 24 hours (429 with Retry-After): documents
+   * are kept (no route deletes one), so a user token looping uploads would otherwise fill the storage, which is
+   * the embedded database's disk by default. Counted through the owner's index, stopping at the limit.
+   */
+  private async checkUploadLimit(
+    manager: EntityManager,
+    appId: string,
+    ownerType: OwnerType,
+    ownerId: string,
+  ): Promise<void> {
+    const limit = this.config.documentUploadsPerOwnerPerDay;
+    const [{ n }] = (await manager.query(
+      `SELECT count(*)::int AS n FROM (SELECT 1 FROM documents
+          WHERE app_id = $1 AND owner_id = $2 AND owner_type = $3 AND created_at > now() - interval '1 day'
+          LIMIT $4) d`,
+      [appId, ownerId, ownerType, limit],
+    )) as { n: number }[];
+    if (n >= limit) {
+      throw new TooManyRequestsError(`an owner uploads at most ${limit} documents a day`, 3600);
+    }
   }
 
   async list(
