@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import pg from 'pg';
@@ -6,7 +7,13 @@ import { MAX_PAGE_SIZE } from '../src/common/http/pagination.js';
 import { AppsService } from '../src/modules/apps/apps.service.js';
 import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { WebhooksService, type EventView } from '../src/modules/webhooks/webhooks.service.js';
-import { accessToken, clientAssertion, registerClient, type TestClient } from './support/auth.js';
+import {
+  accessToken,
+  clientAssertion,
+  registerClient,
+  subjectToken,
+  type TestClient,
+} from './support/auth.js';
 import { bearer, countRows, expectValidation, userBody } from './support/identity.js';
 import { expectNoRoutes, seedBusyDay, sendSms, storedSms } from './support/mobile.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -22,6 +29,9 @@ const LIMITS = {
   SMS_APP_LIMIT_PER_MINUTE: '3',
   SMS_APP_LIMIT_PER_DAY: '20',
   SMS_DESTINATION_LIMIT_PER_HOUR: '1',
+  SMS_USER_LIMIT_PER_HOUR: '2',
+  SIM_SWAP_APP_LIMIT_PER_MINUTE: '3',
+  SIM_SWAP_USER_LIMIT_PER_HOUR: '1',
   DB_STATEMENT_TIMEOUT_MS: '2000',
   HTTP_HEADERS_TIMEOUT_MS: '1000',
   HTTP_REQUEST_TIMEOUT_MS: '2000',
@@ -145,6 +155,19 @@ describe('resource limits, each turned down on one application', () => {
       expect(await stored(sender.appId)).toBe(3);
     });
 
+    it("refuses a user its third message of the hour (400 NO ROUTES, Retry-After 600); the application's other users go on", async () => {
+      const sender = await registerClient(t.app, 'sms-user-limits');
+      const [first, second] = [randomUUID(), randomUUID()];
+      const user = bearer(await subjectToken(sender, first));
+      expect((await send(user, '541100000801')).status).toBe(200);
+      expect((await send(user, '541100000802')).status).toBe(200);
+      const refused = await send(user, '541100000803');
+      expectNoRoutes(refused);
+      expect(refused.headers['retry-after']).toBe('600');
+      expect((await send(bearer(await subjectToken(sender, second)), '541100000804')).status).toBe(200);
+      expect(await stored(sender.appId)).toBe(3);
+    });
+
     it('refuses past the daily limit: 400 NO ROUTES with Retry-After 3600', async () => {
       const busy = await registerClient(t.app, 'sms-busy-day');
       await seedBusyDay(t.dataSource, busy.appId, 20);
@@ -152,6 +175,31 @@ describe('resource limits, each turned down on one application', () => {
       expectNoRoutes(refused);
       expect(refused.headers['retry-after']).toBe('3600');
       expect(await stored(busy.appId)).toBe(20);
+    });
+  });
+
+  describe('SIM swap checks (each a paid request): per application 3 a minute, per user 1 an hour here', () => {
+    const check = (authorization: string) =>
+      request(t.http)
+        .post('/v1/mobile/simSwap')
+        .set('Authorization', authorization)
+        .send({ phoneNumber: '541123456789' });
+
+    it("refuses a user's second check of the hour, then the application's fourth of the minute: 400 NO ROUTES with Retry-After", async () => {
+      const caller = await registerClient(t.app, 'simswap-limits');
+      const user = bearer(await subjectToken(caller, randomUUID()));
+      expect((await check(user)).status).toBe(200);
+      const perUser = await check(user);
+      expectNoRoutes(perUser);
+      expect(perUser.headers['retry-after']).toBe('3600');
+      const app = bearer(await accessToken(t.http, caller));
+      expect([(await check(app)).status, (await check(app)).status]).toEqual([200, 200]);
+      const perApplication = await check(app);
+      expectNoRoutes(perApplication);
+      expect(perApplication.headers['retry-after']).toBe('60');
+      // Another application is counted apart.
+      const other = bearer(await accessToken(t.http, await registerClient(t.app, 'simswap-other')));
+      expect((await check(other)).status).toBe(200);
     });
   });
 

@@ -8,6 +8,11 @@ export interface MobileConfig {
   readonly smsAppLimitPerMinute: number;
   readonly smsAppLimitPerDay: number;
   readonly smsDestinationLimitPerHour: number;
+  /** SMS one user (a user token's subject) may send in an hour, within the application's limits. */
+  readonly smsUserLimitPerHour: number;
+  /** SIM swap checks (each a paid provider request) per application and minute, and per user and hour. */
+  readonly simSwapAppLimitPerMinute: number;
+  readonly simSwapUserLimitPerHour: number;
   /** How long the simulator takes to report a delivery receipt. */
   readonly smsSimDeliveryDelayMs: number;
   readonly smpp: {
@@ -68,6 +73,9 @@ export function loadMobileConfig({ str, int, url, choice, problems }: EnvReaders
     smsAppLimitPerMinute: int('SMS_APP_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
     smsAppLimitPerDay: int('SMS_APP_LIMIT_PER_DAY', 5000, 1, 100_000_000),
     smsDestinationLimitPerHour: int('SMS_DESTINATION_LIMIT_PER_HOUR', 10, 1, 1_000_000),
+    smsUserLimitPerHour: int('SMS_USER_LIMIT_PER_HOUR', 20, 1, 1_000_000),
+    simSwapAppLimitPerMinute: int('SIM_SWAP_APP_LIMIT_PER_MINUTE', 60, 1, 1_000_000),
+    simSwapUserLimitPerHour: int('SIM_SWAP_USER_LIMIT_PER_HOUR', 20, 1, 1_000_000),
     smsSimDeliveryDelayMs: int('SMS_SIM_DELIVERY_DELAY_MS', 2000, 0, 3_600_000),
     smpp: {
       host: required('SMPP_HOST', isSmpp, 'SMS_PROVIDER=smpp'),

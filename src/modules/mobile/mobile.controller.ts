@@ -1,4 +1,13 @@
-import { applyDecorators, Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
+import {
+  applyDecorators,
+  Body,
+  Controller,
+  Get,
+  HttpCode,
+  Param,
+  Post,
+  UseInterceptors,
+} from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiExtraModels,
@@ -20,6 +29,7 @@ import {
   SmsStatusNotFoundResponseDto,
   SmsStatusResponseDto,
 } from './dto/sms.dto.js';
+import { SimSwapRateLimitInterceptor } from './sim-swap/sim-swap-rate-limit.interceptor.js';
 import { SimSwapService } from './sim-swap/sim-swap.service.js';
 import { SmsService } from './sms/sms.service.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
@@ -92,6 +102,7 @@ export class MobileController {
     type: ErrorResponseDto,
     description: 'The SIM swap provider failed (JSON error body)',
   })
+  @UseInterceptors(SimSwapRateLimitInterceptor)
   async check(@Body() body: SimSwapRequestDto): Promise<SimSwapResponseDto> {
     const { message } = await this.simSwap.check(body.phoneNumber);
     return { message };

@@ -49,7 +49,7 @@ export class SmsService {
     }
     const messageId = randomUUID();
     await this.dataSource.transaction(async (manager) => {
-      await this.checkRateLimits(manager, principal.appId, input.dnis);
+      await this.checkRateLimits(manager, principal, input.dnis);
       await manager.insert(SmsMessageEntity, {
         id: messageId,
         appId: principal.appId,
@@ -87,12 +87,15 @@ export class SmsService {
   }
 
   /**
-   * Per application (a minute and a day) and per destination of the application
-   * (an hour), counted on the stored messages under a per-application advisory
-   * lock, so every API process sees the same counts.
+   * Per application (a minute and a day), per destination of the application (an hour) and, for a user token,
+   * per user (an hour: one user cannot use up the application's allowance, which its one-time codes need),
+   * counted on the stored messages under a per-application advisory lock, so every API process sees the same
+   * counts.
    */
-  private async checkRateLimits(manager: EntityManager, appId: string, dnis: string): Promise<void> {
+  private async checkRateLimits(manager: EntityManager, principal: Principal, dnis: string): Promise<void> {
     const limits = this.config.mobile;
+    const appId = principal.appId;
+    const subject = principal.kind === 'subject' ? principal.subject : null;
     await lockUntilCommit(manager, ADVISORY_LOCKS.smsRateLimit, appId);
     // Each count stops at its limit, so a high limit never means a long scan.
     const [counts] = (await manager.query(
@@ -102,9 +105,19 @@ export class SmsService {
          (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1
             AND created_at > now() - interval '1 day' LIMIT $4) d)::int AS day,
          (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1 AND dnis = $2
-            AND created_at > now() - interval '1 hour' LIMIT $5) h)::int AS destination`,
-      [appId, dnis, limits.smsAppLimitPerMinute, limits.smsAppLimitPerDay, limits.smsDestinationLimitPerHour],
-    )) as { minute: number; day: number; destination: number }[];
+            AND created_at > now() - interval '1 hour' LIMIT $5) h)::int AS destination,
+         (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1 AND sender_subject = $6
+            AND created_at > now() - interval '1 hour' LIMIT $7) u)::int AS "user"`,
+      [
+        appId,
+        dnis,
+        limits.smsAppLimitPerMinute,
+        limits.smsAppLimitPerDay,
+        limits.smsDestinationLimitPerHour,
+        subject,
+        limits.smsUserLimitPerHour,
+      ],
+    )) as { minute: number; day: number; destination: number; user: number }[];
     const exceeded =
       counts.minute >= limits.smsAppLimitPerMinute
         ? { limit: 'application per minute', retryAfterSeconds: 60 }
@@ -112,7 +125,9 @@ export class SmsService {
           ? { limit: 'application per day', retryAfterSeconds: 3600 }
           : counts.destination >= limits.smsDestinationLimitPerHour
             ? { limit: 'destination per hour', retryAfterSeconds: 600 }
-            : undefined;
+            : subject !== null && counts.user >= limits.smsUserLimitPerHour
+              ? { limit: 'user per hour', retryAfterSeconds: 600 }
+              : undefined;
     if (exceeded) {
       this.logger.info({ appId, limit: exceeded.limit }, 'SMS refused by a rate limit');
       throw new TooManyRequestsError(
