@@ -199,7 +199,8 @@ describe('audit trail', () => {
           method: 'patch',
           path: `/v1/users/${user}`,
           ...(await as(who, user)),
-          json: { firstName: 'Ana' },
+          // A field the user may change itself (its names are the application's: decision 0054).
+          json: { email: 'ana@example.com' },
           status: 200,
           records: one('user', user, 'updated'),
         };

@@ -961,9 +961,26 @@ describe('identity: users (real database)', () => {
     it('patches and deletes its own user', async () => {
       const user = await created();
       const token = await subjectToken(appA, user.uuid);
-      const patched = await patchUser(user.uuid, { lastName: 'Own' }, token);
+      const patched = await patchUser(user.uuid, { email: 'own@example.com' }, token);
       expect(patched.status).toBe(200);
-      expect(patched.body).toStrictEqual({ ...user, lastName: 'Own' });
+      expect(patched.body).toStrictEqual(user); // the email is not part of the User view
+      // What KYC verified and others see (names, birth date, tax id) is the application's to change.
+      for (const body of [
+        { lastName: 'Own' },
+        { firstName: 'Otra' },
+        { birthday: '1990-01-02' },
+        { taxId: '20-12345678-6' },
+      ]) {
+        const refused = await patchUser(user.uuid, body, token);
+        expect({ body, status: refused.status, reason: refused.body.detail?.reason }).toStrictEqual({
+          body,
+          status: 403,
+          reason: 'INSUFFICIENT_PERMISSIONS',
+        });
+      }
+      // The same values as now are no change, and pass.
+      expect((await patchUser(user.uuid, { lastName: user.lastName }, token)).status).toBe(200);
+      expect((await getUser(user.uuid)).body).toStrictEqual(user);
       expect((await deleteUser(user.uuid, token)).status).toBe(204);
       expectNotFound(await getUser(user.uuid), user.uuid);
     });
@@ -1004,9 +1021,11 @@ describe('identity: users (real database)', () => {
       const upper = user.uuid.toUpperCase();
       expect((await getUser(upper)).body).toStrictEqual(user);
       const token = await subjectToken(appA, user.uuid);
-      const patched = await patchUser(upper, { lastName: 'Upper' }, token);
+      const patched = await patchUser(upper, { email: 'upper@example.com' }, token);
       expect(patched.status).toBe(200);
-      expect(patched.body).toStrictEqual({ ...user, lastName: 'Upper' });
+      expect(patched.body).toStrictEqual(user);
+      const renamed = await patchUser(upper, { lastName: 'Upper' });
+      expect(renamed.body).toStrictEqual({ ...user, lastName: 'Upper' });
       const kyc = await api()
         .post(`/v1/users/${upper}/kyc-data`)
         .set('Authorization', bearer(token))

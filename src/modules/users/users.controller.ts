@@ -57,7 +57,12 @@ export class UsersController {
 
   @Patch(':uuid')
   @AuthEither()
-  @ApiOperation({ summary: 'Modify a user' })
+  @ApiOperation({
+    summary: 'Modify a user',
+    description:
+      'With a user token, firstName, lastName, birthday and taxId are refused when they change (403 ' +
+      "INSUFFICIENT_PERMISSIONS): what KYC verified is the application's to change.",
+  })
   @ApiOkResponse({ type: UserResponseDto })
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
   update(

@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
-import { ValidationFailedError } from '#common/errors/domain-errors.js';
+import { ForbiddenError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { DEFAULT_PAGE_SIZE, toPage, type Page } from '#common/http/pagination.js';
 import { isUniqueViolation } from '#common/database/sql.js';
 import {
@@ -47,6 +47,13 @@ const USERS: OwnerKind<UserEntity> = {
  * principal reaches its application's users, a subject principal only the
  * user it is.
  */
+/**
+ * What KYC verified, and what others see of the user (the counterparty lookup shows its names, a transfer its tax
+ * id): with a user token a PATCH may not change these (403 INSUFFICIENT_PERMISSIONS), only the application may
+ * (decision 0054). The user's other fields (email, sex, legalName, nationality) stay its own to change.
+ */
+const IDENTITY_FIELDS: readonly (keyof UserEntity)[] = ['firstName', 'lastName', 'birthdate', 'taxId'];
+
 @Injectable()
 export class UsersService {
   constructor(
@@ -137,6 +144,12 @@ export class UsersService {
         'taxId',
         input.taxId === undefined ? undefined : this.checkTaxId(user.taxIdType, input.taxId, 'taxId'),
       );
+      if (principal.kind === 'subject' && IDENTITY_FIELDS.some((field) => field in changes)) {
+        throw new ForbiddenError(
+          'INSUFFICIENT_PERMISSIONS',
+          "a user's names, birth date and tax id are changed by the application",
+        );
+      }
       const changed = Object.keys(changes).length > 0;
       if (changed) {
         try {
