@@ -488,7 +488,8 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
       expect((await row(id)).status).toBe('QUEUED');
       await t.dataSource.query(
         `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-          WHERE wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock%' AND pid <> pg_backend_pid()`,
+          WHERE datname = current_database() AND wait_event_type = 'Lock'
+            AND query LIKE '%pg_advisory_xact_lock%' AND pid <> pg_backend_pid()`,
       );
       await held.commit();
       await until('ENROUTE', async () => (await row(id)).status === 'ENROUTE');
