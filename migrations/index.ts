@@ -28,6 +28,7 @@ import { TimeOrderedIdsOffTheHotPath1763902500000 } from './1763902500000-TimeOr
 import { WebhookClaimWithoutFlushWait1763902600000 } from './1763902600000-WebhookClaimWithoutFlushWait.js';
 import { ReversalsByUserToken1763902700000 } from './1763902700000-ReversalsByUserToken.js';
 import { ReversalLocksBeforeStates1763902800000 } from './1763902800000-ReversalLocksBeforeStates.js';
+import { SmsPerUser1763902900000 } from './1763902900000-SmsPerUser.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -61,4 +62,5 @@ export const MIGRATIONS = [
   WebhookClaimWithoutFlushWait1763902600000,
   ReversalsByUserToken1763902700000,
   ReversalLocksBeforeStates1763902800000,
+  SmsPerUser1763902900000,
 ];

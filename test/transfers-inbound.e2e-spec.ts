@@ -7,7 +7,7 @@ import { accessToken, registerClient } from './support/auth.js';
 import { bearer } from './support/identity.js';
 import { childEnv, CLI_JS, runNode } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
-import { createOwner, holdAccountClosing, openAccount, UUID_V7 } from './support/wallet.js';
+import { createOwner, holdAccountClosing, openAccount, setBalance, UUID_V7 } from './support/wallet.js';
 
 const payer = (
   JSON.parse(readFileSync('config/counterparty-directory.json', 'utf8')) as {
@@ -138,6 +138,19 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
       .get(`/v1/wallet/accounts/${target.uuid}/balance`)
       .set('Authorization', bearer(token));
     expect(after.body.balance).toBe(81);
+
+    // The rail sends the first message again after the account was emptied and closed: the credit it made is the
+    // answer (not "no account"); a new reference for the closed account is refused.
+    await setBalance(t.http, token, target.uuid, 0);
+    const closed = await request(t.http)
+      .delete(`/v1/wallet/accounts/${target.uuid}`)
+      .set('Authorization', bearer(token));
+    expect(closed.status).toBe(200);
+    const late = await inbound(target.cvu, '40', reference);
+    expect(late.code).toBe(0);
+    expect((JSON.parse(late.stdout) as { transferId: string }).transferId).toBe(answers[0].transferId);
+    const refusedNew = await inbound(target.cvu, '40', ['--reference', `${reference[1]}-c`]);
+    expect({ code: refusedNew.code, stdout: refusedNew.stdout }).toStrictEqual({ code: 1, stdout: '' });
     expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
   });
 

@@ -27,6 +27,14 @@ describe('GuardedPgClient', () => {
     });
   });
 
+  it("keeps a password the pool made non-enumerable (pg-pool hides it so), and the pool's other settings", () => {
+    const config = { host: '127.0.0.1', user: 'wallet', database: 'wallet', max: 3 } as pg.PoolConfig;
+    Object.defineProperty(config, 'password', { value: 'secret', enumerable: false, writable: true });
+    const client = new GuardedPgClient(config) as unknown as { password: string; user: string; host: string };
+    expect([client.password, client.user, client.host]).toStrictEqual(['secret', 'wallet', '127.0.0.1']);
+    expect(keepAliveOf(client as unknown as pg.Client).on).toBe(true);
+  });
+
   it('listens for errors from birth', () => {
     expect(new GuardedPgClient({}).listenerCount('error')).toBe(1);
   });

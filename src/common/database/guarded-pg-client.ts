@@ -22,11 +22,17 @@ const SOCKET_KEEPALIVE = { keepAlive: true, keepAliveInitialDelayMillis: PG_KEEP
  */
 export class GuardedPgClient extends pg.Client {
   constructor(config?: string | pg.ClientConfig) {
-    super(
-      typeof config === 'string'
-        ? { connectionString: config, ...SOCKET_KEEPALIVE }
-        : { ...SOCKET_KEEPALIVE, ...config },
-    );
+    super(withKeepAlive(typeof config === 'string' ? { connectionString: config } : (config ?? {})));
     this.on('error', () => undefined);
   }
+}
+
+/**
+ * The config with keepalive on unless it says otherwise, every property kept as it is: pg-pool makes `password`
+ * non-enumerable (so it stays out of logs), and a spread would drop it.
+ */
+function withKeepAlive(config: pg.ClientConfig): pg.ClientConfig {
+  const merged: pg.ClientConfig = { ...SOCKET_KEEPALIVE };
+  Object.defineProperties(merged, Object.getOwnPropertyDescriptors(config));
+  return merged;
 }

@@ -170,14 +170,17 @@ export class TransfersService {
       throw ValidationFailedError.single('name', 'invalid', 'name must be 1 to 200 characters');
     const work = this.dataSource.transaction(async (manager) => {
       // With the account, the new transfer's id: time-ordered, uuidv7(), as every transfer's (decisions 0042, 0050).
+      // A CVU is never reused, deleted accounts included: a credit's reference is answered even after its account
+      // was closed (the money was credited, then moved out), before the account's state is looked at.
       const [row] = (await manager.query(
-        `SELECT id, app_id, uuidv7()::text AS transfer_id FROM wallet_accounts WHERE cvu = $1 AND status <> 'DELETED'`,
+        `SELECT id, app_id, status, uuidv7()::text AS transfer_id FROM wallet_accounts WHERE cvu = $1`,
         [input.cvu],
-      )) as { id: string; app_id: string; transfer_id: string }[];
+      )) as { id: string; app_id: string; status: string; transfer_id: string }[];
       if (!row) throw new NotFoundError(input.cvu, 'No account with that CVU');
       const claim =
         input.reference === undefined ? undefined : await claimRailReference(manager, row.app_id, input);
       if (claim && 'replay' in claim) return claim.replay;
+      if (row.status === 'DELETED') throw new NotFoundError(input.cvu, 'No account with that CVU');
       // Locked, so its state is the one after any close or status change that held the row: as an account is
       // closed (DELETE) under this lock, a credit never lands in a closed account.
       const account = await this.accounts.require(

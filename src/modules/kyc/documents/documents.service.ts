@@ -81,8 +81,11 @@ export class DocumentsService {
       sha256: createHash('sha256').update(file.buffer).digest('hex'),
       storageKey,
     });
+    // The transaction's id, to ask after a failure whether it committed (txid_status).
+    let xid: string | undefined;
     try {
       await this.dataSource.transaction(async (manager) => {
+        [{ xid }] = (await manager.query('SELECT txid_current()::text AS xid')) as { xid: string }[];
         // The owner again, locked: one deleted while the bytes were stored gets no document (404).
         await this.owners.find(manager, principal, ownerType, ownerId, true);
         await this.checkUploadLimit(manager, principal.appId, ownerType, ownerId);
@@ -94,12 +97,9 @@ export class DocumentsService {
         });
       });
     } catch (error) {
-      // A COMMIT whose answer was lost (the connection cut after the server committed) throws too: the row is
-      // there, and so must the bytes be. Asked again; a document recorded after all is the answer.
-      const recorded = await this.dataSource
-        .getRepository(DocumentEntity)
-        .existsBy({ id })
-        .catch(() => undefined);
+      // A COMMIT whose answer was lost (the connection cut while or after the server committed) throws too: the
+      // row is there, or is about to be, and so must the bytes be. The transaction's fate is asked for.
+      const recorded = await this.committed(xid);
       if (recorded) return this.view(row);
       if (recorded === undefined) {
         // Not known (the database still unreachable): the bytes stay, the log names them.
@@ -122,6 +122,27 @@ export class DocumentsService {
   }
 
   /**
+   * Whether the transaction `xid` committed: true, false (aborted, or it never got an id: nothing was written), or
+   * undefined when that cannot be known (the database unreachable, the id too old, a COMMIT still under way after
+   * a few seconds). A COMMIT whose connection broke may still be finishing (its WAL flush): asked until it is not
+   * `in progress`.
+   */
+  private async committed(xid: string | undefined): Promise<boolean | undefined> {
+    if (xid === undefined) return false;
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const rows = (await this.dataSource
+        .query('SELECT txid_status($1::bigint) AS status', [xid])
+        .catch(() => undefined)) as { status: string | null }[] | undefined;
+      const status = rows?.[0]?.status;
+      if (status === 'committed') return true;
+      if (status === 'aborted') return false;
+      if (status !== 'in progress') return undefined;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    return undefined;
+  }
+
+  /**
    * At most DOCUMENT_UPLOADS_PER_OWNER_PER_DAY documents per owner in 24 hours (429 with Retry-After): documents
    * are kept (no route deletes one), so a user token looping uploads would otherwise fill the storage, which is
    * the embedded database's disk by default. Counted through the owner's index, stopping at the limit.
@@ -140,7 +161,17 @@ export class DocumentsService {
       [appId, ownerId, ownerType, limit],
     )) as { n: number }[];
     if (n >= limit) {
-      throw new TooManyRequestsError(`an owner uploads at most ${limit} documents a day`, 3600);
+      // Retry-After: when the oldest upload of the 24 hours leaves the window and frees a place.
+      const [{ seconds }] = (await manager.query(
+        `SELECT ceil(extract(epoch FROM min(created_at) + interval '1 day' - now()))::int AS seconds
+           FROM documents
+          WHERE app_id = $1 AND owner_id = $2 AND owner_type = $3 AND created_at > now() - interval '1 day'`,
+        [appId, ownerId, ownerType],
+      )) as { seconds: number | null }[];
+      throw new TooManyRequestsError(
+        `an owner uploads at most ${limit} documents a day`,
+        Math.max(1, seconds ?? 1),
+      );
     }
   }
 

@@ -24,6 +24,9 @@ import { ApplicationEntity } from '#modules/apps/entities/application.entity.js'
 @Index('idx_sms_messages_app_created', ['appId', 'createdAt'])
 @Index('idx_sms_messages_app_dnis_created', ['appId', 'dnis', 'createdAt'])
 @Index('idx_sms_messages_queued', ['createdAt'], { where: `"status" = 'QUEUED'` })
+@Index('idx_sms_messages_app_sender_created', ['appId', 'senderSubject', 'createdAt'], {
+  where: `"sender_subject" IS NOT NULL`,
+})
 @Index('UQ_sms_messages_provider_message', ['provider', 'providerMessageId'], {
   unique: true,
   where: `"provider_message_id" IS NOT NULL`,

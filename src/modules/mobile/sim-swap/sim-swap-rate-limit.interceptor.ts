@@ -47,6 +47,8 @@ export class SimSwapRateLimitInterceptor implements NestInterceptor {
   async intercept(context: ExecutionContext, next: CallHandler): Promise<Observable<unknown>> {
     const http = context.switchToHttp();
     const [request, response] = [http.getRequest<Request>(), http.getResponse<Response>()];
+    // The user's count first: a user past its own limit never reaches the application's count, so it cannot use up
+    // the application's checks by insisting (a request the application's limit refuses still costs the user one).
     await this.perUser(request, response);
     await this.perApplication(request, response);
     return next.handle();

@@ -8,8 +8,13 @@ import { ADVISORY_LOCKS, lockUntilCommit } from '#common/database/advisory-locks
 
 export type DispatchOutcome = 'submitted' | 'rejected' | 'skipped';
 
-/** Waits between tries to record an accepted SMS (about 11 s in all, under a stopping worker's 25 s). */
+/** Waits between tries to record an accepted SMS, doubling to 4 s. */
 const RECORD_RETRY_DELAYS_MS = [100, 250, 500, 1_000, 2_000, 3_000, 4_000];
+/**
+ * No try starts later than this after the first (a try itself may wait for a connection up to 10 s): the whole
+ * recording stays under a stopping worker's 25 s.
+ */
+const RECORD_RETRY_BUDGET_MS = 12_000;
 
 /**
  * The provider id to store for an accepted message: as the provider gave it, or NULL when it is empty (an
@@ -85,15 +90,16 @@ export class SmsDispatchService {
    * Records what the provider already did, tried again in this process before the job fails: a failed job is
    * retried with the message still QUEUED and its text kept, and the retry sends the SMS again. A pool checkout
    * that timed out or a failover is over in seconds, so the job fails (and the SMS may go twice: decision 0010's
-   * at-least-once) only when the database stays out of reach for all of {@link RECORD_RETRY_DELAYS_MS}.
+   * at-least-once) only when the database stays out of reach for {@link RECORD_RETRY_BUDGET_MS}.
    */
   private async persistently<T>(messageId: string, record: () => Promise<T>): Promise<T> {
+    const started = Date.now();
     for (let attempt = 0; ; attempt++) {
       try {
         return await record();
       } catch (error) {
         const delay = RECORD_RETRY_DELAYS_MS[attempt];
-        if (delay === undefined) throw error;
+        if (delay === undefined || Date.now() + delay - started > RECORD_RETRY_BUDGET_MS) throw error;
         this.logger.warn(
           { err: error, messageId, attempt: attempt + 1 },
           'could not record an SMS the provider accepted; trying again',

@@ -24,6 +24,8 @@ export class ReceiptTooEarlyError extends Error {
 /** How long a receipt may wait for its message's provider id to be recorded (the two race after submit). */
 const UNMATCHED_RETRIES = 10;
 const UNMATCHED_RETRY_MS = 300;
+/** How recent a QUEUED message must be for an unmatched receipt to be asked for again (submissionsUnrecorded). */
+const RECENT_SUBMISSION_MINUTES = 2;
 
 /**
  * Applies delivery receipts to stored messages: status (the receipt's stat,
@@ -63,13 +65,16 @@ export class SmsReceiptsService {
   }
 
   /**
-   * Whether a message was handed to a provider and not recorded yet (QUEUED with an attempt: its worker is
-   * between the submit and its record, or its job will retry). The partial index of QUEUED messages finds them.
+   * Whether a message may have been handed to a provider and not recorded yet: QUEUED with an attempt made, and
+   * created in the last {@link RECENT_SUBMISSION_MINUTES} minutes (a message is submitted as soon as it is queued,
+   * and its recording is retried for at most 12 s; one waiting out a provider's refusals for longer does not keep
+   * every unknown receipt coming back). The partial index of QUEUED messages by creation finds them.
    */
   private async submissionsUnrecorded(): Promise<boolean> {
     const [row] = (await this.dataSource.query(
-      `SELECT EXISTS (SELECT 1 FROM sms_messages WHERE status = $1 AND attempts > 0) AS pending`,
-      [SMS_STATUS.queued],
+      `SELECT EXISTS (SELECT 1 FROM sms_messages WHERE status = $1 AND attempts > 0
+          AND created_at > now() - $2 * interval '1 minute') AS pending`,
+      [SMS_STATUS.queued, RECENT_SUBMISSION_MINUTES],
     )) as { pending: boolean }[];
     return row.pending;
   }

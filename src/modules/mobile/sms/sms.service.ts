@@ -106,8 +106,8 @@ export class SmsService {
             AND created_at > now() - interval '1 day' LIMIT $4) d)::int AS day,
          (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1 AND dnis = $2
             AND created_at > now() - interval '1 hour' LIMIT $5) h)::int AS destination,
-         (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1 AND sender_subject = $6
-            AND created_at > now() - interval '1 hour' LIMIT $7) u)::int AS "user"`,
+         (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1 AND sender_subject = $6::uuid
+            AND sender_subject IS NOT NULL AND created_at > now() - interval '1 hour' LIMIT $7) u)::int AS "user"`,
       [
         appId,
         dnis,
