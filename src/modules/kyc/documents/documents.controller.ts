@@ -18,6 +18,7 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiPayloadTooLargeResponse,
+  ApiTooManyRequestsResponse,
   ApiTags,
 } from '@nestjs/swagger';
 import { AuthEither } from '#common/auth/auth.decorator.js';
@@ -27,6 +28,14 @@ import { Paginated, PageQueryDto, type Page } from '#common/http/pagination.js';
 import { DocumentsService, type UploadedFile as File } from './documents.service.js';
 import { DocumentResponseDto, UploadDocumentDto, UploadDocumentFormDto } from './dto/document.dto.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
+
+/** The owner's uploads of the last 24 hours reached DOCUMENT_UPLOADS_PER_OWNER_PER_DAY (decision 0054). */
+const UploadLimitResponse = () =>
+  ApiTooManyRequestsResponse({
+    type: ErrorResponseDto,
+    description: 'DOCUMENT_UPLOADS_PER_OWNER_PER_DAY reached; Retry-After says when a place frees',
+    headers: { 'Retry-After': { description: 'seconds', schema: { type: 'integer' } } },
+  });
 
 @ApiTags('KYC')
 @Controller()
@@ -42,6 +51,7 @@ export class DocumentsController {
   @ApiBody({ type: UploadDocumentFormDto })
   @ApiCreatedResponse({ type: DocumentResponseDto })
   @ApiPayloadTooLargeResponse({ type: ErrorResponseDto, description: 'file over DOCUMENT_MAX_BYTES' })
+  @UploadLimitResponse()
   uploadForUser(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
@@ -72,6 +82,7 @@ export class DocumentsController {
   @ApiBody({ type: UploadDocumentFormDto })
   @ApiCreatedResponse({ type: DocumentResponseDto })
   @ApiPayloadTooLargeResponse({ type: ErrorResponseDto, description: 'file over DOCUMENT_MAX_BYTES' })
+  @UploadLimitResponse()
   uploadForCompany(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
