@@ -1,13 +1,4 @@
-import {
-  applyDecorators,
-  Body,
-  Controller,
-  Get,
-  HttpCode,
-  Param,
-  Post,
-  UseInterceptors,
-} from '@nestjs/common';
+import { applyDecorators, Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiExtraModels,
@@ -29,7 +20,6 @@ import {
   SmsStatusNotFoundResponseDto,
   SmsStatusResponseDto,
 } from './dto/sms.dto.js';
-import { SimSwapRateLimitInterceptor } from './sim-swap/sim-swap-rate-limit.interceptor.js';
 import { SimSwapService } from './sim-swap/sim-swap.service.js';
 import { SmsService } from './sms/sms.service.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
@@ -102,9 +92,11 @@ export class MobileController {
     type: ErrorResponseDto,
     description: 'The SIM swap provider failed (JSON error body)',
   })
-  @UseInterceptors(SimSwapRateLimitInterceptor)
-  async check(@Body() body: SimSwapRequestDto): Promise<SimSwapResponseDto> {
-    const { message } = await this.simSwap.check(body.phoneNumber);
+  async check(
+    @Body() body: SimSwapRequestDto,
+    @CurrentPrincipal() principal: Principal,
+  ): Promise<SimSwapResponseDto> {
+    const { message } = await this.simSwap.check(principal, body.phoneNumber);
     return { message };
   }
 }

@@ -3,6 +3,7 @@ import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { MobileController } from './mobile.controller.js';
 import { CamaraSimSwapClient } from './sim-swap/camara-sim-swap.client.js';
 import { SIM_SWAP_PROVIDER } from './sim-swap/sim-swap.port.js';
+import { SimSwapLimits } from './sim-swap/sim-swap-limits.js';
 import { SimSwapService } from './sim-swap/sim-swap.service.js';
 import { SimSwapSimulator } from './sim-swap/sim-swap.simulator.js';
 import { SmsQueue } from './sms/sms-queue.js';
@@ -21,6 +22,7 @@ import { SmsService } from './sms/sms.service.js';
     SmsQueue,
     SmsRouting,
     SimSwapService,
+    SimSwapLimits,
     SimSwapSimulator,
     CamaraSimSwapClient,
     {

@@ -1,6 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ServiceUnavailableError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import type { Principal } from '#common/auth/principal.js';
+import { SimSwapLimits } from './sim-swap-limits.js';
 import { SIM_SWAP_PROVIDER, SimSwapLookupError, type SimSwapProvider } from './sim-swap.port.js';
 
 /** The `message` of POST /mobile/simSwap (README, "SMS and SIM swap"). */
@@ -16,9 +18,12 @@ export class SimSwapService {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     @Inject(SIM_SWAP_PROVIDER) private readonly provider: SimSwapProvider,
+    private readonly limits: SimSwapLimits,
   ) {}
 
-  async check(phoneNumber: string): Promise<{ swapped: boolean; message: string }> {
+  /** The check for `principal`, within its limits (SimSwapLimits: each check is a paid provider request). */
+  async check(principal: Principal, phoneNumber: string): Promise<{ swapped: boolean; message: string }> {
+    await this.limits.take(principal);
     const maxAgeHours = this.config.mobile.camara.maxAgeHours;
     try {
       const swapped = await this.provider.swappedWithin(phoneNumber, maxAgeHours);
