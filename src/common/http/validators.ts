@@ -75,39 +75,39 @@ export function codePointLength(value: string): number {
  * theirs.
  */
 export function Length(min: number, max: number, validation?: ValidationOptions) {
+  return codePointRule('isLength', [min, max], min, max, validation);
+}
+
+/** At most `max` Unicode code points ({@link Length}). */
+export function MaxLength(max: number, validation?: ValidationOptions) {
+  return codePointRule('maxLength', [max], 0, max, validation);
+}
+
+/** One rule for both: `name` and `constraints` as class-validator's own rule of that name has them. */
+function codePointRule(
+  name: string,
+  constraints: number[],
+  min: number,
+  max: number,
+  validation?: ValidationOptions,
+) {
+  const fits = (value: unknown) =>
+    typeof value === 'string' && codePointLength(value) >= min && codePointLength(value) <= max;
   return (target: object, property: string) =>
     registerDecorator({
-      name: 'isLength',
+      name,
       target: target.constructor,
       propertyName: property,
-      constraints: [min, max],
+      constraints,
       options: validation,
       validator: {
-        validate: (value: unknown) =>
-          typeof value === 'string' && codePointLength(value) >= min && codePointLength(value) <= max,
+        validate: fits,
         defaultMessage(args: ValidationArguments) {
           const short = typeof args.value === 'string' && codePointLength(args.value) < min;
           return short
             ? `${args.property} must be longer than or equal to ${min} characters`
             : `${args.property} must be shorter than or equal to ${max} characters`;
         },
-      },
-    });
-}
-
-/** At most `max` Unicode code points ({@link Length}). */
-export function MaxLength(max: number, validation?: ValidationOptions) {
-  return (target: object, property: string) =>
-    registerDecorator({
-      name: 'maxLength',
-      target: target.constructor,
-      propertyName: property,
-      constraints: [max],
-      options: validation,
-      validator: {
-        validate: (value: unknown) => typeof value === 'string' && codePointLength(value) <= max,
-        defaultMessage: (args: ValidationArguments) =>
-          `${args.property} must be shorter than or equal to ${max} characters`,
       },
     });
 }

@@ -180,24 +180,19 @@ export class AppsService {
     return key;
   }
 
-  async isActive(appId: string): Promise<boolean> {
+  /**
+   * Whether the application is active and, given a `keyId` (an access token's `app_key`), that key too is not
+   * revoked. Plain SQL: this runs for every application token the verified-token cache does not hold.
+   */
+  async isActive(appId: string, keyId?: string): Promise<boolean> {
     if (!UUID_PATTERN.test(appId)) return false;
-    // Plain SQL: this runs on every request with an application token.
-    const rows = (await this.dataSource.query(
-      `SELECT 1 FROM applications WHERE id = $1 AND status = 'active'`,
-      [appId],
-    )) as unknown[];
-    return rows.length > 0;
-  }
-
-  /** Whether the application `appId` is active and its key `keyId` is not revoked (an access token's check). */
-  async isKeyActive(appId: string, keyId: string): Promise<boolean> {
-    if (!UUID_PATTERN.test(appId)) return false;
-    const rows = (await this.dataSource.query(
-      `SELECT 1 FROM application_keys k JOIN applications a ON a.id = k.app_id
-        WHERE k.app_id = $1 AND k.key_id = $2 AND k.status = 'active' AND a.status = 'active'`,
-      [appId, keyId],
-    )) as unknown[];
+    const rows = (await (keyId === undefined
+      ? this.dataSource.query(`SELECT 1 FROM applications WHERE id = $1 AND status = 'active'`, [appId])
+      : this.dataSource.query(
+          `SELECT 1 FROM application_keys k JOIN applications a ON a.id = k.app_id
+            WHERE k.app_id = $1 AND k.key_id = $2 AND k.status = 'active' AND a.status = 'active'`,
+          [appId, keyId],
+        ))) as unknown[];
     return rows.length > 0;
   }
 

@@ -20,6 +20,10 @@ export function canonicalJson(value: unknown): string {
  * the first user's transfer. An application token's hash is the request's alone, as before.
  */
 export function requestHash(principal: Principal, request: unknown): string {
-  const hashed = principal.kind === 'subject' ? { subject: principal.subject, request } : request;
-  return createHash('sha256').update(canonicalJson(hashed)).digest('hex');
+  return hashOf(principal.kind === 'subject' ? { subject: principal.subject, request } : request);
+}
+
+/** SHA-256 (hex) of a value's canonical JSON: the hash a stored idempotency claim is compared by. */
+export function hashOf(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
 }

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
@@ -31,7 +30,7 @@ import { encodeTransferRequest } from './transfer-function.contract.js';
 import { createdView, TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
 import { auditAppend, type AuditActor } from '#modules/audit/audit-trail.js';
-import { canonicalJson, requestHash } from './request-hash.js';
+import { hashOf, requestHash } from './request-hash.js';
 
 /** An Idempotency-Key: 1-255 visible ASCII characters (no space: the reversal namespace relies on it). */
 export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -292,9 +291,7 @@ async function claimRailReference(
   input: { reference?: string; cvu: string; amount: number; fromIdentifier: string },
 ): Promise<{ replay: InboundCredit } | { answer: (credit: InboundCredit) => Promise<void> }> {
   const key = `inbound ${input.reference}`;
-  const hash = createHash('sha256')
-    .update(canonicalJson({ cvu: input.cvu, amount: input.amount, from: input.fromIdentifier }))
-    .digest('hex');
+  const hash = hashOf({ cvu: input.cvu, amount: input.amount, from: input.fromIdentifier });
   const claimed = (await manager.query(
     `INSERT INTO idempotency_keys (app_id, key, request_hash) VALUES ($1, $2, $3)
      ON CONFLICT DO NOTHING RETURNING key`,
