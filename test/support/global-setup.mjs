@@ -12,6 +12,7 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { buildIfNeeded, root } from '../../scripts/build-if-needed.mjs';
 import { freePort } from './free-port.mjs';
+import { sweepOrphanedTestServers, TEST_SERVER_PREFIX } from './orphaned-test-servers.mjs';
 
 export const TEMPLATE_DB = 'wallet_template';
 
@@ -49,7 +50,9 @@ export default async function globalSetup() {
   if (process.env.TEST_DATABASE_URL) {
     serverUrl = new URL(process.env.TEST_DATABASE_URL);
   } else {
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'wallet-test-pg-'));
+    for (const dir of await sweepOrphanedTestServers())
+      console.log(`stopped and removed the embedded PostgreSQL an earlier test run left in ${dir}`);
+    const dir = mkdtempSync(path.join(os.tmpdir(), TEST_SERVER_PREFIX));
     chmodSync(dir, 0o755); // the server runs as the postgres user when we are root
     // In the runner's process group: an interrupted `npm test` takes its server down with it.
     const handle = await ensureEmbeddedPostgres({

@@ -56,6 +56,14 @@ export class EmbeddedServerUsers {
     return this.liveUsers().length === 0;
   }
 
+  /**
+   * Whether a live process other than this one uses the server (without joining: the files of dead users are
+   * removed on the way). The test harness asks it of the servers that earlier runs left behind.
+   */
+  inUse(): boolean {
+    return this.liveUsers().length > 0;
+  }
+
   /** The live users other than this process; the files of dead ones are removed. */
   private liveUsers(): number[] {
     let names: string[];
