@@ -24,6 +24,7 @@ import {
 } from './support/identity.js';
 import type { TestApp } from './support/test-app.js';
 import { startWithTwoApplications } from './support/two-applications.js';
+import { expectForbidden } from './support/wallet.js';
 
 interface CompanyView {
   uuid: string;
@@ -530,6 +531,153 @@ describe('identity: companies (real database)', () => {
     });
   });
 
+  describe("sections that identify the company, with the company's own token (decision 0059)", () => {
+    /** What a refused request must leave as it was: the company, its sections, their history, its audit records. */
+    const storedOf = async (companyId: string) => ({
+      company: (await t.dataSource.query('SELECT to_jsonb(c) AS row FROM companies c WHERE id = $1', [
+        companyId,
+      ])) as unknown[],
+      sections: (await t.dataSource.query(
+        'SELECT to_jsonb(k) AS row FROM company_kyc_data k WHERE company_id = $1',
+        [companyId],
+      )) as unknown[],
+      history: (await t.dataSource.query(
+        'SELECT id, section, previous, current, actor FROM kyc_history WHERE owner_id = $1 ORDER BY id',
+        [companyId],
+      )) as unknown[],
+      audit: (await t.dataSource.query(
+        'SELECT id, principal_type, action, outcome FROM audit_records WHERE resource_id = $1 ORDER BY id',
+        [companyId],
+      )) as { principal_type: string; action: string; outcome: string }[],
+    });
+
+    it.each(['datosBasicos', 'estructuraCorporativa'])(
+      '%s, once given, is refused to the company (403, nothing written) and changed by the application',
+      async (section) => {
+        const company = await created();
+        const own = await subjectToken(appA, company.uuid);
+        const given = {
+          razonSocial: 'Yerba Sur S.R.L.',
+          cuit: company.taxInfomation.value,
+          fechaConstitucion: '2010-05-01',
+          socios: [{ nombre: 'Ana Pérez', cuit: '20123456786', fechaNacimiento: '1980-02-03' }],
+        };
+        expect((await patchCompany(company.uuid, { dataSection: section, data: given })).status).toBe(200);
+        expect((await getKyc(company.uuid)).body).toMatchObject({ [section]: given });
+        const before = await storedOf(company.uuid);
+        for (const data of [
+          { ...given, razonSocial: 'Otra S.A.' },
+          { ...given, cuit: '30712345671' },
+          { ...given, fechaConstitucion: '1999-01-01' },
+          { ...given, socios: [{ nombre: 'Otro', cuit: '20987654321', fechaNacimiento: '1970-01-01' }] },
+          {},
+        ]) {
+          const refusal = await patchCompany(company.uuid, { dataSection: section, data }, own);
+          expect({ data, status: refusal.status }).toStrictEqual({ data, status: 403 });
+          expectForbidden(refusal, 'INSUFFICIENT_PERMISSIONS');
+          expect(await storedOf(company.uuid)).toStrictEqual(before);
+        }
+
+        // The application changes it.
+        const renamed = { ...given, razonSocial: 'Yerba Sur S.A.' };
+        const changed = await patchCompany(company.uuid, { dataSection: section, data: renamed });
+        expect(changed.status).toBe(200);
+        expect(changed.body).toMatchObject({ [section]: renamed });
+        const after = await storedOf(company.uuid);
+        expect(after.history.slice(0, before.history.length)).toStrictEqual(before.history);
+        expect(after.history.slice(before.history.length)).toStrictEqual([
+          {
+            id: expect.any(String),
+            section,
+            previous: given,
+            current: renamed,
+            actor: `client:${appA.appId}`,
+          },
+        ]);
+        expect(after.audit.map((record) => record.outcome).slice(before.audit.length)).toStrictEqual([
+          'updated',
+        ]);
+      },
+    );
+
+    it('the data a section has is no change, for the company and the application alike: 200, no history, recorded unchanged', async () => {
+      const company = await created();
+      const own = await subjectToken(appA, company.uuid);
+      const data = { razonSocial: 'Yerba Sur S.R.L.', domicilio: { calle: 'Corrientes', numero: 1234 } };
+      const given = await patchCompany(company.uuid, { dataSection: 'datosBasicos', data });
+      expect(given.status).toBe(200);
+      const before = await storedOf(company.uuid);
+      // The same data with its keys in another order.
+      const same = { domicilio: { numero: 1234, calle: 'Corrientes' }, razonSocial: 'Yerba Sur S.R.L.' };
+      for (const token of [own, tokenA]) {
+        const response = await patchCompany(company.uuid, { dataSection: 'datosBasicos', data: same }, token);
+        expect(response.status).toBe(200);
+        expect(response.body).toStrictEqual(given.body);
+      }
+      const after = await storedOf(company.uuid);
+      expect({ ...after, audit: undefined }).toStrictEqual({ ...before, audit: undefined });
+      expect(after.audit.slice(0, before.audit.length)).toStrictEqual(before.audit);
+      expect(
+        after.audit.slice(before.audit.length).map(({ principal_type, action, outcome }) => ({
+          principal_type,
+          action,
+          outcome,
+        })),
+      ).toStrictEqual(
+        ['subject', 'client'].map((principal_type) => ({
+          principal_type,
+          action: 'PATCH /v1/companies/{uuid}',
+          outcome: 'unchanged',
+        })),
+      );
+    });
+
+    it('the company gives a section that holds nothing yet, and keeps gestionDeRiesgo and monitoreoDeCumplimiento its own', async () => {
+      const company = await created();
+      const own = await subjectToken(appA, company.uuid);
+      expect((await postKyc(company.uuid, { data: { razonSocial: 'Yerba Sur S.R.L.' } }, own)).status).toBe(
+        201,
+      );
+      expect(
+        (
+          await patchCompany(
+            company.uuid,
+            { dataSection: 'estructuraCorporativa', data: { socios: [] } },
+            own,
+          )
+        ).status,
+      ).toBe(200);
+      expectForbidden(
+        await patchCompany(company.uuid, { dataSection: 'datosBasicos', data: { razonSocial: 'Otra' } }, own),
+        'INSUFFICIENT_PERMISSIONS',
+      );
+      for (const section of ['gestionDeRiesgo', 'monitoreoDeCumplimiento']) {
+        for (const data of [{ nivel: 'bajo' }, { nivel: 'alto' }]) {
+          expect((await patchCompany(company.uuid, { dataSection: section, data }, own)).status).toBe(200);
+        }
+      }
+      expect((await getKyc(company.uuid)).body).toMatchObject({
+        datosBasicos: { razonSocial: 'Yerba Sur S.R.L.' },
+        estructuraCorporativa: { socios: [] },
+        gestionDeRiesgo: { nivel: 'alto' },
+        monitoreoDeCumplimiento: { nivel: 'alto' },
+      });
+    });
+
+    it('documents the 403 of PATCH /v1/companies/{uuid} and PATCH /v1/users/{uuid}', () => {
+      for (const path of ['/v1/companies/{uuid}', '/v1/users/{uuid}']) {
+        const operation = t.openApi.paths[path]?.patch;
+        expect({ path, forbidden: operation?.responses['403'] }).toStrictEqual({
+          path,
+          forbidden: expect.objectContaining({
+            description: expect.stringContaining('INSUFFICIENT_PERMISSIONS'),
+          }),
+        });
+        expect(operation?.description).toContain('403 INSUFFICIENT_PERMISSIONS');
+      }
+    });
+  });
+
   describe('DELETE /v1/companies/{uuid}', () => {
     it('answers 204 without a body; the company is gone from the API but kept in the table', async () => {
       const company = await created();
@@ -640,9 +788,13 @@ describe('identity: companies (real database)', () => {
       const own = await subjectToken(appA, company.uuid);
       const start = Date.now();
       expect((await postKyc(company.uuid, { data: { v: 1 } })).status).toBe(201);
+      // datosBasicos, once given, is the application's to change (decision 0059): the refusal leaves no entry.
       expect(
         (await patchCompany(company.uuid, { dataSection: 'datosBasicos', data: { v: 2 } }, own)).status,
-      ).toBe(200);
+      ).toBe(403);
+      expect((await patchCompany(company.uuid, { dataSection: 'datosBasicos', data: { v: 2 } })).status).toBe(
+        200,
+      );
       expect(
         (await patchCompany(company.uuid, { dataSection: 'gestionDeRiesgo', data: { nivel: 'bajo' } }))
           .status,
@@ -666,7 +818,7 @@ describe('identity: companies (real database)', () => {
       const subject = `subject:${company.uuid}`;
       expect(entries).toStrictEqual([
         { ...common, section: 'datosBasicos', previous: null, current: { v: 1 }, actor: client },
-        { ...common, section: 'datosBasicos', previous: { v: 1 }, current: { v: 2 }, actor: subject },
+        { ...common, section: 'datosBasicos', previous: { v: 1 }, current: { v: 2 }, actor: client },
         { ...common, section: 'gestionDeRiesgo', previous: null, current: { nivel: 'bajo' }, actor: client },
         {
           ...common,

@@ -964,12 +964,22 @@ describe('identity: users (real database)', () => {
       const patched = await patchUser(user.uuid, { email: 'own@example.com' }, token);
       expect(patched.status).toBe(200);
       expect(patched.body).toStrictEqual(user); // the email is not part of the User view
-      // What KYC verified and others see (names, birth date, tax id) is the application's to change.
+      // What KYC verified and others see (names, birth date, tax id) is the application's to change; nothing of
+      // a refused request is applied or recorded (decisions 0054, 0059).
+      const stored = async () => ({
+        row: await userRow(user.uuid),
+        audit: (await t.dataSource.query(
+          'SELECT id, outcome FROM audit_records WHERE resource_id = $1 ORDER BY id',
+          [user.uuid],
+        )) as unknown[],
+      });
+      const before = await stored();
       for (const body of [
         { lastName: 'Own' },
         { firstName: 'Otra' },
         { birthday: '1990-01-02' },
         { taxId: '20-12345678-6' },
+        { email: 'other@example.com', lastName: 'Own' },
       ]) {
         const refused = await patchUser(user.uuid, body, token);
         expect({ body, status: refused.status, reason: refused.body.detail?.reason }).toStrictEqual({
@@ -977,6 +987,7 @@ describe('identity: users (real database)', () => {
           status: 403,
           reason: 'INSUFFICIENT_PERMISSIONS',
         });
+        expect(await stored()).toStrictEqual(before);
       }
       // The same values as now are no change, and pass.
       expect((await patchUser(user.uuid, { lastName: user.lastName }, token)).status).toBe(200);

@@ -10,7 +10,11 @@ import { AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
 import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
 import { PageQueryDto, type Page } from '#common/http/pagination.js';
-import { DeleteOwnerRoute, ListOwnersRoute } from '#modules/kyc/owners/owner-routes.js';
+import {
+  DeleteOwnerRoute,
+  ListOwnersRoute,
+  OwnIdentityForbiddenResponse,
+} from '#modules/kyc/owners/owner-routes.js';
 import { CompaniesService } from './companies.service.js';
 import { CompanyKycDataService } from './company-kyc-data.service.js';
 import { CompanyKycDataDto, UpdateKycDataDto } from './dto/company-kyc-data.dto.js';
@@ -59,8 +63,16 @@ export class CompaniesController {
 
   @Patch(':uuid')
   @AuthEither()
-  @ApiOperation({ summary: "Replace one section of the company's KYC data (UpdateKYCDataRequest)" })
+  @ApiOperation({
+    summary: "Replace one section of the company's KYC data (UpdateKYCDataRequest)",
+    description:
+      'With a user token (the company itself), datosBasicos and estructuraCorporativa are refused once they hold ' +
+      'data and the new data differs (403 INSUFFICIENT_PERMISSIONS, nothing applied): what KYC verified is the ' +
+      "application's to change. A section that holds nothing yet may be given; the data a section has is no " +
+      'change and passes.',
+  })
   @ApiOkResponse({ type: CompanyKycDataDto, description: 'The company KYC data after the change' })
+  @OwnIdentityForbiddenResponse('datosBasicos or estructuraCorporativa once given')
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown company' })
   updateKyc(
     @CurrentPrincipal() principal: Principal,

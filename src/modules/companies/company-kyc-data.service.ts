@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
@@ -6,10 +7,19 @@ import { ValidationFailedError } from '#common/errors/domain-errors.js';
 import { DEFAULT_PAGE_SIZE, type Page } from '#common/http/pagination.js';
 import type { KycHistoryEntryDto } from '#modules/kyc/history/kyc-history.dto.js';
 import { kycHistoryPage, recordKycChange } from '#modules/kyc/history/kyc-history.js';
+import { refuseOwnIdentityChange } from '#modules/kyc/owners/owner-identity.js';
 import { CompaniesService } from './companies.service.js';
 import type { CompanyKycDataDto, KycSection } from './dto/company-kyc-data.dto.js';
 import { CompanyKycDataEntity } from './entities/company-kyc-data.entity.js';
 import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
+
+/**
+ * The sections that identify the company (decision 0059): datosBasicos (its legal name, tax id, incorporation
+ * date, address) and estructuraCorporativa (the names, tax ids and birth dates of its partners, directors and
+ * beneficial owners). Their contents are free-form (the interface shows no inner structure), so the section as a
+ * whole is the field: once it holds data, only the application replaces it.
+ */
+const IDENTITY_SECTIONS: readonly KycSection[] = ['datosBasicos', 'estructuraCorporativa'];
 
 /** A company's KYC data, four sections; every change leaves a history entry (who, when, before, after). */
 @Injectable()
@@ -39,7 +49,10 @@ export class CompanyKycDataService {
     });
   }
 
-  /** UpdateKYCDataRequest: replaces one section. */
+  /**
+   * UpdateKYCDataRequest: replaces one section. The section as stored is no change (no history entry, recorded
+   * `unchanged`); a section that identifies the company, once it holds data, is the application's to change.
+   */
   async updateSection(
     principal: Principal,
     companyId: string,
@@ -49,6 +62,21 @@ export class CompanyKycDataService {
     return this.dataSource.transaction(async (manager) => {
       companyId = (await this.companies.find(manager, principal, companyId, true)).id;
       const existing = await manager.findOneBy(CompanyKycDataEntity, { companyId });
+      const stored = existing?.[section] ?? null;
+      if (stored !== null && sameJson(stored, data)) {
+        await auditAppend(manager, requestActor(principal), {
+          resourceType: 'kyc_data',
+          resourceId: companyId,
+          outcome: 'unchanged',
+        });
+        return companyView(companyId, existing);
+      }
+      if (stored !== null) {
+        refuseOwnIdentityChange(
+          principal,
+          IDENTITY_SECTIONS.filter((identity) => identity === section),
+        );
+      }
       return this.writeSection(manager, principal, companyId, existing, section, data);
     });
   }
@@ -122,4 +150,12 @@ function companyView(companyId: string, row: CompanyKycDataEntity | null): Compa
     monitoreoDeCumplimiento: row?.monitoreoDeCumplimiento ?? null,
     updated: row?.updatedAt.toISOString() ?? null,
   };
+}
+
+/**
+ * Whether `sent` is what the section already holds: the same value as PostgreSQL would store it, whatever the
+ * order of the keys (through JSON text, as the column is written: -0 is 0).
+ */
+function sameJson(stored: Record<string, unknown>, sent: Record<string, unknown>): boolean {
+  return isDeepStrictEqual(stored, JSON.parse(JSON.stringify(sent)));
 }

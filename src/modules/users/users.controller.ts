@@ -12,7 +12,11 @@ import { AuthClient, AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
 import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
 import { PageQueryDto, type Page } from '#common/http/pagination.js';
-import { DeleteOwnerRoute, ListOwnersRoute } from '#modules/kyc/owners/owner-routes.js';
+import {
+  DeleteOwnerRoute,
+  ListOwnersRoute,
+  OwnIdentityForbiddenResponse,
+} from '#modules/kyc/owners/owner-routes.js';
 import { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto.js';
 import { UsersService } from './users.service.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
@@ -61,9 +65,11 @@ export class UsersController {
     summary: 'Modify a user',
     description:
       'With a user token, firstName, lastName, birthday and taxId are refused when they change (403 ' +
-      "INSUFFICIENT_PERMISSIONS): what KYC verified is the application's to change.",
+      "INSUFFICIENT_PERMISSIONS, nothing applied): what KYC verified is the application's to change. The values " +
+      'the user has are no change and pass.',
   })
   @ApiOkResponse({ type: UserResponseDto })
+  @OwnIdentityForbiddenResponse('firstName, lastName, birthday or taxId')
   @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
   update(
     @CurrentPrincipal() principal: Principal,

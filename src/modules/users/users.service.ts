@@ -3,7 +3,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
-import { ForbiddenError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { ValidationFailedError } from '#common/errors/domain-errors.js';
 import { DEFAULT_PAGE_SIZE, toPage, type Page } from '#common/http/pagination.js';
 import { isUniqueViolation } from '#common/database/sql.js';
 import {
@@ -18,6 +18,7 @@ import {
   ownerPageRows,
   type OwnerKind,
 } from '#modules/kyc/owners/owner-rows.js';
+import { refuseOwnIdentityChange } from '#modules/kyc/owners/owner-identity.js';
 import { cuitProblem, normalizeTaxId } from '#modules/kyc/tax-id.js';
 import type { CreateUserDto, UpdateUserDto, UserResponseDto } from './dto/user.dto.js';
 import { UserEntity } from './entities/user.entity.js';
@@ -48,11 +49,17 @@ const USERS: OwnerKind<UserEntity> = {
  * user it is.
  */
 /**
- * What KYC verified, and what others see of the user (the counterparty lookup shows its names, a transfer its tax
- * id): with a user token a PATCH may not change these (403 INSUFFICIENT_PERMISSIONS), only the application may
- * (decision 0054). The user's other fields (email, sex, legalName, nationality) stay its own to change.
+ * What identifies the user (what KYC verified; the counterparty lookup shows its names, a transfer its tax id),
+ * by entity column and by its name in UpdateUserRequest: with a user token a PATCH may not change these
+ * (refuseOwnIdentityChange, decisions 0054 and 0059). The user's other fields (email, sex, legalName, nationality)
+ * stay its own to change.
  */
-const IDENTITY_FIELDS: readonly (keyof UserEntity)[] = ['firstName', 'lastName', 'birthdate', 'taxId'];
+const IDENTITY_FIELDS: Readonly<Partial<Record<keyof UserEntity, string>>> = {
+  firstName: 'firstName',
+  lastName: 'lastName',
+  birthdate: 'birthday',
+  taxId: 'taxId',
+};
 
 @Injectable()
 export class UsersService {
@@ -144,12 +151,10 @@ export class UsersService {
         'taxId',
         input.taxId === undefined ? undefined : this.checkTaxId(user.taxIdType, input.taxId, 'taxId'),
       );
-      if (principal.kind === 'subject' && IDENTITY_FIELDS.some((field) => field in changes)) {
-        throw new ForbiddenError(
-          'INSUFFICIENT_PERMISSIONS',
-          "a user's names, birth date and tax id are changed by the application",
-        );
-      }
+      refuseOwnIdentityChange(
+        principal,
+        Object.entries(IDENTITY_FIELDS).flatMap(([column, field]) => (column in changes ? [field] : [])),
+      );
       const changed = Object.keys(changes).length > 0;
       if (changed) {
         try {

@@ -34,3 +34,13 @@ export const DeleteOwnerRoute = (owner: 'user' | 'company') =>
       description: `INVALID_STATE: the ${owner} owns an account holding money`,
     }),
   );
+
+/**
+ * The 403 of a change of what identifies the owner, sent with the owner's own token (refuseOwnIdentityChange,
+ * decisions 0054 and 0059); `fields` names them as the route's body does.
+ */
+export const OwnIdentityForbiddenResponse = (fields: string) =>
+  ApiForbiddenResponse({
+    type: ErrorResponseDto,
+    description: `INSUFFICIENT_PERMISSIONS: a change of ${fields} with a user token (the owner's own); the application makes it`,
+  });
