@@ -16,7 +16,16 @@ export interface TcpProxy {
   loseAnswerTo(bytes: Buffer): void;
 }
 
-export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
+export interface TcpProxyOptions {
+  /** Sees every chunk a client sends, before it is passed on; `client` tells the connections apart. */
+  onClientData?: (client: net.Socket, chunk: Buffer) => void;
+}
+
+export async function startTcpProxy(
+  targetPort: number,
+  targetHost = '127.0.0.1',
+  options: TcpProxyOptions = {},
+): Promise<TcpProxy> {
   const open = new Set<net.Socket>();
   let losing: Buffer | undefined;
   const server = net.createServer((client) => {
@@ -27,6 +36,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
       socket.on('error', () => undefined); // the other side's reset, or ours
     }
     client.on('data', (chunk: Buffer) => {
+      options.onClientData?.(client, chunk);
       if (losing && chunk.includes(losing)) {
         losing = undefined;
         upstream.unpipe(client);

@@ -9,7 +9,8 @@ import { assertPublicHost, PrivateAddressError } from '#common/net/public-addres
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { ApplicationKeyEntity } from './entities/application-key.entity.js';
 import { ApplicationEntity } from './entities/application.entity.js';
-import { keyObjectFromJwk, parsePublicKey } from './public-key.js';
+import { KEY_ID_PATTERN, keyObjectFromJwk, parsePublicKey } from './public-key.js';
+import { UnknownKeyNames } from './unknown-key-names.js';
 import { auditAppend, type AuditActor } from '#modules/audit/audit-trail.js';
 import { UUID_PATTERN } from '#common/ids/uuid.js';
 
@@ -33,12 +34,18 @@ export interface AppSummary {
 export class AppsService {
   /** Parsed public keys by key id (a thumbprint: the same id is always the same key). */
   private readonly parsedKeys = new Map<string, KeyObject>();
+  /** Applications and keys that a lookup did not find, for AUTH_CACHE_MS. */
+  private readonly unknownKeys: UnknownKeyNames;
+  /** Key lookups in flight, by keyName: each is shared by the requests that ask for the same key meanwhile. */
+  private readonly keyLookups = new Map<string, Promise<JWK | undefined>>();
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly verified: VerifiedTokenCache,
-  ) {}
+  ) {
+    this.unknownKeys = new UnknownKeyNames(config.authCacheMs);
+  }
 
   /** Each change below appends an audit record of `actor` (the CLI's OS user) in its transaction. */
   async create(
@@ -133,6 +140,8 @@ export class AppsService {
         { resourceType: 'application_key', resourceId: key.keyId, outcome: 'created' },
       );
     });
+    // A try with it just before is forgotten here; another process (the CLI) finds it within AUTH_CACHE_MS.
+    this.unknownKeys.forget(keyName(appId.toLowerCase(), key.keyId));
     return { appId, keyId: key.keyId };
   }
 
@@ -160,24 +169,50 @@ export class AppsService {
     return { appId, keyId, status: 'revoked' };
   }
 
-  /** The active key `keyId` of the active application `appId`, or undefined. */
+  /**
+   * The active key `keyId` of the active application `appId`, or undefined. Runs for every user token and client
+   * assertion that the verified-token cache does not hold, before its signature is checked, so a name that finds
+   * nothing is remembered for AUTH_CACHE_MS (UnknownKeyNames, decision 0057) and lookups of one name at once
+   * share one query.
+   */
   async findActiveKey(appId: string, keyId: string): Promise<KeyObject | undefined> {
-    if (!UUID_PATTERN.test(appId)) return undefined;
-    // Plain SQL: this runs on every request with a user token.
-    const [row] = (await this.dataSource.query(
-      `SELECT k.public_jwk FROM application_keys k JOIN applications a ON a.id = k.app_id
-        WHERE k.app_id = $1 AND k.key_id = $2 AND k.status = 'active' AND a.status = 'active'`,
-      [appId, keyId],
-    )) as { public_jwk: JWK }[];
-    if (!row) return undefined;
+    if (!UUID_PATTERN.test(appId) || !KEY_ID_PATTERN.test(keyId)) return undefined;
+    const app = appId.toLowerCase();
+    const name = keyName(app, keyId);
+    if (this.unknownKeys.has(app) || this.unknownKeys.has(name)) return undefined;
+    let lookup = this.keyLookups.get(name);
+    if (!lookup) {
+      const started = this.lookUpKey(app, keyId).finally(() => {
+        if (this.keyLookups.get(name) === started) this.keyLookups.delete(name);
+      });
+      this.keyLookups.set(name, (lookup = started));
+    }
+    const jwk = await lookup;
+    if (!jwk) return undefined;
     // The key id is the key's RFC 7638 thumbprint, so a parsed key can be kept by it (the status is read above).
     let key = this.parsedKeys.get(keyId);
     if (!key) {
       if (this.parsedKeys.size >= 10_000) this.parsedKeys.clear();
-      key = keyObjectFromJwk(row.public_jwk);
+      key = keyObjectFromJwk(jwk);
       this.parsedKeys.set(keyId, key);
     }
     return key;
+  }
+
+  /** One query (plain SQL: see findActiveKey); a miss is remembered by the application, or by the key. */
+  private async lookUpKey(appId: string, keyId: string): Promise<JWK | undefined> {
+    const [row] = (await this.dataSource.query(
+      `SELECT a.status = 'active' AS active, k.public_jwk FROM applications a
+         LEFT JOIN application_keys k ON k.app_id = a.id AND k.key_id = $2 AND k.status = 'active'
+        WHERE a.id = $1`,
+      [appId, keyId],
+    )) as { active: boolean; public_jwk: JWK | null }[];
+    if (!row?.active) {
+      this.unknownKeys.remember(appId); // none of its key ids is looked up for AUTH_CACHE_MS
+      return undefined;
+    }
+    if (!row.public_jwk) this.unknownKeys.remember(keyName(appId, keyId));
+    return row.public_jwk ?? undefined;
   }
 
   /**
@@ -224,6 +259,11 @@ export class AppsService {
     if (!app) throw new NotFoundError(appId, 'Application not found');
     return app;
   }
+}
+
+/** The name of one application key in UnknownKeyNames and the lookups in flight (an application's is its id). */
+function keyName(appId: string, keyId: string): string {
+  return `${appId} ${keyId}`;
 }
 
 /** Webhook URLs are absolute http(s) URLs without credentials; delivery applies the SSRF rules. */

@@ -1,7 +1,7 @@
 import { createHash, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { ValidationFailedError, type ValidationItem } from '#common/errors/domain-errors.js';
 import { freshKeyPair } from '../../../test/support/keys.js';
-import { keyObjectFromJwk, parsePublicKey } from './public-key.js';
+import { KEY_ID_PATTERN, keyObjectFromJwk, parsePublicKey } from './public-key.js';
 
 const ecKeyPair = () => freshKeyPair('P-256');
 
@@ -39,6 +39,7 @@ describe('parsePublicKey', () => {
     const parsed = await parsePublicKey(pem(publicKey));
     expect(parsed.keyId).toBe(thumbprint(exported));
     expect(parsed.keyId).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(parsed.keyId).toMatch(KEY_ID_PATTERN); // a key lookup skips any other kid (decision 0057)
   });
 
   it('returns only the public members kty, crv, x and y', async () => {

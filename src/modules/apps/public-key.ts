@@ -2,6 +2,9 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { ValidationFailedError } from '#common/errors/domain-errors.js';
 
+/** An RFC 7638 SHA-256 thumbprint in base64url without padding: the only form a keyId takes. */
+export const KEY_ID_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
 export interface ParsedPublicKey {
   /** The public members only: kty, crv, x, y. */
   jwk: JWK;
