@@ -4,6 +4,7 @@ import net from 'node:net';
 import pg from 'pg';
 import request from 'supertest';
 import { MAX_PAGE_SIZE } from '../src/common/http/pagination.js';
+import { SharedRateLimitStores } from '../src/common/http/shared-rate-limit-store.js';
 import { AppsService } from '../src/modules/apps/apps.service.js';
 import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { WebhooksService, type EventView } from '../src/modules/webhooks/webhooks.service.js';
@@ -15,7 +16,14 @@ import {
   type TestClient,
 } from './support/auth.js';
 import { bearer, countRows, expectValidation, userBody } from './support/identity.js';
-import { expectNoRoutes, seedBusyDay, sendSms, storedSms } from './support/mobile.js';
+import {
+  backdateSms,
+  expectNoRoutes,
+  expectRefusedUntil,
+  seedBusyDay,
+  sendSms,
+  storedSms,
+} from './support/mobile.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { isolatedRedisEnv, pollUntil, WebhookReceiver, type Responder } from './support/webhook-receiver.js';
 
@@ -139,41 +147,74 @@ describe('resource limits, each turned down on one application', () => {
   describe('SMS rate limits (per application 3 a minute and 20 a day, 1 an hour per destination here)', () => {
     const send = (authorization: string, dnis: string) => sendSms(t.http, authorization, dnis);
     const stored = (appId: string) => storedSms(t.dataSource, appId);
+    const idOf = (response: request.Response) => (response.body as { message_id: string }).message_id;
+    const backdate = (response: request.Response, ago: string) =>
+      backdateSms(t.dataSource, idOf(response), ago);
+    /** The created_at of the stored messages `where` selects, as the database recorded them, newest first. */
+    const createdAt = async (where: string, parameters: unknown[]) =>
+      (
+        (await t.dataSource.query(
+          `SELECT created_at FROM sms_messages WHERE ${where} ORDER BY created_at DESC`,
+          parameters,
+        )) as { created_at: Date }[]
+      ).map((row) => row.created_at);
 
-    it('refuses the second message to a destination within the hour, then the fourth of the minute: 400 NO ROUTES with Retry-After', async () => {
+    it('refuses the second message to a destination within the hour, then the fourth of the minute: 400 NO ROUTES, Retry-After when a place frees', async () => {
       const sender = await registerClient(t.app, 'sms-limits');
       const auth = bearer(await accessToken(t.http, sender));
-      expect((await send(auth, '541100000601')).status).toBe(200);
-      const perDestination = await send(auth, '541100000601');
-      expectNoRoutes(perDestination);
-      expect(perDestination.headers['retry-after']).toBe('600');
+      const first = await send(auth, '541100000601');
+      expect(first.status).toBe(200);
+      const firstAt = await backdate(first, '20 seconds');
+      // A place to that destination frees when the first leaves the hour (in about 3580 s).
+      await expectRefusedUntil(() => send(auth, '541100000601'), firstAt, 3600);
       expect((await send(auth, '541100000602')).status).toBe(200);
       expect((await send(auth, '541100000603')).status).toBe(200);
-      const perMinute = await send(auth, '541100000604');
-      expectNoRoutes(perMinute);
-      expect(perMinute.headers['retry-after']).toBe('60');
+      // One in the minute frees when the oldest of its three leaves it (in about 40 s).
+      await expectRefusedUntil(() => send(auth, '541100000604'), firstAt, 60);
+      // Both reached: the request passes once each has a place, when the first leaves the hour.
+      await expectRefusedUntil(() => send(auth, '541100000601'), firstAt, 3600);
       expect(await stored(sender.appId)).toBe(3);
     });
 
-    it("refuses a user its third message of the hour (400 NO ROUTES, Retry-After 600); the application's other users go on", async () => {
+    it('counts more messages than its limit (a limit lowered since): a place frees only once fewer are counted', async () => {
+      const sender = await registerClient(t.app, 'sms-limit-lowered');
+      const auth = bearer(await accessToken(t.http, sender));
+      await t.dataSource.query(
+        `INSERT INTO sms_messages (id, app_id, dnis, status, created_at)
+         SELECT gen_random_uuid(), $1, '541100000651', 'DELIVRD', now() - ago
+           FROM unnest(ARRAY[interval '45 minutes', interval '20 minutes']) ago`,
+        [sender.appId],
+      );
+      const [newer] = await createdAt(`app_id = $1 AND dnis = '541100000651'`, [sender.appId]);
+      // Two counted, one allowed: the destination has a place once the newer of the two leaves the hour.
+      await expectRefusedUntil(() => send(auth, '541100000651'), newer, 3600);
+    });
+
+    it("refuses a user its third message of the hour (400 NO ROUTES, Retry-After when its oldest leaves the hour); the application's other users go on", async () => {
       const sender = await registerClient(t.app, 'sms-user-limits');
       const [first, second] = [randomUUID(), randomUUID()];
       const user = bearer(await subjectToken(sender, first));
-      expect((await send(user, '541100000801')).status).toBe(200);
+      const oldest = await send(user, '541100000801');
+      expect(oldest.status).toBe(200);
+      const oldestAt = await backdate(oldest, '20 minutes');
       expect((await send(user, '541100000802')).status).toBe(200);
-      const refused = await send(user, '541100000803');
-      expectNoRoutes(refused);
-      expect(refused.headers['retry-after']).toBe('600');
+      await expectRefusedUntil(() => send(user, '541100000803'), oldestAt, 3600);
       expect((await send(bearer(await subjectToken(sender, second)), '541100000804')).status).toBe(200);
       expect(await stored(sender.appId)).toBe(3);
     });
 
-    it('refuses past the daily limit: 400 NO ROUTES with Retry-After 3600', async () => {
+    it('refuses past the daily limit: 400 NO ROUTES, Retry-After when the oldest of the 24 hours leaves them', async () => {
       const busy = await registerClient(t.app, 'sms-busy-day');
       await seedBusyDay(t.dataSource, busy.appId, 20);
-      const refused = await send(bearer(await accessToken(t.http, busy)), '541100000700');
-      expectNoRoutes(refused);
-      expect(refused.headers['retry-after']).toBe('3600');
+      await t.dataSource.query(
+        `UPDATE sms_messages SET created_at = created_at - interval '3 hours'
+          WHERE id IN (SELECT id FROM sms_messages WHERE app_id = $1 LIMIT 10)`,
+        [busy.appId],
+      );
+      const oldest = (await createdAt('app_id = $1', [busy.appId])).at(-1)!;
+      // Half of them sent 5 hours ago, half 2 hours ago: a place frees in about 19 hours.
+      const auth = bearer(await accessToken(t.http, busy));
+      await expectRefusedUntil(() => send(auth, '541100000700'), oldest, 86_400);
       expect(await stored(busy.appId)).toBe(20);
     });
   });
@@ -210,6 +251,51 @@ describe('resource limits, each turned down on one application', () => {
       // Another application is counted apart.
       const other = bearer(await accessToken(t.http, await registerClient(t.app, 'simswap-other')));
       expect((await check(other)).status).toBe(200);
+    });
+
+    /** Ends a SIM swap window now, as time would: a fixed window's counter goes when it ends. */
+    const endWindow = (limit: 'simswap-app' | 'simswap-user', key: string) =>
+      t.app.get(SharedRateLimitStores).store(limit).resetKey(key);
+
+    it("gives back what a refused check took: the users the application's limit refused keep their check, and one its own limit refused costs the application none", async () => {
+      const caller = await registerClient(t.app, 'simswap-give-back');
+      const app = bearer(await accessToken(t.http, caller));
+      expect([(await check(app)).status, (await check(app)).status]).toEqual([200, 200]);
+      // One check left in the application's minute, three users at once: one of them gets it.
+      const users = await Promise.all(
+        [1, 2, 3].map(async () => bearer(await subjectToken(caller, randomUUID()))),
+      );
+      const first = await Promise.all(users.map((user) => check(user)));
+      expect(first.filter((response) => response.status === 200)).toHaveLength(1);
+      for (const refused of first.filter((response) => response.status !== 200)) {
+        expectNoRoutes(refused);
+        expect(Number(refused.headers['retry-after'])).toBeLessThanOrEqual(60); // the application's minute
+      }
+      await endWindow('simswap-app', caller.appId);
+      // Within their hour, the two refused users still have their check; the one let through has used its own.
+      const again: number[] = [];
+      for (const user of users) again.push((await check(user)).status);
+      expect(again).toEqual(first.map((response) => (response.status === 200 ? 400 : 200)));
+      // That last refusal cost the application nothing: two checks of its new minute used, one left.
+      expect((await check(app)).status).toBe(200);
+      expectNoRoutes(await check(app));
+    });
+
+    it('lets exactly the limit through under concurrent checks; each count keeps only the checks let through', async () => {
+      const caller = await registerClient(t.app, 'simswap-burst');
+      const app = bearer(await accessToken(t.http, caller));
+      const burst = await Promise.all(Array.from({ length: 8 }, () => check(app)));
+      expect(burst.filter((response) => response.status === 200)).toHaveLength(3);
+      await endWindow('simswap-app', caller.appId);
+      const subject = randomUUID();
+      const user = bearer(await subjectToken(caller, subject));
+      const perUser = await Promise.all(Array.from({ length: 5 }, () => check(user)));
+      expect(perUser.filter((response) => response.status === 200)).toHaveLength(1);
+      for (const refused of perUser.filter((response) => response.status !== 200)) expectNoRoutes(refused);
+      const stores = t.app.get(SharedRateLimitStores);
+      const counted = async (limit: string, key: string) => (await stores.store(limit).get?.(key))?.totalHits;
+      expect(await counted('simswap-user', `${caller.appId}:${subject}`)).toBe(1);
+      expect(await counted('simswap-app', caller.appId)).toBe(1);
     });
   });
 

@@ -44,6 +44,17 @@ function behavesAsOneCounter(open: () => Promise<{ stores: [Store, Store]; close
     await stores[1].resetKey('198.51.100.7');
     await expect(stores[0].increment('198.51.100.7')).resolves.toMatchObject({ totalHits: 1 });
   });
+
+  it('gives a hit back only to a window that still counts: none to the next one, never below zero', async () => {
+    await stores[0].increment('198.51.100.9');
+    await sleep(WINDOW_MS + 100);
+    // The window ended before its hit was given back (as a refused SIM swap check's may).
+    await stores[0].decrement('198.51.100.9');
+    await expect(stores[1].increment('198.51.100.9')).resolves.toMatchObject({ totalHits: 1 });
+    await stores[1].decrement('198.51.100.9');
+    await stores[0].decrement('198.51.100.9');
+    await expect(stores[0].increment('198.51.100.9')).resolves.toMatchObject({ totalHits: 1 });
+  });
 }
 
 describe('PostgresRateLimitStore (the counters without REDIS_URL)', () => {

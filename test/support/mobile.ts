@@ -32,3 +32,35 @@ export async function seedBusyDay(dataSource: DataSource, appId: string, count: 
     [appId, count],
   );
 }
+
+/**
+ * Sends a request that a limit refuses, and checks its Retry-After: the whole seconds, rounded up, from the instant
+ * the request was judged (between its sending and its answer) until the counted message created at `createdAt`
+ * (as the database recorded it) leaves the limit's window of `windowSeconds`. Bounds, not a time: a slow answer
+ * widens them. The database's microseconds, dropped by a Date, and the milliseconds Date.now() drops are allowed
+ * for (1 ms each).
+ */
+export async function expectRefusedUntil(
+  send: () => PromiseLike<request.Response>,
+  createdAt: Date,
+  windowSeconds: number,
+): Promise<void> {
+  const sentAt = Date.now();
+  const response = await send();
+  const answeredAt = Date.now();
+  expectNoRoutes(response);
+  const leaves = createdAt.getTime() + windowSeconds * 1000;
+  const seconds = Number(response.headers['retry-after']);
+  expect(seconds).toBeGreaterThanOrEqual(Math.max(1, Math.ceil((leaves - answeredAt - 1) / 1000)));
+  expect(seconds).toBeLessThanOrEqual(Math.ceil((leaves + 1 - sentAt) / 1000));
+  expect(seconds).toBeLessThanOrEqual(windowSeconds);
+}
+
+/** Moves a stored message `ago` (an interval) back in time; answers its created_at as the database now holds it. */
+export async function backdateSms(dataSource: DataSource, messageId: string, ago: string): Promise<Date> {
+  const [[row]] = (await dataSource.query(
+    `UPDATE sms_messages SET created_at = created_at - $2::interval WHERE id = $1 RETURNING created_at`,
+    [messageId, ago],
+  )) as [{ created_at: Date }[], number];
+  return row.created_at;
+}

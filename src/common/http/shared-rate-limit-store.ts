@@ -70,6 +70,10 @@ export class PostgresRateLimitStore implements Store {
   }
 }
 
+/** DECR when the key exists with a positive count (it keeps its expiry); else nothing. */
+const DECREMENT_LIVE_KEY = `if (tonumber(redis.call('get', KEYS[1]) or '0') > 0) then return redis.call('decr', KEYS[1]) end
+return 0`;
+
 /**
  * Fixed-window counters in Redis: INCR, and PEXPIRE NX on the first hit of a window, in one MULTI; the key's
  * time to live is the window's reset time. Every process that shares the Redis counts together.
@@ -110,8 +114,12 @@ export class RedisRateLimitStore implements Store {
     return { totalHits: Number(hits), resetTime: new Date(Date.now() + ttl) };
   }
 
+  /**
+   * One hit given back, only to a key that still counts some: a DECR of a key whose window ended would leave -1
+   * with no expiry, one request more in the next window and a key kept until then.
+   */
   async decrement(key: string): Promise<void> {
-    await this.redis.decr(this.prefix + key);
+    await this.redis.eval(DECREMENT_LIVE_KEY, 1, this.prefix + key);
   }
 
   async resetKey(key: string): Promise<void> {

@@ -3,7 +3,22 @@ import type { Options, Store } from 'express-rate-limit';
 import type { Principal } from '#common/auth/principal.js';
 import { TooManyRequestsError } from '#common/errors/domain-errors.js';
 import { SharedRateLimitStores } from '#common/http/shared-rate-limit-store.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+
+/** One counter a check takes a unit of. */
+interface Limit {
+  readonly store: Store;
+  readonly key: string;
+  readonly limit: number;
+  readonly name: string;
+}
+
+/** A unit taken, and the end of the window it was taken in. */
+interface Taken {
+  readonly limit: Limit;
+  readonly resetTime?: Date;
+}
 
 /**
  * Each SIM swap check is a paid request to the operator: SIM_SWAP_APP_LIMIT_PER_MINUTE per application and, for
@@ -12,6 +27,11 @@ import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
  * limit; per process while Redis does not answer). Taken by the route once its body is valid, the user's count
  * first: a user past its own limit never reaches the application's. A refusal is the route's 400 `NO ROUTES` with
  * Retry-After: the seconds until the window that refused it ends (decision 0054).
+ *
+ * A refused request gives back every unit it took (decision 0058): the user's when the application's limit
+ * refuses it, and the refusing limit's own, so each count is the checks it let through. A unit is taken before it
+ * is judged (the stores' atomic increment), so a concurrent request may be refused while a refused one still holds
+ * its unit; none ever gets through past a limit.
  */
 @Injectable()
 export class SimSwapLimits {
@@ -21,7 +41,9 @@ export class SimSwapLimits {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     stores: SharedRateLimitStores,
+    private readonly logger: PinoLogger,
   ) {
+    this.logger.setContext('SimSwapLimits');
     this.perApplication = stores.store('simswap-app');
     this.perUser = stores.store('simswap-user');
     void this.perApplication.init?.({ windowMs: 60_000 } as Options);
@@ -30,26 +52,59 @@ export class SimSwapLimits {
 
   async take(principal: Principal): Promise<void> {
     const limits = this.config.mobile;
+    const counted: Limit[] = [];
     if (principal.kind === 'subject') {
-      await this.count(
-        this.perUser,
-        `${principal.appId}:${principal.subject}`,
-        limits.simSwapUserLimitPerHour,
-        'user per hour',
-      );
+      counted.push({
+        store: this.perUser,
+        key: `${principal.appId}:${principal.subject}`,
+        limit: limits.simSwapUserLimitPerHour,
+        name: 'user per hour',
+      });
     }
-    await this.count(
-      this.perApplication,
-      principal.appId,
-      limits.simSwapAppLimitPerMinute,
-      'application per minute',
-    );
+    counted.push({
+      store: this.perApplication,
+      key: principal.appId,
+      limit: limits.simSwapAppLimitPerMinute,
+      name: 'application per minute',
+    });
+    const taken: Taken[] = [];
+    try {
+      for (const limit of counted) {
+        const { totalHits, resetTime } = await limit.store.increment(limit.key);
+        taken.push({ limit, resetTime });
+        if (totalHits > limit.limit) {
+          const seconds = resetTime ? Math.ceil((resetTime.getTime() - Date.now()) / 1000) : 60;
+          throw new TooManyRequestsError(
+            `SIM swap rate limit exceeded (${limit.name})`,
+            Math.max(1, seconds),
+          );
+        }
+      }
+    } catch (error) {
+      await this.giveBack(taken);
+      throw error;
+    }
   }
 
-  private async count(store: Store, key: string, limit: number, name: string): Promise<void> {
-    const { totalHits, resetTime } = await store.increment(key);
-    if (totalHits <= limit) return;
-    const seconds = resetTime ? Math.ceil((resetTime.getTime() - Date.now()) / 1000) : 60;
-    throw new TooManyRequestsError(`SIM swap rate limit exceeded (${name})`, Math.max(1, seconds));
+  /**
+   * Gives back the units of a refused request, each only while the window it was taken in lasts (as
+   * express-rate-limit does): a unit given to the next window would let one check more through there. A give-back
+   * that fails leaves the unit counted until its window ends, as before decision 0058; the refusal stands.
+   */
+  private async giveBack(taken: readonly Taken[]): Promise<void> {
+    await Promise.all(
+      taken
+        .filter(({ resetTime }) => resetTime === undefined || Date.now() < resetTime.getTime())
+        .map(async ({ limit }) => {
+          try {
+            await limit.store.decrement(limit.key);
+          } catch (error) {
+            this.logger.warn(
+              { limit: limit.name, err: error },
+              'SIM swap limit: a unit could not be given back',
+            );
+          }
+        }),
+    );
   }
 }

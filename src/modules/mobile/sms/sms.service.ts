@@ -90,24 +90,19 @@ export class SmsService {
    * Per application (a minute and a day), per destination of the application (an hour) and, for a user token,
    * per user (an hour: one user cannot use up the application's allowance, which its one-time codes need),
    * counted on the stored messages under a per-application advisory lock, so every API process sees the same
-   * counts.
+   * counts. A refusal's Retry-After is when a place frees in every limit reached (decision 0058).
    */
   private async checkRateLimits(manager: EntityManager, principal: Principal, dnis: string): Promise<void> {
     const limits = this.config.mobile;
     const appId = principal.appId;
     const subject = principal.kind === 'subject' ? principal.subject : null;
     await lockUntilCommit(manager, ADVISORY_LOCKS.smsRateLimit, appId);
-    // Each count stops at its limit, so a high limit never means a long scan.
-    const [counts] = (await manager.query(
+    const [frees] = (await manager.query(
       `SELECT
-         (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1
-            AND created_at > now() - interval '1 minute' LIMIT $3) m)::int AS minute,
-         (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1
-            AND created_at > now() - interval '1 day' LIMIT $4) d)::int AS day,
-         (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1 AND dnis = $2
-            AND created_at > now() - interval '1 hour' LIMIT $5) h)::int AS destination,
-         (SELECT count(*) FROM (SELECT 1 FROM sms_messages WHERE app_id = $1 AND sender_subject = $6::uuid
-            AND sender_subject IS NOT NULL AND created_at > now() - interval '1 hour' LIMIT $7) u)::int AS "user"`,
+         ${placeFrees('app_id = $1', '1 minute', '$3')} AS minute,
+         ${placeFrees('app_id = $1', '1 day', '$4')} AS day,
+         ${placeFrees('app_id = $1 AND dnis = $2', '1 hour', '$5')} AS destination,
+         ${placeFrees('app_id = $1 AND sender_subject = $6::uuid AND sender_subject IS NOT NULL', '1 hour', '$7')} AS "user"`,
       [
         appId,
         dnis,
@@ -117,23 +112,33 @@ export class SmsService {
         subject,
         limits.smsUserLimitPerHour,
       ],
-    )) as { minute: number; day: number; destination: number; user: number }[];
-    const exceeded =
-      counts.minute >= limits.smsAppLimitPerMinute
-        ? { limit: 'application per minute', retryAfterSeconds: 60 }
-        : counts.day >= limits.smsAppLimitPerDay
-          ? { limit: 'application per day', retryAfterSeconds: 3600 }
-          : counts.destination >= limits.smsDestinationLimitPerHour
-            ? { limit: 'destination per hour', retryAfterSeconds: 600 }
-            : subject !== null && counts.user >= limits.smsUserLimitPerHour
-              ? { limit: 'user per hour', retryAfterSeconds: 600 }
-              : undefined;
-    if (exceeded) {
-      this.logger.info({ appId, limit: exceeded.limit }, 'SMS refused by a rate limit');
-      throw new TooManyRequestsError(
-        `SMS rate limit exceeded (${exceeded.limit})`,
-        exceeded.retryAfterSeconds,
-      );
+    )) as { minute: number | null; day: number | null; destination: number | null; user: number | null }[];
+    const reached = (
+      [
+        ['application per minute', frees.minute],
+        ['application per day', frees.day],
+        ['destination per hour', frees.destination],
+        ['user per hour', frees.user],
+      ] as const
+    ).flatMap(([limit, seconds]) => (seconds === null ? [] : [{ limit, seconds }]));
+    if (reached.length > 0) {
+      const { limit } = reached[0];
+      this.logger.info({ appId, limit }, 'SMS refused by a rate limit');
+      // The request passes once every limit it reached has a place.
+      const seconds = Math.max(1, ...reached.map((each) => each.seconds));
+      throw new TooManyRequestsError(`SMS rate limit exceeded (${limit})`, seconds);
     }
   }
+}
+
+/**
+ * The seconds until the `limit`-th newest message that `where` counts in the last `window` leaves it, which frees a
+ * place; null while fewer are counted (a place is free). The scan stops at that row, so a high limit never means a
+ * long one. The limit-th newest, not the oldest: should more be counted (a limit lowered), places free only once
+ * the count is below the limit.
+ */
+function placeFrees(where: string, window: string, limit: string): string {
+  return `(SELECT ceil(extract(epoch FROM created_at + interval '${window}' - now()))::int FROM sms_messages
+     WHERE ${where} AND created_at > now() - interval '${window}'
+     ORDER BY created_at DESC OFFSET ${limit}::int - 1 LIMIT 1)`;
 }
