@@ -79,3 +79,22 @@ export async function functionDefinitions(
   }
   return byName;
 }
+
+/**
+ * For a migration's `down`: the `CREATE OR REPLACE FUNCTION` that gives `name` back as it was before the
+ * migration, from its live definition and the migration's `changes` (each [the text it installed, the text it
+ * replaced], as PostgreSQL prints them). Throws when the live function is not the one the migration installed.
+ */
+export async function functionBefore(
+  query: (sql: string, params: unknown[]) => Promise<unknown>,
+  name: string,
+  changes: readonly (readonly [string, string])[],
+): Promise<string> {
+  let live = (await functionDefinitions(query))[name];
+  for (const [installed, replaced] of changes) {
+    if (live === undefined || !live.includes(installed))
+      throw new Error(`${name} is not the one this migration installed`);
+    live = live.replace(installed, replaced);
+  }
+  return live;
+}

@@ -170,6 +170,20 @@ describe('migrations and entities', () => {
     expect(await reverse()).toBe(after);
   });
 
+  it("RailReturnReference down gives wallet_reverse_transfer back without the return's reference, and up with it", async () => {
+    const reverse = () => liveDefinition('wallet_reverse_transfer');
+    const after = await reverse();
+    expect(after).toContain("v_app := t.app_id; -- the application a return's reference is claimed under");
+    expect(after).toContain('this reference was used for another return');
+    await undoUntil('SmsPerUser1763902900000');
+    const before = await reverse();
+    expect(before).not.toContain('v_reused');
+    // The definition ReversalLocksBeforeStates installed (its file's text below the header, at the commit before).
+    expect(sha256Of(before)).toBe('b62d7f8fd2486fdcaa53204b318080999b860cc327478ea5e99e1cd377c73ea6');
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await reverse()).toBe(after);
+  });
+
   it('WebhookEventsRoomToClaim fills the outbox to half (fillfactor 50); down gives the default back', async () => {
     const options = async () =>
       (

@@ -5,6 +5,7 @@ import request from 'supertest';
 import { ClearingService } from '../src/modules/transfers/clearing/clearing.service.js';
 import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
 import { subjectToken, type TestClient } from './support/auth.js';
+import { holdTransaction } from './support/database.js';
 import {
   bearer,
   countRows,
@@ -132,6 +133,13 @@ describe('reversals of settled transfers and returns from the rail (real databas
       )) as { now: string }[]
     )[0].now;
   const verify = async () => expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
+  /** `transfers return …` through the built CLI, with `dataDir` as its DATA_DIR. */
+  const returnCli = (dataDir: string) => (args: string[]) =>
+    runNode(
+      CLI_JS,
+      ['transfers', 'return', ...args],
+      childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'silent' }),
+    );
 
   beforeAll(async () => {
     ({ t, appA, appB, tokenA, tokenB } = await startWithTwoApplications('reversals', {
@@ -664,12 +672,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
 
   it('the rail returns an external WITHDRAW (CLI transfers return): the sender is credited from settlement, in parts, up to the amount', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-return-'));
-    const cli = (args: string[]) =>
-      runNode(
-        CLI_JS,
-        ['transfers', 'return', ...args],
-        childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'silent' }),
-      );
+    const cli = returnCli(dataDir);
     try {
       const sender = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
       await setBalance(t.http, tokenA, sender.uuid, 500);
@@ -766,4 +769,140 @@ describe('reversals of settled transfers and returns from the rail (real databas
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
+
+  it("the rail's return is made once per reference (CLI transfers return --reference): run again, twice at once, after the account closed; the reference with another amount or transfer is refused", async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-return-ref-'));
+    const cli = returnCli(dataDir);
+    /** The account's cached balance as the ledger holds it (numeric(24,6) as text: no float in between). */
+    const ledgerBalance = async (accountId: string): Promise<string> =>
+      (
+        (await t.dataSource.query(`SELECT balance::text AS b FROM ledger_accounts WHERE id = $1`, [
+          accountId,
+        ])) as { b: string }[]
+      )[0].b;
+    /** The returns made of the WITHDRAW `w`, with their amounts as text. */
+    const returnsOf = (w: string) =>
+      t.dataSource.query(
+        `SELECT id::text AS id, amount::text AS amount FROM transfers WHERE reversal_of = $1 ORDER BY id`,
+        [w],
+      ) as Promise<{ id: string; amount: string }[]>;
+    /** `args` refused: exit 1, nothing on stdout, `message` on stderr, nothing written anywhere. */
+    const refused = async (args: string[], message: string) => {
+      const before = await counts();
+      const result = await cli(args);
+      expect({ args, code: result.code, stdout: result.stdout }).toStrictEqual({ args, code: 1, stdout: '' });
+      expect(result.stderr).toContain(message);
+      expect(await counts()).toStrictEqual(before);
+    };
+    try {
+      const sender = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+      await setBalance(t.http, tokenA, sender.uuid, 500);
+      const clearing = t.app.get(ClearingService);
+      /** An external WITHDRAW of `amount` from the sender, settled ACREDITADO. */
+      const settled = async (amount: number): Promise<string> => {
+        const external = await postTransfer(t.http, tokenA, transferBody(sender.uuid, UNLISTED_CBU, amount));
+        expect(external.status).toBe(201);
+        const w = (external.body as { uuid: string }).uuid;
+        expect(await clearing.present(w)).toBe(true);
+        expect(await clearing.settle(w, 'ACREDITADO')).toBe(true);
+        return w;
+      };
+      const w = await settled(200); // 200 and its 1 % tax
+      const w2 = await settled(100);
+      expect(await ledgerBalance(sender.uuid)).toBe('197.000000');
+      const reference = `COELSA-RET-${Date.now()}`;
+      const partial = [w, '--amount', '50.5', '--reference', reference];
+
+      // Twice at once (the rail's message delivered twice, or the command run again while the first runs): both
+      // wait for the WITHDRAW's row, held here, then go on together; one return is made, both print it.
+      const held = await holdTransaction(t.dataSource, [
+        ['SELECT 1 FROM transfers WHERE id = $1 FOR UPDATE', [w]],
+      ]);
+      const both = Promise.all([cli(partial), cli(partial)]);
+      try {
+        await held.untilWaiting(2);
+        await held.commit();
+      } finally {
+        await held.release();
+      }
+      const [first, second] = await both;
+      expect({ code: first.code, stderr: first.stderr }).toStrictEqual({ code: 0, stderr: '' });
+      const answer = JSON.parse(first.stdout) as { transferId: string };
+      expect(answer).toStrictEqual({
+        transferId: expect.stringMatching(UUID_V7),
+        accountId: sender.uuid,
+        returnOf: w,
+        amount: 50.5,
+        status: 'ACREDITADO',
+      });
+      expect({ code: second.code, stdout: second.stdout }).toStrictEqual({ code: 0, stdout: first.stdout });
+      expect(await returnsOf(w)).toStrictEqual([{ id: answer.transferId, amount: '50.500000' }]);
+      expect(await ledgerBalance(sender.uuid)).toBe('247.500000');
+      // The reference is claimed under the WITHDRAW's application, in the return namespace.
+      expect(
+        await t.dataSource.query(
+          `SELECT response_status, response_body->>'id' AS id FROM idempotency_keys WHERE app_id = $1 AND key = $2`,
+          [appA.appId, `return ${reference}`],
+        ),
+      ).toStrictEqual([{ response_status: 201, id: answer.transferId }]);
+
+      // Run again later, the amount written another way and another reason: the first return, nothing written.
+      let before = await counts();
+      for (const args of [
+        partial,
+        [w, '--amount', '50.50', '--reason', 'otra vez', '--reference', reference],
+      ]) {
+        const again = await cli(args);
+        expect({ code: again.code, stdout: again.stdout }).toStrictEqual({ code: 0, stdout: first.stdout });
+      }
+      expect(await counts()).toStrictEqual(before);
+      expect(await ledgerBalance(sender.uuid)).toBe('247.500000');
+
+      // The reference with another amount, another transfer, or no amount (what is left) is refused; so is a
+      // reference that is not 1 to 100 visible ASCII characters.
+      const reused = 'reference: this reference was used for another return';
+      await refused([w, '--amount', '60', '--reference', reference], reused);
+      await refused([w2, '--amount', '50.5', '--reference', reference], reused);
+      await refused([w, '--reference', reference], reused);
+      await refused([w, '--amount', '1', '--reference', 'with space'], '--reference must be 1 to 100');
+      expect(await ledgerBalance(sender.uuid)).toBe('247.500000');
+
+      // A new reference returns the rest (no --amount: what is left), once.
+      const rest = [w, '--reference', `${reference}-b`];
+      const restFirst = await cli(rest);
+      expect(restFirst.code).toBe(0);
+      const restAnswer = JSON.parse(restFirst.stdout) as { transferId: string };
+      expect(restAnswer).toMatchObject({ returnOf: w, amount: 149.5 });
+      const restAgain = await cli(rest);
+      expect({ code: restAgain.code, stdout: restAgain.stdout }).toStrictEqual({
+        code: 0,
+        stdout: restFirst.stdout,
+      });
+      expect((await returnsOf(w)).map((row) => row.amount).sort()).toStrictEqual(['149.500000', '50.500000']);
+      expect(await ledgerBalance(sender.uuid)).toBe('397.000000');
+      expect(await summary(tokenA, w)).toMatchObject({ amount: 200, reversed: 200, left: 0 });
+
+      // The account is emptied and closed; the rail sends its messages again: each prints the return it made
+      // (not "the account is DELETED"), and a new reference is refused.
+      await setBalance(t.http, tokenA, sender.uuid, 0);
+      const closed = await request(t.http)
+        .delete(`/v1/wallet/accounts/${sender.uuid}`)
+        .set('Authorization', bearer(tokenA));
+      expect(closed.status).toBe(200);
+      before = await counts();
+      for (const [args, stdout] of [
+        [partial, first.stdout],
+        [rest, restFirst.stdout],
+      ] as const) {
+        const late = await cli(args);
+        expect({ code: late.code, stdout: late.stdout }).toStrictEqual({ code: 0, stdout });
+      }
+      expect(await counts()).toStrictEqual(before);
+      await refused([w2, '--amount', '10', '--reference', `${reference}-c`], 'the account is DELETED');
+      expect(await ledgerBalance(sender.uuid)).toBe('0.000000');
+      await verify();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000); // thirteen runs of the CLI, each a process that starts Nest
 });

@@ -65,8 +65,11 @@ export async function createEmptyDatabase(): Promise<{ url: string; drop: () => 
 
 /** A transaction of the test's own, held open after `statements`, so a request can be made to wait for it. */
 export interface HeldTransaction {
-  /** Resolves once another backend waits for one of this transaction's locks. */
-  untilWaiting: () => Promise<void>;
+  /**
+   * Resolves once `count` (by default one) other backends wait for this transaction's locks, directly or queued
+   * behind another waiter.
+   */
+  untilWaiting: (count?: number) => Promise<void>;
   commit: () => Promise<void>;
   /** Rolls back unless committed, and gives the connection back. */
   release: () => Promise<void>;
@@ -82,13 +85,19 @@ export async function holdTransaction(
   for (const [sql, params] of statements) await held.query(sql, params);
   const [{ pid }] = (await held.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[];
   return {
-    untilWaiting: async () => {
+    untilWaiting: async (count = 1) => {
       for (const deadline = Date.now() + 10_000; ;) {
+        // Those that wait for it, and those queued behind them (a second waiter for a row waits for the first).
         const [row] = (await dataSource.query(
-          'SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))',
+          `WITH RECURSIVE waiting(pid) AS (
+             SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))
+             UNION
+             SELECT a.pid FROM pg_stat_activity a JOIN waiting w ON w.pid = ANY(pg_blocking_pids(a.pid))
+           )
+           SELECT count(*)::int AS n FROM waiting`,
           [pid],
         )) as { n: number }[];
-        if (row.n > 0) return;
+        if (row.n >= count) return;
         if (Date.now() > deadline) throw new Error('nothing waited for the held transaction');
         await new Promise((resolve) => setTimeout(resolve, 20));
       }

@@ -10,7 +10,7 @@ import { refusalOf } from './transfer-errors.js';
 import { encodeReversalRequest, type ReversalRequest } from './transfer-function.contract.js';
 import { reversalView, TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
-import { requestHash } from './request-hash.js';
+import { hashOf, requestHash } from './request-hash.js';
 import { IDEMPOTENCY_KEY } from './transfers.service.js';
 
 /** A return from the rail, as the CLI prints it. */
@@ -73,25 +73,38 @@ export class ReversalsService {
   /**
    * The rail gives back (part of) an external WITHDRAW that was ACREDITADO: a DEPOSIT on the sender's account
    * from SETTLEMENT, linked as its reversal (the same cumulative rule), announced with transfer_update.
+   * With the rail's reference, the function claims `return <reference>` in idempotency_keys (the WITHDRAW's
+   * application) in the return's transaction: the same reference, transfer and amount again answer the first
+   * return, even once its account is closed; with another transfer or amount it is refused at `reference`.
    */
   async returnFromRail(
-    input: { transferId: string; amount?: string; reason: string },
+    input: {
+      transferId: string;
+      amount?: string;
+      reason: string;
+      /** The rail's own id of the return: a second return with it answers the first (24 to 48 hours). */
+      reference?: string;
+    },
     actor: AuditActor,
   ): Promise<RailReturn> {
+    const transferId = input.transferId.toLowerCase();
+    const amount =
+      input.amount === undefined ? null : toDb(this.amountOf(Number(input.amount), input.amount));
     const result = await this.call({
       kind: 'return',
       appId: null,
       subject: null,
-      transferId: input.transferId.toLowerCase(),
-      amount: input.amount === undefined ? null : toDb(this.amountOf(Number(input.amount), input.amount)),
+      transferId,
+      amount,
       reason: input.reason,
       actor: 'system:clearing-return',
       auditActor: actor.actor,
       requestId: actor.requestId,
       route: actor.action,
       minorUnits: MINOR_UNITS,
-      idempotencyKey: null,
-      requestHash: null,
+      idempotencyKey: input.reference === undefined ? null : `return ${input.reference}`,
+      // What the money depends on (as an inbound credit's hash): the reason is a description, left out.
+      requestHash: input.reference === undefined ? null : hashOf({ transferId, amount }),
     });
     const row = 'replay' in result ? result.replay : result.row;
     const [account] = (await this.dataSource.query(`SELECT account_id FROM transfers WHERE id = $1`, [

@@ -119,7 +119,10 @@ export function encodeTransferGroup(requests: readonly EncodedTransferRequest[])
  */
 export interface ReversalRequest {
   readonly kind: 'reversal' | 'return';
-  /** The calling application (the one of the account that gives back); null for a return from the rail. */
+  /**
+   * The calling application (the one of the account that gives back); null for a return from the rail, whose key
+   * the function claims under the returned WITHDRAW's application.
+   */
   readonly appId: string | null;
   /**
    * With a user token, its owner (the user or company): the row addressed must be of one of its accounts, and the
@@ -144,11 +147,15 @@ export interface ReversalRequest {
   /** Decimals per currency (MINOR_UNITS). */
   readonly minorUnits: Readonly<Record<string, number>>;
   /**
-   * The Idempotency-Key in the reversal namespace: `reversal <key>`. A transfer's key is visible ASCII without
-   * spaces, so no transfer key can equal a reversal's in idempotency_keys.
+   * The Idempotency-Key in the reversal namespace: `reversal <key>`; for a return, the rail's reference:
+   * `return <reference>`. A transfer's key is visible ASCII without spaces, so no transfer key can equal a
+   * reversal's or a return's in idempotency_keys.
    */
   readonly idempotencyKey: string | null;
-  /** SHA-256 (hex) of the canonical {uuid, body} when there is a key, else null. */
+  /**
+   * SHA-256 (hex) of the canonical {uuid, body} when there is a key (a return's: {transferId, amount}), else
+   * null.
+   */
   readonly requestHash: string | null;
 }
 

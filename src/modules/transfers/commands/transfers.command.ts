@@ -95,6 +95,7 @@ export class TransfersInboundCommand extends CommandRunner {
 interface ReturnOptions {
   amount?: string;
   reason?: string;
+  reference?: string;
 }
 
 @SubCommand({
@@ -118,6 +119,15 @@ export class TransfersReturnCommand extends CommandRunner {
     return value;
   }
 
+  @Option({
+    flags: '--reference <id>',
+    description:
+      "the rail's id of the return: run again with it, the command prints the same return, made once",
+  })
+  parseReference(value: string): string {
+    return value;
+  }
+
   async run(args: string[], options: ReturnOptions): Promise<void> {
     const [uuid] = args;
     if (!uuid || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(uuid))
@@ -129,7 +139,7 @@ export class TransfersReturnCommand extends CommandRunner {
       throw new CliUsageError('--reason must be 1-200 characters');
     printJson(
       await this.reversals.returnFromRail(
-        { transferId: uuid, amount: options.amount, reason },
+        { transferId: uuid, amount: options.amount, reason, reference: referenceOption(options.reference) },
         cliActor('transfers return'),
       ),
     );

@@ -23,6 +23,9 @@
 -- - no fee, no tax, no operated amounts, no limit check: a reversal undoes money that was already counted;
 -- - the Idempotency-Key (already in the reversal namespace, see the contract) is claimed with its answer as in
 --   wallet_create_transfers: an already used key wins over a refusal; another body under the same key is refused.
+--   A return's key is the rail's reference (`return <reference>`), claimed under the returned WITHDRAW's
+--   application (the rail is no application; an inbound credit's reference is claimed under its account's in the
+--   same way); another request under it is refused at `reference` (duplicate), not at Idempotency-Key;
 -- - one audit record (audit_append, docs/decisions/0032-audit-trail.md) in the same transaction: the new row of
 --   the account that gave the money (the caller's WITHDRAW), or the returned DEPOSIT; none for a refusal or a
 --   replay. actor goes on the journal entry, auditActor/route/requestId on the audit record.
@@ -39,6 +42,8 @@ DECLARE
   v_subject uuid := (p->>'subject')::uuid;
   v_key text := p->>'idempotencyKey';
   v_hash text := p->>'requestHash';
+  v_reused jsonb := CASE WHEN p->>'kind' = 'return' THEN jsonb_build_object('code', 'WT400', 'path', 'reference',
+    'type', 'duplicate', 'message', 'this reference was used for another return') END;
   v_id uuid := (p->>'transferId')::uuid;
   v_amount numeric := (p->>'amount')::numeric;
   v_linked uuid;
@@ -69,6 +74,9 @@ BEGIN
     -- The original pair, locked in id order (linked_transfer_id never changes), then read under the lock.
     PERFORM 1 FROM transfers x WHERE x.id IN (v_id, v_linked) ORDER BY x.id FOR UPDATE;
     SELECT * INTO t FROM transfers x WHERE x.id = v_id;
+    IF v_return THEN
+      v_app := t.app_id; -- the application a return's reference is claimed under
+    END IF;
     IF NOT v_return AND t.app_id <> v_app THEN
       v_refusal := jsonb_build_object('code', 'WT404', 'path', v_id, 'type', 'notfound', 'message', 'Transfer not found');
       EXIT checks;
@@ -201,14 +209,15 @@ BEGIN
   IF v_refusal IS NOT NULL THEN
     -- A key already used wins over the refusal (a twin that committed first answers); the raise below rolls
     -- this claim back, so a refusal writes nothing.
-    IF v_key IS NOT NULL THEN
+    IF v_key IS NOT NULL AND v_app IS NOT NULL THEN
       INSERT INTO idempotency_keys (app_id, key, request_hash) VALUES (v_app, v_key, v_hash) ON CONFLICT DO NOTHING;
       IF NOT FOUND THEN
         v_answer := wallet_key_answer(v_app, v_key, v_hash);
         IF v_answer ? 'replay' THEN
           RETURN v_answer;
+        ELSIF v_answer ? 'refused' THEN
+          v_refusal := coalesce(v_reused, v_answer->'refused');
         END IF;
-        v_refusal := coalesce(v_answer->'refused', v_refusal);
       END IF;
     END IF;
     PERFORM wallet_refuse(v_refusal->>'code', v_refusal->>'path', v_refusal->>'type', v_refusal->>'message');
@@ -248,7 +257,7 @@ BEGIN
       IF v_answer ? 'replay' THEN
         RETURN v_answer;
       ELSIF v_answer ? 'refused' THEN
-        v_refusal := v_answer->'refused';
+        v_refusal := coalesce(v_reused, v_answer->'refused');
         PERFORM wallet_refuse(v_refusal->>'code', v_refusal->>'path', v_refusal->>'type', v_refusal->>'message');
       END IF;
       v_unanswered := true;
