@@ -692,7 +692,12 @@ describe('reversals of settled transfers and returns from the rail (real databas
       expect(await clearing.present(w)).toBe(true);
       expect(await clearing.settle(w, 'ACREDITADO')).toBe(true);
 
-      const first = await cli([w, '--amount', '50', '--reason', 'cuenta destino cerrada']);
+      // --reason counts code points, as the route's reason does: 123 of them (223 UTF-16 units) pass, 201 do not.
+      const reason = `cuenta destino cerrada ${'💸'.repeat(100)}`;
+      const tooLong = await cli([w, '--amount', '50', '--reason', '💸'.repeat(201)]);
+      expect(tooLong.code).not.toBe(0);
+      expect(tooLong.stderr).toContain('--reason must be 1-200 characters');
+      const first = await cli([w, '--amount', '50', '--reason', reason]);
       expect(first.code).toBe(0);
       const answer = JSON.parse(first.stdout) as { transferId: string };
       expect(answer).toStrictEqual({
@@ -737,7 +742,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
         type: 'DEPOSIT',
         status: 'ACREDITADO',
         amount: 50,
-        description: 'cuenta destino cerrada',
+        description: reason,
         reversalOf: w,
         counterParty: { type: 'EXTERNAL', identifier: UNLISTED_CBU },
       });

@@ -1,5 +1,6 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { CliUsageError, printJson, requireOption, unknownSubcommand } from '#common/cli/output.js';
+import { codePointLength } from '#common/http/validators.js';
 import { Money } from '#modules/wallet/money.js';
 import { CONCEPTS } from '../dto/transfer.dto.js';
 import { ReversalsService } from '../reversals.service.js';
@@ -135,7 +136,8 @@ export class TransfersReturnCommand extends CommandRunner {
     if (options.amount !== undefined && !/^\d+(\.\d+)?$/.test(options.amount))
       throw new CliUsageError('--amount must be a positive decimal number');
     const reason = options.reason ?? 'returned';
-    if (reason.length === 0 || reason.length > 200)
+    // Counted in code points, as the reversal route's reason (validators.ts, decision 0054).
+    if (codePointLength(reason) === 0 || codePointLength(reason) > 200)
       throw new CliUsageError('--reason must be 1-200 characters');
     printJson(
       await this.reversals.returnFromRail(
