@@ -29,6 +29,7 @@ import { WebhookClaimWithoutFlushWait1763902600000 } from './1763902600000-Webho
 import { ReversalsByUserToken1763902700000 } from './1763902700000-ReversalsByUserToken.js';
 import { ReversalLocksBeforeStates1763902800000 } from './1763902800000-ReversalLocksBeforeStates.js';
 import { SmsPerUser1763902900000 } from './1763902900000-SmsPerUser.js';
+import { DocumentStorageKeys1763903000000 } from './1763903000000-DocumentStorageKeys.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -63,4 +64,5 @@ export const MIGRATIONS = [
   ReversalsByUserToken1763902700000,
   ReversalLocksBeforeStates1763902800000,
   SmsPerUser1763902900000,
+  DocumentStorageKeys1763903000000,
 ];
