@@ -30,6 +30,7 @@ import { ReversalsByUserToken1763902700000 } from './1763902700000-ReversalsByUs
 import { ReversalLocksBeforeStates1763902800000 } from './1763902800000-ReversalLocksBeforeStates.js';
 import { SmsPerUser1763902900000 } from './1763902900000-SmsPerUser.js';
 import { RailReturnReference1763903000000 } from './1763903000000-RailReturnReference.js';
+import { DocumentStorageKeys1763903100000 } from './1763903100000-DocumentStorageKeys.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -65,4 +66,5 @@ export const MIGRATIONS = [
   ReversalLocksBeforeStates1763902800000,
   SmsPerUser1763902900000,
   RailReturnReference1763903000000,
+  DocumentStorageKeys1763903100000,
 ];

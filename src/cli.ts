@@ -17,6 +17,8 @@ import { TRANSFERS_COMMANDS } from '#modules/transfers/commands/transfers.comman
 import { TransfersModule } from '#modules/transfers/transfers.module.js';
 import { WalletReadModule } from '#modules/wallet/wallet-read.module.js';
 import { WalletModule } from '#modules/wallet/wallet.module.js';
+import { DocumentStorageModule } from '#modules/kyc/documents/document-storage.module.js';
+import { DOCUMENTS_COMMANDS } from '#modules/kyc/commands/documents.command.js';
 
 /** Admin commands: JSON on stdout, logs and errors on stderr, non-zero exit on failure. */
 @Module({})
@@ -34,6 +36,7 @@ class CliModule {
         WalletReadModule,
         WalletModule,
         TransfersModule,
+        DocumentStorageModule,
       ],
       providers: [
         ...APPS_COMMANDS,
@@ -42,6 +45,7 @@ class CliModule {
         ...WEBHOOKS_COMMANDS,
         ...LEDGER_COMMANDS,
         ...TRANSFERS_COMMANDS,
+        ...DOCUMENTS_COMMANDS,
       ],
     };
   }

@@ -253,6 +253,20 @@ describe('document storage settings', () => {
     expect(loadConfig({}).documentStorage).toEqual({ kind: 'local' });
   });
 
+  it('removes bytes no row names after 24 hours, daily; the worker not at all with an interval of 0', () => {
+    expect(loadConfig({})).toMatchObject({ documentReaperGraceHours: 24, documentReaperIntervalHours: 24 });
+    expect(
+      loadConfig({ DOCUMENT_REAPER_GRACE_HOURS: '72', DOCUMENT_REAPER_INTERVAL_HOURS: '0' }),
+    ).toMatchObject({ documentReaperGraceHours: 72, documentReaperIntervalHours: 0 });
+    // Less than an hour could reach an upload still recording its row.
+    expect(configError({ DOCUMENT_REAPER_GRACE_HOURS: '0' }).message).toContain(
+      'DOCUMENT_REAPER_GRACE_HOURS',
+    );
+    expect(configError({ DOCUMENT_REAPER_INTERVAL_HOURS: '1h' }).message).toContain(
+      'DOCUMENT_REAPER_INTERVAL_HOURS',
+    );
+  });
+
   it('reads an S3-compatible bucket, path-style when an endpoint is given', () => {
     expect(
       loadConfig({

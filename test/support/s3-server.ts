@@ -3,13 +3,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
- * A real HTTP peer speaking the S3 object subset the document storage uses
- * (PutObject, GetObject, path-style), which verifies every request's AWS
- * Signature Version 4 with the secret it was given, as S3 does.
+ * A real HTTP peer speaking the S3 subset the document storage uses
+ * (PutObject, GetObject, DeleteObject, ListObjectsV2; path-style), which
+ * verifies every request's AWS Signature Version 4 with the secret it was
+ * given, as S3 does.
  */
 export interface S3Peer {
   url: string;
-  objects: Map<string, { body: Buffer; headers: http.IncomingHttpHeaders }>;
+  /** By path (`/<bucket>/<key>`); a test may set `modifiedAt` back to make an object old. */
+  objects: Map<string, { body: Buffer; headers: http.IncomingHttpHeaders; modifiedAt: Date }>;
   requests: { method: string; path: string; signatureValid: boolean }[];
   close(): Promise<void>;
 }
@@ -59,7 +61,51 @@ function signatureValid(
 const xmlError = (code: string) =>
   `<?xml version="1.0" encoding="UTF-8"?><Error><Code>${code}</Code></Error>`;
 
-export async function startS3Peer(accessKeyId: string, secret: string): Promise<S3Peer> {
+const xmlText = (text: string) =>
+  text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+
+/**
+ * ListObjectsV2 of `bucket`: keys in byte order after the continuation token (the last key of the previous
+ * page, as hex), at most `pageSize` a page (S3's is 1,000).
+ */
+function listObjects(
+  objects: S3Peer['objects'],
+  bucket: string,
+  query: URLSearchParams,
+  pageSize: number,
+): string {
+  const prefix = query.get('prefix') ?? '';
+  const after = Buffer.from(query.get('continuation-token') ?? '', 'hex').toString('utf8');
+  const keys = [...objects.keys()]
+    .filter((path) => path.startsWith(`/${bucket}/`))
+    .map((path) => path.slice(bucket.length + 2))
+    .filter((key) => key.startsWith(prefix) && key > after)
+    .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  const page = keys.slice(0, Math.min(pageSize, Number(query.get('max-keys') ?? 1000)));
+  const truncated = keys.length > page.length;
+  const contents = page.map((key) => {
+    const object = objects.get(`/${bucket}/${key}`)!;
+    return `<Contents><Key>${xmlText(key)}</Key><LastModified>${object.modifiedAt.toISOString()}</LastModified><Size>${object.body.length}</Size><StorageClass>STANDARD</StorageClass></Contents>`;
+  });
+  return [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">',
+    `<Name>${xmlText(bucket)}</Name><Prefix>${xmlText(prefix)}</Prefix><KeyCount>${page.length}</KeyCount>`,
+    `<MaxKeys>${pageSize}</MaxKeys><IsTruncated>${truncated}</IsTruncated>`,
+    ...contents,
+    truncated
+      ? `<NextContinuationToken>${Buffer.from(page.at(-1)!).toString('hex')}</NextContinuationToken>`
+      : '',
+    '</ListBucketResult>',
+  ].join('');
+}
+
+/** `listPageSize`: at most this many keys per ListObjectsV2 answer (small, to make a listing take pages). */
+export async function startS3Peer(
+  accessKeyId: string,
+  secret: string,
+  { listPageSize = 1000 }: { listPageSize?: number } = {},
+): Promise<S3Peer> {
   const objects: S3Peer['objects'] = new Map();
   const requests: S3Peer['requests'] = [];
   const server = http.createServer((request, response) => {
@@ -67,7 +113,8 @@ export async function startS3Peer(accessKeyId: string, secret: string): Promise<
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       const body = Buffer.concat(chunks);
-      const path = decodeURIComponent(new URL(request.url ?? '/', 'http://peer').pathname);
+      const url = new URL(request.url ?? '/', 'http://peer');
+      const path = decodeURIComponent(url.pathname);
       const valid = signatureValid(request, body, accessKeyId, secret);
       requests.push({ method: request.method ?? '', path, signatureValid: valid });
       response.setHeader('Content-Type', 'application/xml');
@@ -76,9 +123,14 @@ export async function startS3Peer(accessKeyId: string, secret: string): Promise<
         return response.end(xmlError('SignatureDoesNotMatch'));
       }
       if (request.method === 'PUT') {
-        objects.set(path, { body, headers: request.headers });
+        objects.set(path, { body, headers: request.headers, modifiedAt: new Date() });
         response.setHeader('ETag', `"${createHash('md5').update(body).digest('hex')}"`);
         return response.end();
+      }
+      if (request.method === 'GET' && url.searchParams.get('list-type') === '2') {
+        return response.end(
+          listObjects(objects, path.replace(/^\/|\/$/g, ''), url.searchParams, listPageSize),
+        );
       }
       if (request.method === 'GET') {
         const object = objects.get(path);

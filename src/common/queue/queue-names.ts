@@ -5,6 +5,8 @@ export const QUEUES = {
   /** The events feed's retention (its own queue: one processor per queue takes every job of it). */
   events: 'events',
   kyc: 'kyc',
+  /** The removal of stored document bytes that no row names (decision 0055). */
+  documents: 'documents',
   clearing: 'clearing',
   sms: 'sms',
 } as const;
@@ -15,6 +17,7 @@ export const JOBS = {
   pruneUsedAssertions: 'prune-used-assertions',
   sweepWebhooks: 'sweep-webhooks',
   pruneEvents: 'prune-events',
+  reapDocuments: 'reap-documents',
   deliverWebhook: 'deliver',
   /** The events of one relayed batch of notices (fresh events), delivered by one job. */
   deliverWebhooks: 'deliver-batch',

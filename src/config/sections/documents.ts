@@ -1,6 +1,9 @@
 import type { EnvReaders } from '../env-readers.js';
 
-/** KYC documents: where their bytes are kept, the largest upload, and how many an owner uploads a day. */
+/**
+ * KYC documents: where their bytes are kept, the largest upload, how many an owner uploads a day, and when bytes
+ * that no document row names are removed (decision 0055).
+ */
 export interface DocumentsConfig {
   /** Where document bytes are kept: local disk under DATA_DIR, or an S3-compatible bucket. */
   readonly documentStorage:
@@ -19,6 +22,10 @@ export interface DocumentsConfig {
   readonly documentMaxBytes: number;
   /** Documents one owner may upload in 24 hours (a user token cannot fill the disk). */
   readonly documentUploadsPerOwnerPerDay: number;
+  /** Stored bytes that no document row names are removed once older than this (an upload takes seconds). */
+  readonly documentReaperGraceHours: number;
+  /** How often the worker removes them; 0: never (the CLI's `documents reap` still does). */
+  readonly documentReaperIntervalHours: number;
 }
 
 export function loadDocumentsConfig(readers: EnvReaders): DocumentsConfig {
@@ -26,6 +33,8 @@ export function loadDocumentsConfig(readers: EnvReaders): DocumentsConfig {
     documentStorage: documentStorage(readers),
     documentMaxBytes: readers.int('DOCUMENT_MAX_BYTES', 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     documentUploadsPerOwnerPerDay: readers.int('DOCUMENT_UPLOADS_PER_OWNER_PER_DAY', 20, 1, 100_000),
+    documentReaperGraceHours: readers.int('DOCUMENT_REAPER_GRACE_HOURS', 24, 1, 8760),
+    documentReaperIntervalHours: readers.int('DOCUMENT_REAPER_INTERVAL_HOURS', 24, 0, 720),
   };
 }
 

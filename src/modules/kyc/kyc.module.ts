@@ -1,11 +1,9 @@
-import path from 'node:path';
 import { Module } from '@nestjs/common';
 import { MulterModule } from '@nestjs/platform-express';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
-import { DOCUMENT_STORAGE } from './documents/document-storage.port.js';
+import { DocumentStorageModule } from './documents/document-storage.module.js';
 import { DocumentsController } from './documents/documents.controller.js';
 import { DocumentsService } from './documents/documents.service.js';
-import { LocalDiskStorage } from './documents/local-disk.storage.js';
 import { KycOwners } from './owners/kyc-owners.js';
 import { KYC_PROVIDER } from './sessions/kyc-provider.port.js';
 import { KycSessionsController } from './sessions/kyc-sessions.controller.js';
@@ -30,6 +28,7 @@ import { SimulatorKycProvider } from './sessions/simulator-kyc.provider.js';
         limits: { fileSize: config.documentMaxBytes + 1, files: 1, fields: 5, fieldSize: 1024, parts: 8 },
       }),
     }),
+    DocumentStorageModule,
   ],
   controllers: [DocumentsController, KycSessionsController],
   providers: [
@@ -38,15 +37,6 @@ import { SimulatorKycProvider } from './sessions/simulator-kyc.provider.js';
     KycSessionsService,
     SimulatorKycProvider,
     { provide: KYC_PROVIDER, useExisting: SimulatorKycProvider },
-    {
-      provide: DOCUMENT_STORAGE,
-      inject: [APP_CONFIG],
-      // The AWS SDK (~24 MiB resident once loaded) is imported only when documents go to a bucket.
-      useFactory: async (config: AppConfig) =>
-        config.documentStorage.kind === 's3'
-          ? new (await import('./documents/s3.storage.js')).S3Storage(config.documentStorage)
-          : new LocalDiskStorage(path.join(config.dataDir, 'documents')),
-    },
   ],
 })
 export class KycModule {}

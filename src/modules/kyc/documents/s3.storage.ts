@@ -1,5 +1,11 @@
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import type { DocumentStorage } from './document-storage.port.js';
+import {
+  DeleteObjectCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import { DOCUMENT_KEY, type DocumentStorage, type StoredObject } from './document-storage.port.js';
 
 export interface S3StorageOptions {
   bucket: string;
@@ -59,6 +65,31 @@ export class S3Storage implements DocumentStorage {
     await this.client.send(
       new DeleteObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) }),
     );
+  }
+
+  /**
+   * The objects under the key prefix, a page of up to 1,000 at a time (ListObjectsV2), each with its
+   * LastModified. A PUT is atomic, so there are no leftovers here; objects whose key is not a document's are
+   * not listed.
+   */
+  async *list(): AsyncIterable<StoredObject> {
+    const prefix = this.options.keyPrefix ? `${this.options.keyPrefix}/` : '';
+    let continuationToken: string | undefined;
+    do {
+      const page = await this.client.send(
+        new ListObjectsV2Command({
+          Bucket: this.options.bucket,
+          Prefix: prefix || undefined,
+          ContinuationToken: continuationToken,
+        }),
+      );
+      for (const object of page.Contents ?? []) {
+        const key = object.Key?.startsWith(prefix) ? object.Key.slice(prefix.length) : undefined;
+        if (key !== undefined && DOCUMENT_KEY.test(key) && object.LastModified)
+          yield { key, appId: key.slice(0, 36), modifiedAt: object.LastModified };
+      }
+      continuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (continuationToken);
   }
 
   destroy(): void {

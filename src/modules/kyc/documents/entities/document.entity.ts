@@ -4,6 +4,7 @@ import { Check, Column, CreateDateColumn, Entity, Index, PrimaryColumn } from 't
 @Entity({ name: 'documents' })
 @Check('CHK_documents_owner_type', `"owner_type" IN ('USER', 'COMPANY')`)
 @Index('idx_documents_owner', ['appId', 'ownerId', 'createdAt', 'id'])
+@Index('uq_documents_storage_key', ['storageKey'], { unique: true })
 export class DocumentEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_documents' })
   id: string;
