@@ -22,6 +22,8 @@ const PNG = Buffer.from(
   'base64',
 );
 const HOUR = 3_600_000;
+/** Older than the default grace period (DOCUMENT_REAPER_GRACE_HOURS, 168): eight days, in hours. */
+const OLD = 8 * 24;
 
 const binary = (res: request.Response, done: (error: Error | null, body: Buffer) => void) => {
   const stream = res as unknown as NodeJS.ReadableStream;
@@ -80,7 +82,7 @@ async function applicationWithUser(t: TestApp) {
 /**
  * What a storage holds after uploads cut short: a document uploaded through the API (its row names it), bytes
  * stored by an upload whose row never came (one old, one young), and old bytes of an application this database
- * does not know. All but the young one written two days ago.
+ * does not know. All but the young one written eight days ago.
  */
 async function storedAfterCrashes(t: TestApp, probe: StorageProbe) {
   const storage = t.app.get<DocumentStorage>(DOCUMENT_STORAGE);
@@ -90,7 +92,7 @@ async function storedAfterCrashes(t: TestApp, probe: StorageProbe) {
   const youngOrphan = `${application.appId}/${randomUUID()}`;
   const foreign = `${randomUUID()}/${randomUUID()}`;
   for (const key of [oldOrphan, youngOrphan, foreign]) await storage.put(key, PNG);
-  for (const key of [document.key, oldOrphan, foreign]) probe.age(key, 48);
+  for (const key of [document.key, oldOrphan, foreign]) probe.age(key, OLD);
   probe.age(youngOrphan, 2);
   return { application, document, oldOrphan, youngOrphan, foreign };
 }
@@ -98,7 +100,7 @@ async function storedAfterCrashes(t: TestApp, probe: StorageProbe) {
 /** A dry run's report, with the default grace, of a storage that holds only what storedAfterCrashes wrote. */
 const dryRunReport = (stored: { oldOrphan: string }): ReapReport => ({
   dryRun: true,
-  olderThanMinutes: 24 * 60,
+  olderThanMinutes: 168 * 60,
   listed: 4,
   recent: 1,
   referenced: 1,
@@ -130,7 +132,7 @@ describe('the reaper of document bytes that no row names, on local disk', () => 
 
   it('removes old bytes no row names and stale leftovers, keeps the rest; a dry run removes nothing', async () => {
     const stored = await storedAfterCrashes(t, probe);
-    const staleLeftover = leftover(stored.application.appId, 48);
+    const staleLeftover = leftover(stored.application.appId, OLD);
     const freshLeftover = leftover(stored.application.appId, 0);
     const everything = [
       stored.document.key,
@@ -144,7 +146,7 @@ describe('the reaper of document bytes that no row names, on local disk', () => 
     const dry = await reaper.reap({ dryRun: true });
     expect(dry).toEqual({
       dryRun: true,
-      olderThanMinutes: 24 * 60,
+      olderThanMinutes: 168 * 60,
       listed: 6,
       recent: 2,
       referenced: 1,
@@ -166,7 +168,7 @@ describe('the reaper of document bytes that no row names, on local disk', () => 
     expect(everything.filter((key) => !probe.exists(key)).sort()).toEqual(
       [stored.oldOrphan, staleLeftover].sort(),
     );
-    // The document's bytes, two days old, stay and are still served.
+    // The document's bytes, eight days old, stay and are still served.
     const download = await stored.application.download(stored.document.id);
     expect(download.status).toBe(200);
     expect((download.body as Buffer).equals(PNG)).toBe(true);
@@ -184,7 +186,7 @@ describe('the reaper of document bytes that no row names, on local disk', () => 
     const orphans = [1, 2, 3, 4, 5].map(() => `${appId}/${randomUUID()}`);
     for (const key of orphans) {
       await storage.put(key, PNG);
-      probe.age(key, 30);
+      probe.age(key, OLD);
     }
     const runs: ReapReport[] = await Promise.all([reaper.reap(), reaper.reap()]);
     expect(runs.map((run) => run.failed)).toEqual([[], []]);
@@ -259,7 +261,7 @@ describe('the reaper of document bytes that no row names, in an S3-compatible bu
     const outside = `/kyc-documents/other/${stored.application.appId}/${randomUUID()}`;
     const otherShape = objectPath(`${stored.application.appId}/notes.txt`);
     for (const path of [outside, otherShape])
-      peer.objects.set(path, { body: PNG, headers: {}, modifiedAt: new Date(Date.now() - 48 * HOUR) });
+      peer.objects.set(path, { body: PNG, headers: {}, modifiedAt: new Date(Date.now() - OLD * HOUR) });
     const reaper = t.app.get(DocumentReaper);
     const sent = peer.requests.length;
 
@@ -291,7 +293,7 @@ describe('the reaper of document bytes that no row names, in an S3-compatible bu
     const { appId } = await applicationWithUser(t);
     const orphan = `${appId}/${randomUUID()}`;
     await t.app.get<DocumentStorage>(DOCUMENT_STORAGE).put(orphan, PNG);
-    probe.age(orphan, 25);
+    probe.age(orphan, OLD);
     const result = await runNode(
       CLI_JS,
       ['documents', 'reap'],
@@ -351,7 +353,7 @@ describe('documents reap (node dist/src/cli.js), on local disk', () => {
     const { appId } = await applicationWithUser(t);
     const orphan = `${appId}/${randomUUID()}`;
     await t.app.get<DocumentStorage>(DOCUMENT_STORAGE).put(orphan, PNG);
-    probe.age(orphan, 48);
+    probe.age(orphan, OLD);
     const result = await cli(args);
     expect(result.code).not.toBe(0);
     expect(result.code).not.toBeNull();
@@ -399,7 +401,7 @@ describe('the reaper in the worker', () => {
     const { appId } = await applicationWithUser(t);
     const [old, young] = [`${appId}/${randomUUID()}`, `${appId}/${randomUUID()}`];
     for (const key of [old, young]) await storage.put(key, PNG);
-    disk.age(old, 25);
+    disk.age(old, OLD);
 
     // The scheduler's own run may have removed it first: the counts are not asserted.
     expect(await runJob(t)).toEqual({ orphans: expect.any(Number), removed: expect.any(Number), failed: 0 });
@@ -423,7 +425,7 @@ describe('the reaper in the worker', () => {
     const { appId } = await applicationWithUser(t);
     const old = `${appId}/${randomUUID()}`;
     await t.app.get<DocumentStorage>(DOCUMENT_STORAGE).put(old, PNG);
-    disk.age(old, 25);
+    disk.age(old, OLD);
     expect(await runJob(t)).toBeNull(); // nothing done
     expect(disk.exists(old)).toBe(true);
   });

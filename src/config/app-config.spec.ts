@@ -254,7 +254,7 @@ describe('document storage settings', () => {
   });
 
   it('removes bytes no row names after 24 hours, daily; the worker not at all with an interval of 0', () => {
-    expect(loadConfig({})).toMatchObject({ documentReaperGraceHours: 24, documentReaperIntervalHours: 24 });
+    expect(loadConfig({})).toMatchObject({ documentReaperGraceHours: 168, documentReaperIntervalHours: 24 });
     expect(
       loadConfig({ DOCUMENT_REAPER_GRACE_HOURS: '72', DOCUMENT_REAPER_INTERVAL_HOURS: '0' }),
     ).toMatchObject({ documentReaperGraceHours: 72, documentReaperIntervalHours: 0 });

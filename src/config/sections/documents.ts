@@ -33,7 +33,7 @@ export function loadDocumentsConfig(readers: EnvReaders): DocumentsConfig {
     documentStorage: documentStorage(readers),
     documentMaxBytes: readers.int('DOCUMENT_MAX_BYTES', 10 * 1024 * 1024, 1024, 100 * 1024 * 1024),
     documentUploadsPerOwnerPerDay: readers.int('DOCUMENT_UPLOADS_PER_OWNER_PER_DAY', 20, 1, 100_000),
-    documentReaperGraceHours: readers.int('DOCUMENT_REAPER_GRACE_HOURS', 24, 1, 8760),
+    documentReaperGraceHours: readers.int('DOCUMENT_REAPER_GRACE_HOURS', 168, 1, 8760),
     documentReaperIntervalHours: readers.int('DOCUMENT_REAPER_INTERVAL_HOURS', 24, 0, 720),
   };
 }

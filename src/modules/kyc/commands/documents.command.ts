@@ -15,7 +15,7 @@ interface ReapOptions {
 @SubCommand({
   name: 'reap',
   description:
-    'remove stored document bytes that no document row names and that are older than DOCUMENT_REAPER_GRACE_HOURS (24), local leftovers of unfinished writes included; prints counts and storage keys (exit 1 when a removal failed)',
+    'remove stored document bytes that no document row names and that are older than DOCUMENT_REAPER_GRACE_HOURS (168), local leftovers of unfinished writes included; prints counts and storage keys (exit 1 when a removal failed)',
 })
 export class DocumentsReapCommand extends CommandRunner {
   constructor(private readonly reaper: DocumentReaper) {
