@@ -431,6 +431,42 @@ describe('KYC document uploads per owner and day', () => {
     expect((await upload(other)).status).toBe(201);
   });
 
+  it('Retry-After is when a place frees: the limit-th newest upload leaving the 24 hours, also when more are counted than the limit', async () => {
+    const owner = await createUser();
+    expect([(await upload(owner)).status, (await upload(owner)).status]).toEqual([201, 201]);
+    // A third upload in the window, as a limit lowered since leaves it: three counted where two are allowed.
+    const [added] = (await t.dataSource.query(
+      `INSERT INTO documents SELECT (jsonb_populate_record(d, jsonb_build_object('id', gen_random_uuid(),
+          'storage_key', d.app_id || '/' || gen_random_uuid()))).* FROM documents d WHERE owner_id = $1 LIMIT 1
+       RETURNING id`,
+      [owner],
+    )) as { id: string }[];
+    // Made 20, 10 and 5 hours ago: the second newest (10 hours) leaving frees a place, in 14 hours.
+    await t.dataSource.query(
+      `UPDATE documents d SET created_at = now() - make_interval(hours => h.hours)
+         FROM (SELECT id, (ARRAY[20, 10, 5])[row_number() OVER (ORDER BY id)] AS hours FROM documents
+                WHERE owner_id = $1) h
+        WHERE d.id = h.id`,
+      [owner],
+    );
+    const before = Date.now();
+    const refused = await upload(owner);
+    const after = Date.now();
+    expect(refused.status).toBe(429);
+    const [{ frees }] = (await t.dataSource.query(
+      `SELECT extract(epoch FROM created_at + interval '1 day') * 1000 AS frees FROM documents
+        WHERE owner_id = $1 ORDER BY created_at DESC OFFSET 1 LIMIT 1`,
+      [owner],
+    )) as { frees: string }[];
+    const seconds = Number(refused.headers['retry-after']);
+    expect(seconds).toBeGreaterThanOrEqual(Math.floor((Number(frees) - after) / 1000));
+    expect(seconds).toBeLessThanOrEqual(Math.ceil((Number(frees) - before) / 1000) + 1);
+    expect(seconds).toBeLessThan(15 * 3600); // not the oldest's 4 hours, not a day
+    expect(seconds).toBeGreaterThan(13 * 3600);
+    // The row has no bytes: it goes, so that the application's folder matches its rows again.
+    await t.dataSource.query('DELETE FROM documents WHERE id = $1', [added.id]);
+  });
+
   it('lets two of three uploads sent at once through, and keeps no bytes of the third', async () => {
     const owner = await createUser();
     const statuses = (await Promise.all([upload(owner), upload(owner), upload(owner)])).map((r) => r.status);

@@ -154,23 +154,19 @@ export class DocumentsService {
     ownerId: string,
   ): Promise<void> {
     const limit = this.config.documentUploadsPerOwnerPerDay;
-    const [{ n }] = (await manager.query(
-      `SELECT count(*)::int AS n FROM (SELECT 1 FROM documents
-          WHERE app_id = $1 AND owner_id = $2 AND owner_type = $3 AND created_at > now() - interval '1 day'
-          LIMIT $4) d`,
+    // The limit-th newest upload of the 24 hours, if there is one: the limit is reached, and a place frees when
+    // it leaves the window (not the oldest: should more be counted, a limit lowered, places free only once the
+    // count is below it). Through the owner's index, newest first, stopping at that row.
+    const [reached] = (await manager.query(
+      `SELECT ceil(extract(epoch FROM created_at + interval '1 day' - now()))::int AS seconds FROM documents
+        WHERE app_id = $1 AND owner_id = $2 AND owner_type = $3 AND created_at > now() - interval '1 day'
+        ORDER BY created_at DESC OFFSET $4::int - 1 LIMIT 1`,
       [appId, ownerId, ownerType, limit],
-    )) as { n: number }[];
-    if (n >= limit) {
-      // Retry-After: when the oldest upload of the 24 hours leaves the window and frees a place.
-      const [{ seconds }] = (await manager.query(
-        `SELECT ceil(extract(epoch FROM min(created_at) + interval '1 day' - now()))::int AS seconds
-           FROM documents
-          WHERE app_id = $1 AND owner_id = $2 AND owner_type = $3 AND created_at > now() - interval '1 day'`,
-        [appId, ownerId, ownerType],
-      )) as { seconds: number | null }[];
+    )) as { seconds: number }[];
+    if (reached) {
       throw new TooManyRequestsError(
         `an owner uploads at most ${limit} documents a day`,
-        Math.max(1, seconds ?? 1),
+        Math.max(1, reached.seconds),
       );
     }
   }
