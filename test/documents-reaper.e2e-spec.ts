@@ -52,6 +52,14 @@ function onDisk(app: () => TestApp): StorageProbe & { file(key: string): string 
   };
 }
 
+/** `documents reap` through the built CLI against `t`'s database and DATA_DIR, with `env` besides. */
+const reapCli = (t: TestApp, args: string[], env: Record<string, string> = {}) =>
+  runNode(
+    CLI_JS,
+    ['documents', 'reap', ...args],
+    childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent', ...env }),
+  );
+
 /** An application with a user, and its token: uploads go through the API as clients send them. */
 async function applicationWithUser(t: TestApp) {
   const client = await registerClient(t.app);
@@ -106,6 +114,7 @@ const dryRunReport = (stored: { oldOrphan: string }): ReapReport => ({
   referenced: 1,
   unknownApplication: 1,
   orphans: [stored.oldOrphan],
+  held: false,
   removed: 0,
   failed: [],
 });
@@ -152,6 +161,7 @@ describe('the reaper of document bytes that no row names, on local disk', () => 
       referenced: 1,
       unknownApplication: 1,
       orphans: expect.arrayContaining([stored.oldOrphan, staleLeftover]) as string[],
+      held: false,
       removed: 0,
       failed: [],
     });
@@ -294,11 +304,7 @@ describe('the reaper of document bytes that no row names, in an S3-compatible bu
     const orphan = `${appId}/${randomUUID()}`;
     await t.app.get<DocumentStorage>(DOCUMENT_STORAGE).put(orphan, PNG);
     probe.age(orphan, OLD);
-    const result = await runNode(
-      CLI_JS,
-      ['documents', 'reap'],
-      childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent', ...s3Env() }),
-    );
+    const result = await reapCli(t, [], s3Env());
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({ orphans: [orphan], removed: 1 });
     expect(probe.exists(orphan)).toBe(false);
@@ -308,12 +314,7 @@ describe('the reaper of document bytes that no row names, in an S3-compatible bu
 describe('documents reap (node dist/src/cli.js), on local disk', () => {
   let t: TestApp;
   const probe = onDisk(() => t);
-  const cli = (args: string[]) =>
-    runNode(
-      CLI_JS,
-      ['documents', 'reap', ...args],
-      childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' }),
-    );
+  const cli = (args: string[]) => reapCli(t, args);
 
   beforeAll(async () => {
     t = await startTestApp();
@@ -363,6 +364,64 @@ describe('documents reap (node dist/src/cli.js), on local disk', () => {
   });
 });
 
+describe('the reaper finding more orphans than DOCUMENT_REAPER_MAX_ORPHANS', () => {
+  let t: TestApp;
+  const probe = onDisk(() => t);
+  const cli = (args: string[]) => reapCli(t, args, { DOCUMENT_REAPER_MAX_ORPHANS: '3' });
+  /** `count` old bytes of a known application with no row, as a database restored from an older backup leaves. */
+  const orphansOf = async (count: number) => {
+    const { appId } = await applicationWithUser(t);
+    const storage = t.app.get<DocumentStorage>(DOCUMENT_STORAGE);
+    const keys = Array.from({ length: count }, () => `${appId}/${randomUUID()}`);
+    for (const key of keys) {
+      await storage.put(key, PNG);
+      probe.age(key, OLD);
+    }
+    return keys;
+  };
+
+  beforeAll(async () => {
+    t = await startTestApp({ env: { DOCUMENT_REAPER_MAX_ORPHANS: '3' } });
+  });
+  afterAll(() => t.close());
+
+  it('removes none of them (held) until forced; up to the limit it removes them', async () => {
+    const reaper = t.app.get(DocumentReaper);
+    const many = await orphansOf(4);
+    const held = await reaper.reap();
+    expect(held).toMatchObject({ held: true, removed: 0, failed: [] });
+    expect([...held.orphans].sort()).toEqual([...many].sort());
+    expect(many.filter((key) => !probe.exists(key))).toEqual([]);
+
+    const forced = await reaper.reap({ force: true });
+    expect(forced).toMatchObject({ held: false, removed: 4 });
+    expect(many.filter((key) => probe.exists(key))).toEqual([]);
+
+    const few = await orphansOf(3);
+    expect(await reaper.reap()).toMatchObject({ held: false, removed: 3 });
+    expect(few.filter((key) => probe.exists(key))).toEqual([]);
+  });
+
+  it('the CLI exits 1 naming --force and removes nothing; --dry-run reports it with exit 0; --force removes them', async () => {
+    const many = await orphansOf(4);
+    const dry = await cli(['--dry-run']);
+    expect(dry.code).toBe(0);
+    expect(JSON.parse(dry.stdout)).toMatchObject({ dryRun: true, held: true, removed: 0 });
+
+    const held = await cli([]);
+    expect(held.code).toBe(1);
+    expect(held.stderr).toContain('error: 4 orphans, more than DOCUMENT_REAPER_MAX_ORPHANS: none removed');
+    expect(held.stderr).toContain('--force');
+    expect(JSON.parse(held.stdout)).toMatchObject({ dryRun: false, held: true, removed: 0 });
+    expect(many.filter((key) => !probe.exists(key))).toEqual([]);
+
+    const forced = await cli(['--force']);
+    expect(forced.code).toBe(0);
+    expect(JSON.parse(forced.stdout)).toMatchObject({ held: false, removed: 4 });
+    expect(many.filter((key) => probe.exists(key))).toEqual([]);
+  });
+});
+
 describe('the reaper in the worker', () => {
   /** One database for a worker with the scheduler, then one started with it turned off. */
   let database: { url: string; drop: () => Promise<void> };
@@ -404,7 +463,12 @@ describe('the reaper in the worker', () => {
     disk.age(old, OLD);
 
     // The scheduler's own run may have removed it first: the counts are not asserted.
-    expect(await runJob(t)).toEqual({ orphans: expect.any(Number), removed: expect.any(Number), failed: 0 });
+    expect(await runJob(t)).toEqual({
+      orphans: expect.any(Number),
+      held: false,
+      removed: expect.any(Number),
+      failed: 0,
+    });
     expect(disk.exists(old)).toBe(false);
     expect(disk.exists(young)).toBe(true);
   });

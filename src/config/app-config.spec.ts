@@ -253,8 +253,12 @@ describe('document storage settings', () => {
     expect(loadConfig({}).documentStorage).toEqual({ kind: 'local' });
   });
 
-  it('removes bytes no row names after 24 hours, daily; the worker not at all with an interval of 0', () => {
-    expect(loadConfig({})).toMatchObject({ documentReaperGraceHours: 168, documentReaperIntervalHours: 24 });
+  it('removes bytes no row names after a week, daily, at most 20 a run; the worker not at all with an interval of 0', () => {
+    expect(loadConfig({})).toMatchObject({
+      documentReaperGraceHours: 168,
+      documentReaperIntervalHours: 24,
+      documentReaperMaxOrphans: 20,
+    });
     expect(
       loadConfig({ DOCUMENT_REAPER_GRACE_HOURS: '72', DOCUMENT_REAPER_INTERVAL_HOURS: '0' }),
     ).toMatchObject({ documentReaperGraceHours: 72, documentReaperIntervalHours: 0 });
@@ -264,6 +268,12 @@ describe('document storage settings', () => {
     );
     expect(configError({ DOCUMENT_REAPER_INTERVAL_HOURS: '1h' }).message).toContain(
       'DOCUMENT_REAPER_INTERVAL_HOURS',
+    );
+    expect(loadConfig({ DOCUMENT_REAPER_MAX_ORPHANS: '500' })).toMatchObject({
+      documentReaperMaxOrphans: 500,
+    });
+    expect(configError({ DOCUMENT_REAPER_MAX_ORPHANS: '0' }).message).toContain(
+      'DOCUMENT_REAPER_MAX_ORPHANS',
     );
   });
 

@@ -26,6 +26,8 @@ export interface DocumentsConfig {
   readonly documentReaperGraceHours: number;
   /** How often the worker removes them; 0: never (the CLI's `documents reap` still does). */
   readonly documentReaperIntervalHours: number;
+  /** A run that finds more orphans than this removes none (rows missing, not bytes left over: decision 0055). */
+  readonly documentReaperMaxOrphans: number;
 }
 
 export function loadDocumentsConfig(readers: EnvReaders): DocumentsConfig {
@@ -35,6 +37,7 @@ export function loadDocumentsConfig(readers: EnvReaders): DocumentsConfig {
     documentUploadsPerOwnerPerDay: readers.int('DOCUMENT_UPLOADS_PER_OWNER_PER_DAY', 20, 1, 100_000),
     documentReaperGraceHours: readers.int('DOCUMENT_REAPER_GRACE_HOURS', 168, 1, 8760),
     documentReaperIntervalHours: readers.int('DOCUMENT_REAPER_INTERVAL_HOURS', 24, 0, 720),
+    documentReaperMaxOrphans: readers.int('DOCUMENT_REAPER_MAX_ORPHANS', 20, 1, 1_000_000),
   };
 }
 

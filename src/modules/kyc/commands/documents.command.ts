@@ -10,12 +10,13 @@ const OLDER_THAN_MAX_MS = 3650 * 86_400_000;
 interface ReapOptions {
   dryRun?: boolean;
   olderThan?: number;
+  force?: boolean;
 }
 
 @SubCommand({
   name: 'reap',
   description:
-    'remove stored document bytes that no document row names and that are older than DOCUMENT_REAPER_GRACE_HOURS (168), local leftovers of unfinished writes included; prints counts and storage keys (exit 1 when a removal failed)',
+    'remove stored document bytes that no document row names and that are older than DOCUMENT_REAPER_GRACE_HOURS (168), local leftovers of unfinished writes included, none when there are more than DOCUMENT_REAPER_MAX_ORPHANS without --force; prints counts and storage keys (exit 1 when held or a removal failed)',
 })
 export class DocumentsReapCommand extends CommandRunner {
   constructor(private readonly reaper: DocumentReaper) {
@@ -24,6 +25,15 @@ export class DocumentsReapCommand extends CommandRunner {
 
   @Option({ flags: '--dry-run', description: 'list what would be removed, remove nothing' })
   parseDryRun(): boolean {
+    return true;
+  }
+
+  @Option({
+    flags: '--force',
+    description:
+      'remove the orphans even when there are more than DOCUMENT_REAPER_MAX_ORPHANS (checked first)',
+  })
+  parseForce(): boolean {
     return true;
   }
 
@@ -41,9 +51,18 @@ export class DocumentsReapCommand extends CommandRunner {
   }
 
   async run(_args: string[], options: ReapOptions): Promise<void> {
-    const report = await this.reaper.reap({ olderThanMs: options.olderThan, dryRun: options.dryRun });
+    const report = await this.reaper.reap({
+      olderThanMs: options.olderThan,
+      dryRun: options.dryRun,
+      force: options.force,
+    });
     printJson(report);
-    if (report.failed.length > 0) {
+    if (report.held && !report.dryRun) {
+      process.stderr.write(
+        `error: ${report.orphans.length} orphans, more than DOCUMENT_REAPER_MAX_ORPHANS: none removed; check them, then run again with --force\n`,
+      );
+      process.exitCode = 1;
+    } else if (report.failed.length > 0) {
       process.stderr.write(`error: ${report.failed.length} removals failed (see the log)\n`);
       process.exitCode = 1;
     }

@@ -14,6 +14,8 @@ export interface ReapOptions {
   olderThanMs?: number;
   /** Report what would be removed, remove nothing. */
   dryRun?: boolean;
+  /** Remove the orphans even when there are more than DOCUMENT_REAPER_MAX_ORPHANS (an operator who checked). */
+  force?: boolean;
 }
 
 /** What a run found and did: counts, and storage keys (`<appId>/<documentId>`), never a document's content. */
@@ -28,8 +30,14 @@ export interface ReapReport {
   referenced: number;
   /** Kept: their application is not in this database (another deployment's bytes, or the wrong database). */
   unknownApplication: number;
-  /** Older than the grace period with no row: removed, unless a dry run. */
+  /** Older than the grace period with no row: removed, unless a dry run or `held`. */
   orphans: string[];
+  /**
+   * More orphans than DOCUMENT_REAPER_MAX_ORPHANS, and no `force`: none was removed. Crashes leave a few; many
+   * mean rows that are missing rather than bytes left over (a database restored from an older backup, or a copy
+   * of production pointed at its storage), and the bytes may be the only copy left.
+   */
+  held: boolean;
   removed: number;
   /** Orphans whose removal failed (the log says why); the next run tries again. */
   failed: string[];
@@ -40,6 +48,8 @@ export interface ReapReport {
  * row committed, or whose COMMIT's outcome could not be learnt and did not happen, and local disk's leftovers of
  * a write cut short. Only objects older than the grace period are touched; an upload stores its bytes seconds
  * before its row commits, under a key no other upload uses, so a row can no longer come for them (decision 0055).
+ * The whole listing is checked before anything is removed: a run that finds more orphans than
+ * DOCUMENT_REAPER_MAX_ORPHANS removes none unless forced (`held`).
  */
 @Injectable()
 export class DocumentReaper {
@@ -65,6 +75,7 @@ export class DocumentReaper {
       referenced: 0,
       unknownApplication: 0,
       orphans: [],
+      held: false,
       removed: 0,
       failed: [],
     };
@@ -82,6 +93,16 @@ export class DocumentReaper {
       }
     }
     if (batch.length > 0) await this.settle(batch, report);
+    const limit = this.config.documentReaperMaxOrphans;
+    if (report.orphans.length > limit && !options.force) {
+      report.held = true;
+      this.logger.error(
+        { orphans: report.orphans.length, limit },
+        "document bytes without a row: more than DOCUMENT_REAPER_MAX_ORPHANS, none removed; a database restored from an older backup, or pointed at another deployment's storage? Check with `documents reap --dry-run`, then `documents reap --force`",
+      );
+    } else if (!report.dryRun) {
+      for (const key of report.orphans) await this.removeOrphan(key, report);
+    }
     this.logger.info(
       {
         dryRun: report.dryRun,
@@ -90,6 +111,7 @@ export class DocumentReaper {
         referenced: report.referenced,
         unknownApplication: report.unknownApplication,
         orphans: report.orphans.length,
+        held: report.held,
         removed: report.removed,
         failed: report.failed.length,
       },
@@ -114,13 +136,11 @@ export class DocumentReaper {
     for (const row of rows) {
       if (!row.known) report.unknownApplication++;
       else if (row.referenced) report.referenced++;
-      else await this.removeOrphan(row.key, report);
+      else report.orphans.push(row.key);
     }
   }
 
   private async removeOrphan(key: string, report: ReapReport): Promise<void> {
-    report.orphans.push(key);
-    if (report.dryRun) return;
     try {
       // Another reaper may have removed it already: a removal of what is not there succeeds.
       await this.storage.remove(key);

@@ -19,11 +19,18 @@ export class ReapDocumentsProcessor implements JobHandler {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  async process(job: Job): Promise<{ orphans: number; removed: number; failed: number } | undefined> {
+  async process(
+    job: Job,
+  ): Promise<{ orphans: number; held: boolean; removed: number; failed: number } | undefined> {
     if (job.name !== JOBS.reapDocuments || this.config.documentReaperIntervalHours === 0) return undefined;
     const report = await this.reaper.reap();
     // Counts only: a job's answer is kept in the queue; the keys are in the log.
-    return { orphans: report.orphans.length, removed: report.removed, failed: report.failed.length };
+    return {
+      orphans: report.orphans.length,
+      held: report.held,
+      removed: report.removed,
+      failed: report.failed.length,
+    };
   }
 
   async schedule(queue: AppQueue): Promise<void> {
