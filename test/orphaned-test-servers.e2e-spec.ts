@@ -52,7 +52,7 @@ describe('the test harness stops the embedded servers of runs that were killed',
     return { child, server };
   };
 
-  it('stops and removes a server whose runner died; keeps one in use, a folder being set up, and other folders', async () => {
+  it('stops and removes a server whose runner died; keeps one in use, folders being set up, and other folders', async () => {
     const folder = (name: string) => path.join(parent, `${TEST_SERVER_PREFIX}${name}`);
     const orphan = await startUser(folder('orphan'));
     orphan.child.kill('SIGKILL');
@@ -60,15 +60,18 @@ describe('the test harness stops the embedded servers of runs that were killed',
     expect(postmastersOf(path.join(folder('orphan'), 'postgres'))).toEqual([orphan.server]); // left running
 
     const inUse = await startUser(folder('in-use'));
+    // The sweep runs eleven minutes from now: what was touched until now is past its ten minutes' grace.
+    const later = Date.now() + 11 * 60_000;
+    const justNow = new Date(later);
     mkdirSync(folder('starting')); // between mkdtemp and its join: no users' register yet
-    mkdirSync(folder('abandoned')); // a setup that died before it joined, long ago
-    const longAgo = new Date(Date.now() - 60 * 60_000);
-    utimesSync(folder('abandoned'), longAgo, longAgo);
+    utimesSync(folder('starting'), justNow, justNow);
+    mkdirSync(path.join(folder('joining'), 'postgres.users'), { recursive: true }); // its register, no pid yet
+    utimesSync(path.join(folder('joining'), 'postgres.users'), justNow, justNow);
+    mkdirSync(folder('abandoned')); // a setup that died before it joined
     const notOurs = path.join(parent, 'wallet-embedded-kept');
     mkdirSync(notOurs);
-    utimesSync(notOurs, longAgo, longAgo);
 
-    const removed = await sweepOrphanedTestServers(parent);
+    const removed = await sweepOrphanedTestServers(parent, later);
 
     expect(removed.sort()).toEqual([folder('abandoned'), folder('orphan')]);
     expect(postmastersOf(path.join(folder('orphan'), 'postgres'))).toEqual([]);
@@ -76,12 +79,13 @@ describe('the test harness stops the embedded servers of runs that were killed',
     expect(postmastersOf(path.join(folder('in-use'), 'postgres'))).toEqual([inUse.server]);
     expect(existsSync(folder('in-use'))).toBe(true);
     expect(existsSync(folder('starting'))).toBe(true);
+    expect(existsSync(folder('joining'))).toBe(true);
     expect(existsSync(notOurs)).toBe(true);
 
     // Once its user has stopped it and gone, the folder left behind goes on the next sweep.
     inUse.child.kill('SIGTERM');
     await waitFor(() => inUse.child.exitCode !== null, 20_000);
     expect(inUse.child.exitCode).toBe(0);
-    expect(await sweepOrphanedTestServers(parent)).toEqual([folder('in-use')]);
+    expect(await sweepOrphanedTestServers(parent, Date.now() + 11 * 60_000)).toEqual([folder('in-use')]);
   });
 });

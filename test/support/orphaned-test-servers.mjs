@@ -2,7 +2,8 @@
 // an interrupted `npm test` takes it down; a runner killed alone (SIGKILL, an out-of-memory kill) leaves it running
 // with nobody to stop it, and its temporary folder on disk. The next run's global setup stops and removes those:
 // only folders of this harness (`wallet-test-pg-*`), only when no live process uses their server (the users'
-// register of decision 0005), and a folder without a register only once it is older than any start takes.
+// register of decision 0005), and only when neither the folder nor its register was touched in the last ten
+// minutes (far longer than a join takes).
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -10,8 +11,8 @@ import { root } from '../../scripts/build-if-needed.mjs';
 
 export const TEST_SERVER_PREFIX = 'wallet-test-pg-';
 
-/** A folder with no users' register younger than this may be a run between mkdtemp and its join. */
-const UNREGISTERED_GRACE_MS = 10 * 60_000;
+/** A folder or users' register touched more recently than this may be a run between mkdtemp and its join. */
+const JOIN_GRACE_MS = 10 * 60_000;
 
 /**
  * Stops the orphaned servers of earlier runs found in `parent` (default: the system's temporary folder) and removes
@@ -31,11 +32,11 @@ export async function sweepOrphanedTestServers(parent = os.tmpdir(), now = Date.
     try {
       const stat = await fs.lstat(dataDir);
       if (!stat.isDirectory() || (process.getuid && stat.uid !== process.getuid())) continue;
-      const registered = await fs.stat(path.join(dataDir, USERS_DIR)).then(
-        () => true,
-        () => false,
-      );
-      if (!registered && now - stat.mtimeMs < UNREGISTERED_GRACE_MS) continue;
+      // A run between its mkdtemp and the pid file of its join (the register's folder is made first, then its
+      // lock is taken) has no live user yet: every folder touched in the last minutes is left alone.
+      const register = await fs.stat(path.join(dataDir, USERS_DIR)).catch(() => undefined);
+      const touched = Math.max(stat.mtimeMs, register?.mtimeMs ?? 0);
+      if (now - touched < JOIN_GRACE_MS) continue;
       if (new EmbeddedServerUsers(dataDir).inUse()) continue;
 
       const relocatedCluster = (
