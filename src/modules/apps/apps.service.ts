@@ -201,6 +201,7 @@ export class AppsService {
 
   /** One query (plain SQL: see findActiveKey); a miss is remembered by the application, or by the key. */
   private async lookUpKey(appId: string, keyId: string): Promise<JWK | undefined> {
+    const started = Date.now();
     const [row] = (await this.dataSource.query(
       `SELECT a.status = 'active' AS active, k.public_jwk FROM applications a
          LEFT JOIN application_keys k ON k.app_id = a.id AND k.key_id = $2 AND k.status = 'active'
@@ -208,10 +209,10 @@ export class AppsService {
       [appId, keyId],
     )) as { active: boolean; public_jwk: JWK | null }[];
     if (!row?.active) {
-      this.unknownKeys.remember(appId); // none of its key ids is looked up for AUTH_CACHE_MS
+      this.unknownKeys.remember(appId, started); // none of its key ids is looked up for AUTH_CACHE_MS
       return undefined;
     }
-    if (!row.public_jwk) this.unknownKeys.remember(keyName(appId, keyId));
+    if (!row.public_jwk) this.unknownKeys.remember(keyName(appId, keyId), started);
     return row.public_jwk ?? undefined;
   }
 

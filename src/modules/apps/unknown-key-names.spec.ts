@@ -21,6 +21,14 @@ describe('UnknownKeyNames', () => {
     expect(names.has('a')).toBe(false);
   });
 
+  it('keeps a name for the time to live from the start of its lookup, not from its answer', () => {
+    const names = new UnknownKeyNames(60_000);
+    names.remember('slow', Date.now() - 59_000);
+    expect(names.has('slow')).toBe(true);
+    names.remember('too slow', Date.now() - 60_000);
+    expect(names.has('too slow')).toBe(false);
+  });
+
   it('remembers nothing with AUTH_CACHE_MS=0', () => {
     const names = new UnknownKeyNames(0);
     names.remember('a');

@@ -3,7 +3,7 @@ const CAPACITY = 10_000;
 
 /**
  * Names that a lookup found naming no active key (an application that does not exist or is disabled; a key id
- * that its application never had, or revoked), each kept for `ttlMs` from that lookup, so that repeating one
+ * that its application never had, or revoked), each kept for `ttlMs` from the start of that lookup, so that repeating one
  * costs no query. A name is never kept longer because it is asked again: a key added behind this process's back
  * is found at the first lookup after `ttlMs`. At most CAPACITY names; the oldest goes first. Kept apart from the
  * tokens that verified (VerifiedTokenCache), so a flood of names cannot push those out.
@@ -21,11 +21,17 @@ export class UnknownKeyNames {
     return false;
   }
 
-  remember(name: string): void {
-    if (this.ttlMs === 0) return;
-    this.until.delete(name); // to the back: the map's order stays the order in which names expire
+  /**
+   * `lookedUpAt`: when the lookup that found nothing started. The name is kept for `ttlMs` from then, not from its
+   * answer: a key committed while a slow lookup ran is found within `ttlMs` of its commit (or once that lookup has
+   * answered, should it take longer).
+   */
+  remember(name: string, lookedUpAt = Date.now()): void {
+    const until = lookedUpAt + this.ttlMs;
+    if (until <= Date.now()) return;
+    this.until.delete(name); // to the back: the map's order stays about the order in which names expire
     if (this.until.size >= CAPACITY) this.until.delete(this.until.keys().next().value as string);
-    this.until.set(name, Date.now() + this.ttlMs);
+    this.until.set(name, until);
   }
 
   forget(name: string): void {
