@@ -413,6 +413,24 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
     expect(batches.length).toBeLessThan(ids.length / 10);
   }, 90_000);
 
+  it("records an attempt's receiver without its query string (a receiver's token there outlives its rotation)", async () => {
+    const receiver = await WebhookReceiver.start();
+    receivers.push(receiver);
+    const { appId } = await registerClient(t.app, 'receiver with a token in its URL');
+    await t.app
+      .get(AppsService)
+      .setWebhook(appId, receiver.url('/hooks/wallet?token=r3ceiver-s3cret#frag'), cliActor('test'));
+    const eventId = await emit(transferUpdate(appId));
+    await waitForStatus(appId, eventId, 'delivered');
+    // The receiver was called at its whole URL, the token included; the attempt row keeps origin and path.
+    expect(receiver.acknowledged(eventId).map((request) => request.path)).toEqual([
+      '/hooks/wallet?token=r3ceiver-s3cret',
+    ]);
+    expect(
+      await t.dataSource.query('SELECT url FROM webhook_attempts WHERE event_id = $1', [eventId]),
+    ).toEqual([{ url: receiver.url('/hooks/wallet') }]);
+  });
+
   it('records an outcome once: a repeated record changes nothing, a stale attempt leaves the event to its new holder', async () => {
     const delivery = t.app.get(WebhookDeliveryService);
     const { appId } = await registerClient(t.app, 'record fencing');

@@ -10,7 +10,11 @@ export interface EnvReaders {
   str(name: string): string | undefined;
   int(name: string, def: number, min: number, max: number): number;
   bool(name: string, def: boolean): boolean;
-  url(name: string, protocols: string[]): string | undefined;
+  /**
+   * A URL of one of `protocols`. `credentials: false` refuses a user or password in it (a peer that takes a
+   * bearer token: credentials in its URL would reach error messages, which quote the URL).
+   */
+  url(name: string, protocols: string[], options?: { credentials: boolean }): string | undefined;
   choice<T extends string>(name: string, allowed: readonly T[], def: T): T;
   readonly problems: string[];
 }
@@ -37,12 +41,16 @@ export function envReaders(env: Env, problems: string[]): EnvReaders {
     problems.push(`${name} must be true or false (got "${raw}")`);
     return def;
   };
-  const url = (name: string, protocols: string[]): string | undefined => {
+  const url = (name: string, protocols: string[], options = { credentials: true }): string | undefined => {
     const raw = str(name);
     if (raw === undefined) return undefined;
     try {
       const u = new URL(raw);
       if (!protocols.includes(u.protocol)) throw new Error();
+      if (!options.credentials && (u.username || u.password)) {
+        problems.push(`${name} must not carry a user or password`);
+        return undefined;
+      }
       return raw;
     } catch {
       problems.push(`${name} must be a ${protocols.join(' or ')} URL`);

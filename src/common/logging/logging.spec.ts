@@ -93,6 +93,50 @@ describe('error fields', () => {
     ]);
   });
 
+  it('write only the fields that say what failed: not what the AWS SDK, PostgreSQL or body-parser hang on errors', () => {
+    const { lines, stream } = sink();
+    const logger = pino({ serializers: LOG_SERIALIZERS }, stream);
+    // An S3 SignatureDoesNotMatch as the SDK throws it: the XML error body's fields copied onto the exception.
+    const s3 = Object.assign(new Error('The request signature we calculated does not match'), {
+      name: 'SignatureDoesNotMatch',
+      $fault: 'client',
+      Code: 'SignatureDoesNotMatch',
+      RequestId: 'R3QU35T',
+      AWSAccessKeyId: 'AKIAEXAMPLEKEYID',
+      StringToSign: 'AWS4-HMAC-SHA256\n20261202T000000Z',
+      SignatureProvided: 'deadbeef',
+      CanonicalRequest: 'PUT\n/bucket/key\nx-amz-security-token:SESSIONTOKEN',
+    });
+    // PostgreSQL's invalid JSON input: `where` quotes it; body-parser's parse error carries the body.
+    const pgJson = Object.assign(new Error('invalid input syntax for type json'), {
+      code: '22P02',
+      where: 'JSON data, line 1: {"taxId":"20-12345678-9"',
+    });
+    const parse = Object.assign(new Error('Unexpected token'), {
+      status: 400,
+      body: '{"firstName":"Juana"',
+      type: 'entity.parse.failed',
+    });
+    for (const err of [s3, pgJson, parse]) logger.error({ err }, 'failed');
+
+    const [first, second, third] = lines
+      .join('')
+      .trim()
+      .split('\n')
+      .map((line) => (JSON.parse(line) as { err: Record<string, unknown> }).err);
+    expect(Object.keys(first).sort()).toEqual(['$fault', 'Code', 'RequestId', 'message', 'stack', 'type']);
+    expect(Object.keys(second).sort()).toEqual(['code', 'message', 'stack', 'type']);
+    expect(third).toMatchObject({ status: 400 });
+    expectNoneWritten(lines, [
+      'AKIAEXAMPLEKEYID',
+      'AWS4-HMAC-SHA256',
+      'deadbeef',
+      'SESSIONTOKEN',
+      '20-12345678-9',
+      'Juana',
+    ]);
+  });
+
   it('leave a value that is not an error as it is', () => {
     const { lines, stream } = sink();
     const logger = pino({ serializers: LOG_SERIALIZERS }, stream);

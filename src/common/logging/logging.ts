@@ -20,13 +20,39 @@ export const REDACTED_PATHS = [
   '*.privateJwk',
 ];
 
-/** Error fields kept out of logs: a PostgreSQL error's `detail` quotes the row's values (`Key (email)=(…)`). */
-const UNLOGGED_ERROR_FIELDS = new Set(['detail']);
+/**
+ * The only error fields written to logs: what says what failed and where, never what was in it. An allow-list,
+ * not a list of fields to drop (decision 0054 dropped PostgreSQL's `detail`, which quotes row values: `Key
+ * (email)=(…)`): libraries hang more on their errors than anyone reviews. The AWS SDK copies the whole XML error
+ * body onto its exception (`AWSAccessKeyId`, `StringToSign`, `CanonicalRequest` with a session token's header);
+ * PostgreSQL's `where` quotes JSON input; body-parser's `body` is the request's; an invalid URL's `input` is the
+ * URL (credentials and all).
+ */
+const LOGGED_ERROR_FIELDS = new Set([
+  'type',
+  'message',
+  'stack',
+  'code',
+  'errno',
+  'syscall',
+  'severity',
+  'routine',
+  'constraint',
+  'table',
+  'column',
+  'schema',
+  'status',
+  'statusCode',
+  '$fault',
+  'Code',
+  'RequestId',
+]);
 
 /**
  * An error as a log field (pino's `err`): what pino's own serializer writes (type, message, stack, and the
  * error's own enumerable fields; the causes' messages and stacks folded into its own), keeping only the fields
- * whose values are strings, numbers or booleans (an AggregateError's errors the same way). Objects that
+ * of LOGGED_ERROR_FIELDS whose values are strings, numbers or booleans (an AggregateError's errors the same
+ * way). Objects that
  * libraries hang on errors never reach the log: a pg client (its connection parameters, backend process id
  * and cancel key), a socket, an HTTP request with its headers.
  */
@@ -38,8 +64,10 @@ export function errorField(error: unknown): unknown {
 function scalarFields(serialized: Record<string, unknown>, top: boolean): Record<string, unknown> {
   const kept: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(serialized)) {
-    if (UNLOGGED_ERROR_FIELDS.has(name)) continue;
-    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
+    if (
+      LOGGED_ERROR_FIELDS.has(name) &&
+      (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+    ) {
       kept[name] = value;
     } else if (name === 'aggregateErrors' && Array.isArray(value) && top) {
       kept[name] = value

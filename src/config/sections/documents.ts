@@ -55,7 +55,7 @@ function documentStorage({ str, bool, url, problems }: EnvReaders): DocumentsCon
   if ((accessKeyId === undefined) !== (secretAccessKey === undefined)) {
     problems.push('S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY go together');
   }
-  const endpoint = url('S3_ENDPOINT', ['http:', 'https:']);
+  const endpoint = url('S3_ENDPOINT', ['http:', 'https:'], { credentials: false });
   return {
     kind: 's3',
     bucket: bucket ?? '',

@@ -92,11 +92,28 @@ export function loadMobileConfig({ str, int, url, choice, problems }: EnvReaders
     },
     simSwapProvider,
     camara: {
-      baseUrl: (url('CAMARA_SIM_SWAP_URL', ['http:', 'https:']) ?? '').replace(/\/+$/, ''),
-      accessToken: required('CAMARA_ACCESS_TOKEN', isCamara, 'SIM_SWAP_PROVIDER=camara'),
+      baseUrl: (url('CAMARA_SIM_SWAP_URL', ['http:', 'https:'], { credentials: false }) ?? '').replace(
+        /\/+$/,
+        '',
+      ),
+      accessToken: bearerToken(
+        required('CAMARA_ACCESS_TOKEN', isCamara, 'SIM_SWAP_PROVIDER=camara'),
+        problems,
+      ),
       maxAgeHours: int('CAMARA_MAX_AGE_HOURS', 240, 1, 2400),
       timeoutMs: int('CAMARA_TIMEOUT_MS', 5000, 100, 120_000),
       phoneFormat: choice('CAMARA_PHONE_FORMAT', ['e164', 'ar-mobile-9'], 'e164'),
     },
   };
+}
+
+/**
+ * A bearer token as RFC 6750 writes one (token68: letters, digits and -._~+/, then any =). Anything else would
+ * fail in fetch's header check, whose message quotes the whole header, token included, into the log.
+ */
+function bearerToken(value: string, problems: string[]): string {
+  if (value !== '' && !/^[A-Za-z0-9\-._~+/]+=*$/.test(value)) {
+    problems.push('CAMARA_ACCESS_TOKEN must be a bearer token (letters, digits and -._~+/, then any =)');
+  }
+  return value;
 }

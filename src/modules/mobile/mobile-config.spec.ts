@@ -92,4 +92,26 @@ describe('SMS and SIM swap settings', () => {
       expect(message).toContain(name);
     }
   });
+
+  it('refuses a CAMARA URL with credentials and a token that is not a bearer token, echoing neither', () => {
+    const message = problemsOf({
+      SIM_SWAP_PROVIDER: 'camara',
+      CAMARA_SIM_SWAP_URL: 'https://user:s3cret-pass@operator.example/sim-swap/v1',
+      CAMARA_ACCESS_TOKEN: 'abc\ndef-secret',
+      DOCUMENT_STORAGE: 's3',
+      S3_BUCKET: 'docs',
+      S3_ENDPOINT: 'https://key:s3-secret@minio.example',
+    });
+    expect(message).toContain('CAMARA_SIM_SWAP_URL must not carry a user or password');
+    expect(message).toContain('CAMARA_ACCESS_TOKEN must be a bearer token');
+    expect(message).toContain('S3_ENDPOINT must not carry a user or password');
+    for (const secret of ['s3cret-pass', 'def-secret', 's3-secret']) expect(message).not.toContain(secret);
+    expect(
+      loadConfig({
+        SIM_SWAP_PROVIDER: 'camara',
+        CAMARA_SIM_SWAP_URL: 'https://operator.example/sim-swap/v1',
+        CAMARA_ACCESS_TOKEN: 'eyJhbGciOiJFUzI1NiJ9.e30.c2ln-_~+/==',
+      }).mobile.camara.accessToken,
+    ).toBe('eyJhbGciOiJFUzI1NiJ9.e30.c2ln-_~+/==');
+  });
 });

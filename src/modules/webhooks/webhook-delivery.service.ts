@@ -317,7 +317,7 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
     return {
       id: event.id,
       attempt: event.attempts,
-      url: event.url,
+      url: event.url === null ? null : recordedUrl(event.url),
       startedAtMs,
       durationMs: result.durationMs,
       statusCode: result.statusCode ?? null,
@@ -444,6 +444,19 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
 }
 
 /** Every item of a batch answered with its value. */
+/**
+ * The receiver's address as an attempt records it: origin and path. A query string may carry the receiver's own
+ * token (`?token=…`), which would outlive its rotation by `apps set-webhook` in every attempt row.
+ */
+export function recordedUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    return url.split(/[?#]/)[0];
+  }
+}
+
 function settled<O>(values: O[]): { value: O }[] {
   return values.map((value) => ({ value }));
 }

@@ -53,8 +53,16 @@ export class CamaraSimSwapClient implements SimSwapProvider {
       });
     } catch (error) {
       const timedOut = (error as Error).name === 'TimeoutError';
+      // The error's name and its cause's code only: fetch's messages quote what they refuse (a header with the
+      // access token, a URL), and the logs must not carry either.
+      const cause = (error as { cause?: { code?: unknown } }).cause;
       this.logger.warn(
-        { correlator, timedOut, err: (error as Error).message },
+        {
+          correlator,
+          timedOut,
+          error: (error as Error).name,
+          code: typeof cause?.code === 'string' ? cause.code : undefined,
+        },
         'CAMARA SIM swap unreachable',
       );
       throw new SimSwapLookupError(
