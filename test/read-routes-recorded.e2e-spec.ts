@@ -31,6 +31,9 @@ import { WebhookReceiver } from './support/webhook-receiver.js';
  * on the commit whose answers are the reference). One edit since: the API's start records the development
  * signing key (decision 0032, amended), so every audit record id of the recording was moved up by one, by a
  * script, and nothing else (this run's answers differed from the recording in exactly those ids).
+ * Recorded again on 2026-12-02 for decision 0013's amendment (a failed transfer's taxes and fees are 0, what it
+ * applied): the one ERROR_DATOS transfer's `taxes` went from 0.06 to 0 in the 5 answers that show it, and nothing
+ * else changed.
  */
 
 const FIXTURE = path.resolve('test/fixtures/read-routes-recorded.json');

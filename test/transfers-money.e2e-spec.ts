@@ -423,6 +423,18 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
         expect(await transferEvents(t.dataSource, id)).toStrictEqual([
           { uuid: id, movementType: 'WITHDRAW', backStatus: 'PENDING', newStatus: 'REJECTED' },
         ]);
+        // Taxes and fees are "totals applied": the 0.6 tax held at creation was given back with the amount.
+        const seen = await request(t.http)
+          .get(`/v1/wallet/transactions/${id}`)
+          .set('Authorization', bearer(token));
+        expect(seen.body).toMatchObject({ status: expected, amount: 100, taxes: 0, fees: 0 });
+        const listed = await request(t.http)
+          .get(`/v1/wallet/accounts/${sender.uuid}/transactions`)
+          .set('Authorization', bearer(token));
+        expect((listed.body as { uuid: string }[]).find((row) => row.uuid === id)).toMatchObject({
+          taxes: 0,
+          fees: 0,
+        });
       },
     );
   });

@@ -9,6 +9,7 @@ import type { CursorPosition } from '#common/http/pagination.js';
 import { derivedUuid } from '#common/ids/derived-uuid.js';
 import { personTypeOf } from '#modules/kyc/tax-id.js';
 import { toJson } from '#modules/wallet/money.js';
+import { FAILURE_STATUSES } from './transfer-status.js';
 import type { ReversalInfoDto } from './dto/reversal.dto.js';
 import type { CreateTransactionResponseDto, TransactionInfoDto } from './dto/transfer.dto.js';
 import type { TransferViewRow } from './transfer-function.contract.js';
@@ -178,8 +179,8 @@ export function createdView(row: TransferViewRow): CreateTransactionResponseDto 
     concept: row.concept,
     summary: row.summary,
     description: row.description,
-    taxes: toJson(row.taxes),
-    fees: toJson(row.fees),
+    taxes: applied(row, row.taxes),
+    fees: applied(row, row.fees),
     amount: { value: toJson(row.amount), currency: row.currency },
     movementType: row.movement_type,
     created: new Date(row.created_at).toISOString(),
@@ -204,10 +205,19 @@ function info(row: TransferViewRow): TransactionInfoDto {
     concept: row.concept,
     summary: row.summary,
     description: row.description,
-    taxes: toJson(row.taxes),
-    fees: toJson(row.fees),
+    taxes: applied(row, row.taxes),
+    fees: applied(row, row.fees),
     createdAt: new Date(row.created_at).toISOString(),
   } as TransactionInfoDto;
+}
+
+/**
+ * A transfer's taxes or fees as TransactionInfo states them, "totals applied" (interface): what was charged, or
+ * is held to be charged while in flight. A failed external transfer gave them back with its amount (the release),
+ * so it shows 0 (decision 0013, amendment of 2026-12-02). The row keeps what was asked.
+ */
+function applied(row: TransferViewRow, total: string): number {
+  return (FAILURE_STATUSES as readonly string[]).includes(row.status) ? 0 : toJson(total);
 }
 
 function accountParty(row: TransferViewRow): TransactionInfoDto['account'] {
