@@ -1037,6 +1037,16 @@ describe('audit trail', () => {
       expect(ids((await get({ resource: user, to: rows[n].local })).body)).toEqual(
         rows.slice(0, n).map((row) => row.id),
       );
+      // [from, to): from = to is an empty window, not a refused one; a to whose text reads earlier (another
+      // offset) but that is later is taken.
+      const same = await get({ resource: user, from: rows[n].local, to: rows[n].local });
+      expect([same.status, same.body]).toEqual([200, []]);
+      const shifted = await get({
+        resource: user,
+        from: '2026-11-25T10:00:00+02:00',
+        to: '2026-11-25T09:00:00Z',
+      });
+      expect([shifted.status, shifted.body]).toEqual([200, []]);
 
       // A user token is refused (client credentials only).
       const userToken = bearer(await subjectToken(app, user));
@@ -1106,6 +1116,9 @@ describe('audit trail', () => {
         // RFC 3339 only, as a statement's period: no offset would mean the server's time zone.
         [{ from: '2026-11-25T10:00:00' }, 'from'],
         [{ to: '2026-11-25' }, 'to'],
+        // A window that ends before it starts, as a statement's (it answered 200 []); in any offsets.
+        [{ from: '2026-11-25T10:00:00Z', to: '2026-11-25T09:59:59.999999Z' }, 'to'],
+        [{ from: '2026-11-25T10:00:00-03:00', to: '2026-11-25T14:00:00+02:00' }, 'to'],
         [{ after: 'not-a-cursor' }, 'after'],
         // A record id past a bigint's range (it answered 500).
         [{ after: Buffer.from('1|9999999999999999999').toString('base64url') }, 'after'],

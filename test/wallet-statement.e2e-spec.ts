@@ -3,6 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import fc from 'fast-check';
 import pg from 'pg';
 import request from 'supertest';
+import { instantMicros } from '../src/common/http/instant.js';
+import { encodeStatementCursor } from '../src/modules/wallet/accounts/statement-cursor.js';
 import { statementQuery } from '../src/modules/wallet/accounts/statement.service.js';
 import { subjectToken, type TestClient } from './support/auth.js';
 import { bearer, countRows, expectNotFound, expectValidation } from './support/identity.js';
@@ -408,6 +410,151 @@ describe('wallet statements and balance as of a time (real database)', () => {
     });
   });
 
+  describe('cursors keep the statement (decision 0063)', () => {
+    const WHOLE = { from: '2000-01-01T00:00:00Z', to: '2999-01-01T00:00:00Z' };
+    const refusedAtCursor = (response: request.Response) =>
+      expect(expectValidation(response)).toStrictEqual([
+        { path: 'cursor', message: expect.any(String), type: 'invalid' },
+      ]);
+    /** A raw entry of `amount` on `uuid` against y. */
+    const post = (uuid: string, amount: number, description = 'between pages') =>
+      t.dataSource.query(
+        `SELECT ledger_post($1, 'TEST', $2, $3, 'test:statement', ARRAY[$4::uuid, $5::uuid], ARRAY[$6::numeric, -$6::numeric], 'ARS')`,
+        [appA.appId, `ref-${randomUUID()}`, description, uuid, y.uuid, String(amount)],
+      );
+
+    it('refuses a cursor before from, after to, of another account, of another from or to, or of the earlier form (400 at cursor, JSON and CSV alike)', async () => {
+      const whole = (await statement(x.uuid, { ...WHOLE, limit: 500 })).body as Statement;
+      expect(whole.movements.length).toBeGreaterThan(3);
+      const first = await statement(x.uuid, { ...WHOLE, limit: 1 });
+      const cursor = first.headers['x-next-cursor'] as string;
+      expect(cursor).toEqual(expect.any(String));
+      const [m0, m1, m2] = whole.movements;
+      const withoutTo = (await statement(x.uuid, { from: WHOLE.from, limit: 1 })).headers[
+        'x-next-cursor'
+      ] as string;
+      const [start, end, t1] = [WHOLE.from, WHOLE.to, m1.postedAt].map(instantMicros);
+      const cases: [string, Record<string, string>][] = [
+        // The review's example: `1970-01-01T00:00:00Z|1`, a position long before from (the earlier form).
+        ['earlier form', { from: '2026-11-01T00:00:00Z', cursor: 'MTk3MC0wMS0wMVQwMDowMDowMFp8MQ' }],
+        [
+          'earlier form, inside the period',
+          { ...WHOLE, cursor: Buffer.from(`${m0.postedAt}|${m0.postingId}`).toString('base64url') },
+        ],
+        // A client that recomputes from on each page: the cursor is of page 1's from.
+        ['another from, after the position', { from: m1.postedAt, to: WHOLE.to, cursor }],
+        ['another from, before the position', { from: '1999-01-01T00:00:00Z', to: WHOLE.to, cursor }],
+        ['another to', { from: WHOLE.from, to: m2.postedAt, cursor }],
+        // Page 1 without to: its now is the cursor's to.
+        ['a to given after page 1 without one', { ...WHOLE, cursor: withoutTo }],
+        // Cursors of the right form whose position is outside their own period (from, to].
+        ...(
+          [
+            ['before from', t1, end, t1 - 1n],
+            ['at from', t1, end, t1],
+            ['after to', start, t1, t1 + 1n],
+          ] as const
+        ).map(([label, from, to, at]): [string, Record<string, string>] => [
+          `a position ${label}`,
+          { cursor: encodeStatementCursor({ accountId: x.uuid, from, to, at, id: m0.postingId }) },
+        ]),
+      ];
+      for (const [label, query] of cases) {
+        for (const accept of ['application/json', 'text/csv']) {
+          const response = await statement(x.uuid, query).set('Accept', accept);
+          expect([label, accept, response.status]).toStrictEqual([label, accept, 400]);
+          refusedAtCursor(response);
+        }
+      }
+      // Of another account: y's cursor on x (the same period).
+      const ofY = (await statement(y.uuid, { ...WHOLE, limit: 1 })).headers['x-next-cursor'] as string;
+      refusedAtCursor(await statement(x.uuid, { ...WHOLE, cursor: ofY }));
+      refusedAtCursor(await statement(x.uuid, { ...WHOLE, cursor: ofY }).set('Accept', 'text/csv'));
+
+      // Page 1's period, written in another offset, or left out: the same next page, balances that run on.
+      const next = (await statement(x.uuid, { ...WHOLE, limit: 2, cursor })).body as Statement;
+      expect(next.movements.map((m) => m.postingId)).toStrictEqual([m1.postingId, m2.postingId]);
+      expect({ ...next, movements: [] }).toStrictEqual({ ...whole, movements: [] });
+      expect(next.movements).toStrictEqual(whole.movements.slice(1, 3));
+      const local = { from: '1999-12-31T21:00:00-03:00', to: '2998-12-31T21:00:00.000000-03:00' };
+      for (const query of [
+        { ...local, limit: 2, cursor },
+        { limit: 2, cursor },
+      ]) {
+        expect((await statement(x.uuid, query)).body).toStrictEqual(next);
+      }
+    });
+
+    it('without to, every page is of page 1: its to, closing and totals, and no movement after it, while postings arrive (JSON and CSV)', async () => {
+      for (const accept of ['application/json', 'text/csv']) {
+        const z = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+        for (const amount of [10, -2.5, 7, 1.25, -3]) await post(z.uuid, amount, 'before page 1');
+        /** A page as JSON, or the CSV's rows read back into the same shape. */
+        const page = async (
+          query: Record<string, string | number>,
+        ): Promise<[Statement, string | undefined]> => {
+          const response = await statement(z.uuid, query).set('Accept', accept);
+          expect(response.status).toBe(200);
+          const next = response.headers['x-next-cursor'] as string | undefined;
+          if (accept === 'application/json') return [response.body as Statement, next];
+          const rows = parseCsv(response.text);
+          const [opening, closing, totalIn, totalOut] = [rows[1], ...rows.slice(-3)];
+          expect([opening[0], closing[0], totalIn[0], totalOut[0]]).toStrictEqual([
+            'OPENING',
+            'CLOSING',
+            'TOTAL_IN',
+            'TOTAL_OUT',
+          ]);
+          const body: Statement = {
+            accountId: z.uuid,
+            currency: 'ARS',
+            from: opening[1],
+            to: closing[1],
+            openingBalance: Number(opening[3]),
+            closingBalance: Number(closing[3]),
+            totalIn: Number(totalIn[2]),
+            totalOut: Number(totalOut[2]),
+            movements: rows.slice(2, -3).map((row) => ({
+              postingId: row[4],
+              postedAt: row[1],
+              amount: Number(row[2]),
+              balance: Number(row[3]),
+              entryId: row[5],
+              kind: row[6],
+              reference: row[7],
+              description: row[8],
+            })),
+          };
+          return [body, next];
+        };
+        const served: Statement[] = [];
+        let [body, cursor] = await page({ limit: 2 });
+        served.push(body);
+        while (cursor) {
+          // Postings after page 1's to, between every two pages.
+          await post(z.uuid, 100, 'after page 1');
+          [body, cursor] = await page({ limit: 2, cursor });
+          served.push(body);
+        }
+        expect([accept, served.length]).toStrictEqual([accept, 3]);
+        const [one] = served;
+        expect(one.closingBalance).toBe(12.75);
+        for (const each of served) {
+          expect({ ...each, movements: [] }).toStrictEqual({ ...one, movements: [] });
+          for (const m of each.movements) {
+            expect(m.description).toBe('before page 1');
+            expect(instantMicros(m.postedAt) <= instantMicros(one.to)).toBe(true);
+          }
+        }
+        // The pages together are the statement of page 1's period in one page.
+        const [all] = await page({ to: one.to, limit: 500 });
+        expect(served.flatMap((each) => each.movements)).toStrictEqual(all.movements);
+        expect({ ...all, movements: [] }).toStrictEqual({ ...one, movements: [] });
+        expect(all.movements.at(-1)?.balance).toBe(one.closingBalance);
+      }
+    });
+  });
+
   describe('bad input', () => {
     it('400s with the validation body, naming the parameter, and writes nothing', async () => {
       const before = await Promise.all(
@@ -432,6 +579,14 @@ describe('wallet statements and balance as of a time (real database)', () => {
             from: ok,
             to: ok,
             cursor: Buffer.from(`${ok}|9999999999999999999`).toString('base64url'),
+          }),
+          'cursor',
+          'invalid',
+        ],
+        // A cursor of the current form with an instant PostgreSQL cannot store (before 4713 BC).
+        [
+          statement(x.uuid, {
+            cursor: Buffer.from(`${x.uuid}|-999999999999999999|2|1|1`).toString('base64url'),
           }),
           'cursor',
           'invalid',

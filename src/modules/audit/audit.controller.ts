@@ -29,7 +29,8 @@ export class AuditController {
   @ApiQuery({
     name: 'to',
     required: false,
-    description: 'RFC 3339 date-time with an offset (a bare date is refused): records before this time',
+    description:
+      'RFC 3339 date-time with an offset (a bare date is refused): records before this time; not before from',
   })
   @ApiQuery({
     name: 'after',

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ValidationFailedError } from '#common/errors/domain-errors.js';
-import { parseInstant } from '#common/http/instant.js';
+import { instantMicros, parseInstant } from '#common/http/instant.js';
 import {
   decodeMicrosecondCursor,
   DEFAULT_PAGE_SIZE,
@@ -66,6 +66,10 @@ export class AuditService {
     }
     const from = query.from === undefined ? undefined : parseInstant(query.from, 'from');
     const to = query.to === undefined ? undefined : parseInstant(query.to, 'to');
+    // A window that ends before it starts is a mistake, refused as a statement's period is (decision 0063).
+    if (from !== undefined && to !== undefined && instantMicros(to) < instantMicros(from)) {
+      throw ValidationFailedError.single('to', 'invalid', 'to must not be before from');
+    }
     const cursor = query.after ?? query.cursor;
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     const params: unknown[] = [limit + 1];

@@ -10,7 +10,7 @@ export class AuditQueryDto extends PageQueryDto {
   @IsString()
   resource?: string;
 
-  /** RFC 3339 date-times, as a statement's period (checked by the service, so the error names the parameter). */
+  /** RFC 3339 date-times, in a statement's from/to form (checked by the service, so the error names the parameter). */
   @IsOptional()
   @MaxLength(64)
   @IsString()

@@ -162,7 +162,8 @@ export class AccountsController {
     description:
       `JSON, or CSV with \`Accept: text/csv\` (RFC 4180, header row, exact decimals, UTC). Paginated: ` +
       `the movements are paged (limit 1-${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}), the opening, closing ` +
-      `and totals are the whole period's on every page. docs/decisions/0030.`,
+      `and totals are the whole period's on every page: the cursor keeps page 1's period, \`to\` included ` +
+      `when it was now. docs/decisions/0030, 0063.`,
   })
   @ApiQuery({
     name: 'from',
@@ -178,7 +179,10 @@ export class AccountsController {
   @ApiQuery({
     name: 'cursor',
     required: false,
-    description: `the ${NEXT_CURSOR_HEADER} response header of the previous page (absent on the last page)`,
+    description:
+      `the ${NEXT_CURSOR_HEADER} response header of the previous page (absent on the last page). It holds the ` +
+      `account and page 1's from and to (now, when to was left out): a from or to given with it must name the ` +
+      `same instant, one left out is page 1's; otherwise 400 at cursor`,
   })
   @ApiProduces('application/json', 'text/csv')
   @ApiOkResponse({

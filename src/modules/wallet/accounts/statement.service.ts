@@ -3,35 +3,20 @@ import { ReadDatabase } from '#common/database/read-database.js';
 import { listFetchSize, statementName } from '#common/database/sql.js';
 import type { Principal } from '#common/auth/principal.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
-import { parseInstant } from '#common/http/instant.js';
+import { instantMicros, parseInstant } from '#common/http/instant.js';
 import { DEFAULT_PAGE_SIZE } from '#common/http/pagination.js';
 import { fromDb, type Money, toJson } from '../money.js';
 import type { BalanceResponseDto } from './dto/account.dto.js';
 import type { StatementMovementDto, StatementResponseDto } from './dto/statement.dto.js';
+import {
+  decodeStatementCursor,
+  encodeStatementCursor,
+  type StatementPosition,
+  statementWindow,
+} from './statement-cursor.js';
 
 /** `from` when absent: before any posting, so the statement is the whole history. */
 export const HISTORY_START = '1970-01-01T00:00:00Z';
-
-/** Keyset position in an account's postings: (created_at with microseconds, posting id). */
-interface StatementCursor {
-  at: string;
-  id: string;
-}
-
-const encodeStatementCursor = (position: StatementCursor): string =>
-  Buffer.from(`${position.at}|${position.id}`).toString('base64url');
-
-function decodeStatementCursor(cursor: string | undefined): StatementCursor | undefined {
-  if (cursor === undefined) return undefined;
-  const [at, id, extra] = Buffer.from(cursor, 'base64url').toString('utf8').split('|');
-  const invalid = () => ValidationFailedError.single('cursor', 'invalid', 'cursor is not valid');
-  if (extra !== undefined || !id || !/^\d{1,18}$/.test(id) || !at) throw invalid();
-  try {
-    return { at: parseInstant(at, 'cursor'), id }; // a date that exists, an offset PostgreSQL takes
-  } catch {
-    throw invalid();
-  }
-}
 
 /** The account the principal reaches (its application; a subject only its own), not deleted. */
 const SCOPE = `SELECT w.id FROM wallet_accounts w
@@ -109,13 +94,14 @@ export function statementQuery(
   from: string,
   to: string,
   rows: number,
-  cursor?: StatementCursor,
+  position?: StatementPosition,
 ): { name: string; text: string; values: unknown[] } {
   const values: unknown[] = [accountId, principal.appId, ownerOf(principal), from, to];
-  if (cursor) values.push(cursor.at, cursor.id);
-  const after = cursor ? 'AND (p.created_at, p.id) > ($6::timestamptz, $7::bigint)' : '';
-  // Where the page starts: the balance at `from`, or, after a cursor, the balance after the cursor's posting.
-  const start = cursor
+  if (position) values.push(position.at, position.id);
+  const after = position ? 'AND (p.created_at, p.id) > ($6::timestamptz, $7::bigint)' : '';
+  // Where the page starts: the balance at `from`, or, after a cursor, the balance after the cursor's posting
+  // (right only for a position inside (from, to]: statementWindow refuses any other).
+  const start = position
     ? `a.balance - COALESCE((SELECT sum(p.amount) FROM postings p
                               WHERE p.account_id = a.id AND (p.created_at, p.id) > ($6::timestamptz, $7::bigint)), 0)`
     : balanceAt('$4::timestamptz');
@@ -175,12 +161,21 @@ export class StatementService {
     id: string,
     query: { from?: string; to?: string; limit?: number; cursor?: string },
   ): Promise<StatementPage> {
-    const from = query.from === undefined ? HISTORY_START : parseInstant(query.from, 'from');
-    const to = query.to === undefined ? 'now' : parseInstant(query.to, 'to'); // 'now': the statement's own time
-    const cursor = decodeStatementCursor(query.cursor);
+    const given = {
+      from: query.from === undefined ? undefined : parseInstant(query.from, 'from'),
+      to: query.to === undefined ? undefined : parseInstant(query.to, 'to'),
+    };
+    const cursor = query.cursor === undefined ? undefined : decodeStatementCursor(query.cursor);
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     const accountId = id.toLowerCase();
-    const { name, text, values } = statementQuery(accountId, principal, from, to, limit + 1, cursor);
+    // 'now': the statement's own time; the next pages get it back from the cursor (decision 0063).
+    const { from, to, position } = statementWindow(
+      accountId,
+      given,
+      { from: HISTORY_START, to: 'now' },
+      cursor,
+    );
+    const { name, text, values } = statementQuery(accountId, principal, from, to, limit + 1, position);
     const [head] = await this.reads.query<StatementHead>(text, values, name);
     if (!head) throw new NotFoundError(id, 'Account not found');
     if (head.reversed) throw ValidationFailedError.single('to', 'invalid', 'to must not be before from');
@@ -210,7 +205,17 @@ export class StatementService {
         movements: exact.movements.map(movementView),
       },
       exact,
-      nextCursor: more && last ? encodeStatementCursor({ at: last.posted_at, id: last.posting_id }) : null,
+      // The period goes in the cursor as this page had it, so the next pages are of the same statement.
+      nextCursor:
+        more && last
+          ? encodeStatementCursor({
+              accountId,
+              from: cursor?.from ?? instantMicros(from),
+              to: cursor?.to ?? instantMicros(given.to ?? exact.to),
+              at: instantMicros(last.posted_at),
+              id: last.posting_id,
+            })
+          : null,
     };
   }
 }

@@ -42,7 +42,10 @@ export class StatementResponseDto {
   @ApiProperty({ example: 'ARS' }) currency: string;
   @ApiProperty({ format: 'date-time', description: 'the period starts after this instant (UTC)' })
   from: string;
-  @ApiProperty({ format: 'date-time', description: 'the period ends at this instant, included (UTC)' })
+  @ApiProperty({
+    format: 'date-time',
+    description: "the period ends at this instant, included (UTC); without `to`, page 1's now on every page",
+  })
   to: string;
   @ApiProperty({ description: 'the balance at `from` (same on every page)' }) openingBalance: number;
   @ApiProperty({ description: 'the balance at `to` (same on every page)' }) closingBalance: number;
