@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isValidCbu } from '#modules/wallet/cvu.js';
+import { FAILURE_STATUSES } from '../transfer-status.js';
 import type { CounterpartyDirectory, DirectoryAccount } from './counterparty-directory.port.js';
 
 /** The simulated directory: a JSON file of accounts at other institutions, validated when loaded. */
@@ -11,6 +12,15 @@ export class FixtureDirectory implements CounterpartyDirectory {
     const parsed = JSON.parse(readFileSync(file, 'utf8')) as { accounts?: DirectoryAccount[] };
     for (const account of parsed.accounts ?? []) {
       if (!isValidCbu(account.number)) throw new Error(`${file}: ${account.number} is not a valid CBU/CVU`);
+      // A typo here would leave every transfer to the account in flight, its hold kept: refused at the start.
+      if (
+        account.simulate !== undefined &&
+        !(FAILURE_STATUSES as readonly unknown[]).includes(account.simulate)
+      )
+        throw new Error(
+          `${file}: account ${account.number} (${account.alias}): "simulate" is ${JSON.stringify(account.simulate)}, ` +
+            `not one of ${FAILURE_STATUSES.join(', ')}`,
+        );
       this.byNumberIndex.set(account.number, account);
       this.byAliasIndex.set(account.alias.toLowerCase(), account);
     }
