@@ -603,6 +603,16 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
             { accountId: left, amount: new Money('-2.5'), currency: 'USD' },
           ],
         });
+        // Taken back: fee revenue that no transfer earned would fail `ledger verify` (decision 0060).
+        await ledger.post(manager, {
+          appId: null,
+          kind: 'TEST',
+          actor: 'test',
+          lines: [
+            { accountId: id, amount: new Money('-2.5'), currency: 'USD' },
+            { accountId: left, amount: new Money('2.5'), currency: 'USD' },
+          ],
+        });
       });
       expect(
         await t.dataSource.query(`SELECT kind, code, currency FROM ledger_accounts WHERE id = $1`, [
@@ -698,10 +708,23 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
         balanceMismatches: [],
         totals: expect.any(Array),
         missingReferences: [],
+        systemAccounts: expect.any(Array),
+        transferEntries: { checked: 0, wrong: 0, first: [] },
+        overReversed: { checked: 0, wrong: 0, first: [] },
       });
       // Every currency sums to zero (ARS from the adjustments, USD from the system-account test above).
       expect(inProcess.totals).toContainEqual({ currency: 'ARS', sum: '0.000000' });
       for (const total of inProcess.totals) expect(total.sum).toBe('0.000000');
+      // No transfer here: the system accounts that transfers move (those created above, in CLP and USD) hold
+      // nothing, and the transfers say nothing (ledger-verify-transfers covers them with transfers).
+      expect(inProcess.systemAccounts).toContainEqual({
+        currency: 'USD',
+        code: 'FEE_REVENUE',
+        balance: '0.000000',
+        expected: '0',
+      });
+      for (const account of inProcess.systemAccounts)
+        expect(new Money(account.balance).isZero() && new Money(account.expected).isZero()).toBe(true);
       expect(inProcess.entries).toBeGreaterThan(100);
       expect(inProcess.postings).toBeGreaterThanOrEqual(inProcess.entries * 2);
 

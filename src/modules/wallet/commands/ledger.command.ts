@@ -5,7 +5,7 @@ import { LedgerService } from '../ledger/ledger.service.js';
 @SubCommand({
   name: 'verify',
   description:
-    'recompute every wallet balance from its postings and check that every entry balances and has two postings or more, that the postings of each currency sum to zero and that no row names a missing one through a foreign key the database does not enforce (exit 1 on any failure)',
+    'recompute every wallet balance from its postings and check, in one snapshot, that every entry balances and has two postings or more, that the postings of each currency sum to zero, that no row names a missing one through a foreign key the database does not enforce, that HOLDS, SETTLEMENT, FEE_REVENUE and TAX_PAYABLE hold what the transfers say, that every transfer has the journal entries its status calls for and that none is reversed beyond its amount (exit 1 on any failure)',
 })
 export class LedgerVerifyCommand extends CommandRunner {
   constructor(private readonly ledger: LedgerService) {

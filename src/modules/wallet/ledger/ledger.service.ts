@@ -3,6 +3,16 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import { derivedUuid } from '#common/ids/derived-uuid.js';
 import { fromDb, Money, toDb } from '../money.js';
+import {
+  checkReversedAmounts,
+  checkSystemAccounts,
+  checkTransferEntries,
+  systemAccountsAgree,
+  type OverReversedTransfer,
+  type RowsCheck,
+  type SystemAccountCheck,
+  type TransferEntriesProblem,
+} from './transfer-checks.js';
 
 /** Roles of the system accounts that hold the other side of wallet movements. */
 export const SYSTEM_ACCOUNTS = ['SETTLEMENT', 'FEE_REVENUE', 'TAX_PAYABLE', 'ADJUSTMENTS', 'HOLDS'] as const;
@@ -44,6 +54,15 @@ export interface VerifyReport {
    * docs/decisions/0046): the constraint, the value named and how many rows name it (the first 100 values).
    */
   missingReferences: { constraint: string; missing: string; rows: number }[];
+  /**
+   * HOLDS, SETTLEMENT, FEE_REVENUE and TAX_PAYABLE in each currency: the sum of their postings and what the
+   * transfers say they hold (SYSTEM_ACCOUNT_FORMULAS, transfer-checks.ts); every one, equal or not.
+   */
+  systemAccounts: SystemAccountCheck[];
+  /** Transfers whose journal entries are not the ones their route, movement and status call for. */
+  transferEntries: RowsCheck<TransferEntriesProblem>;
+  /** Transfers whose reversals or returns add up to more than their amount. */
+  overReversed: RowsCheck<OverReversedTransfer>;
 }
 
 /** A foreign key declared NOT ENFORCED, as `verify` looks it up: tables and columns quoted as SQL needs them. */
@@ -129,11 +148,19 @@ export class LedgerService {
 
   /**
    * Recomputes everything from the postings: every entry balances per currency, every wallet's cached
-   * balance equals the sum of its postings, and all accounts together sum to zero per currency; and every
-   * foreign key the database does not enforce (read from the catalog) holds.
+   * balance equals the sum of its postings, and all accounts together sum to zero per currency; every
+   * foreign key the database does not enforce (read from the catalog) holds; and the system accounts, the
+   * entries and the reversals agree with what the transfers say (transfer-checks.ts). One snapshot
+   * (REPEATABLE READ, read only): a transfer moving while it reads is seen before or after, never half.
    */
   async verify(): Promise<VerifyReport> {
-    const manager = this.dataSource.manager;
+    return this.dataSource.transaction('REPEATABLE READ', async (manager) => {
+      await manager.query(`SET TRANSACTION READ ONLY`);
+      return this.verifyIn(manager);
+    });
+  }
+
+  private async verifyIn(manager: EntityManager): Promise<VerifyReport> {
     const unbalanced = (await manager.query(
       `SELECT entry_id AS "entryId", currency, sum(amount)::text AS sum FROM postings
         GROUP BY entry_id, currency HAVING sum(amount) <> 0 LIMIT 100`,
@@ -158,14 +185,20 @@ export class LedgerService {
               (SELECT count(*) FROM ledger_accounts WHERE kind = 'WALLET')::int AS wallets`,
     )) as { entries: number; postings: number; wallets: number }[];
     const totalsBalance = totals.every((total) => new Money(total.sum).isZero());
-    const missing = await this.missingReferences();
+    const missing = await this.missingReferences(manager);
+    const systemAccounts = await checkSystemAccounts(manager);
+    const transferEntries = await checkTransferEntries(manager);
+    const overReversed = await checkReversedAmounts(manager);
     return {
       ok:
         unbalanced.length === 0 &&
         incomplete.length === 0 &&
         mismatches.length === 0 &&
         totalsBalance &&
-        missing.length === 0,
+        missing.length === 0 &&
+        systemAccountsAgree(systemAccounts) &&
+        transferEntries.wrong === 0 &&
+        overReversed.wrong === 0,
       entries: counts.entries,
       postings: counts.postings,
       walletAccounts: counts.wallets,
@@ -174,6 +207,9 @@ export class LedgerService {
       balanceMismatches: mismatches,
       totals,
       missingReferences: missing,
+      systemAccounts,
+      transferEntries,
+      overReversed,
     };
   }
 
@@ -181,8 +217,7 @@ export class LedgerService {
    * The values that unenforced foreign keys name and that do not exist, with how many rows name each (a row with a
    * null in the key names nothing, as an enforced key's MATCH SIMPLE reads it).
    */
-  private async missingReferences(): Promise<VerifyReport['missingReferences']> {
-    const manager = this.dataSource.manager;
+  private async missingReferences(manager: EntityManager): Promise<VerifyReport['missingReferences']> {
     const references = (await manager.query(
       `SELECT c.conname AS constraint, c.conrelid::regclass::text AS child, c.confrelid::regclass::text AS parent,
               cols."childColumns", cols."parentColumns"
