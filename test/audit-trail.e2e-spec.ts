@@ -811,7 +811,7 @@ describe('audit trail', () => {
     // The clearing rail's verdict (the worker's side): system:clearing.
     const clearing = t.app.get(ClearingService);
     expect(await clearing.present(transferId)).toBe(true);
-    expect(await clearing.settle(transferId, 'ACREDITADO')).toBe(true);
+    expect(await clearing.settle(transferId, 'ACREDITADO')).toBe('settled');
     const settled = (await t.dataSource.query(
       `SELECT app_id, principal_type, principal, action, outcome, request_id FROM audit_records
         WHERE resource_id = $1 AND principal_type = 'system'`,

@@ -186,7 +186,7 @@ describe('ledger verify checks the system accounts and the entries against the t
     ] as const) {
       await send(name, transferBody(a.uuid, UNLISTED_CBU, amount));
       if (outcome === 'present') expect(await clearing.present(ids[name])).toBe(true);
-      else if (outcome) expect(await clearing.settle(ids[name], outcome)).toBe(true);
+      else if (outcome) expect(await clearing.settle(ids[name], outcome)).toBe('settled');
     }
     // External DEPOSITs pulled from elsewhere: credited, refused, in flight.
     for (const [name, amount, outcome] of [
@@ -195,7 +195,7 @@ describe('ledger verify checks the system accounts and the entries against the t
       ['pullInFlight', 20, undefined],
     ] as const) {
       await send(name, transferBody(a.uuid, UNLISTED_CBU, amount, { movementType: 'DEPOSIT' }));
-      if (outcome) expect(await clearing.settle(ids[name], outcome)).toBe(true);
+      if (outcome) expect(await clearing.settle(ids[name], outcome)).toBe('settled');
     }
     // The rail returns 120 of the captured 200; someone elsewhere pays 250.75 into B.
     ids.returned = (

@@ -369,7 +369,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
     );
     const clearing = t.app.get(ClearingService);
     expect(await clearing.present(externalId)).toBe(true);
-    expect(await clearing.settle(externalId, 'ACREDITADO')).toBe(true);
+    expect(await clearing.settle(externalId, 'ACREDITADO')).toBe('settled');
     const settled = await refusedWritingNothing(() => reverse(tokenA, externalId, { reason: 'x' }));
     expectForbidden(settled, 'INVALID_STATE');
     expect(settled.body.message).toBe(
@@ -690,7 +690,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
 
       const clearing = t.app.get(ClearingService);
       expect(await clearing.present(w)).toBe(true);
-      expect(await clearing.settle(w, 'ACREDITADO')).toBe(true);
+      expect(await clearing.settle(w, 'ACREDITADO')).toBe('settled');
 
       // --reason counts code points, as the route's reason does: 123 of them (223 UTF-16 units) pass, 201 do not.
       const reason = `cuenta destino cerrada ${'💸'.repeat(100)}`;
@@ -809,7 +809,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
         expect(external.status).toBe(201);
         const w = (external.body as { uuid: string }).uuid;
         expect(await clearing.present(w)).toBe(true);
-        expect(await clearing.settle(w, 'ACREDITADO')).toBe(true);
+        expect(await clearing.settle(w, 'ACREDITADO')).toBe('settled');
         return w;
       };
       const w = await settled(200); // 200 and its 1 % tax
