@@ -130,7 +130,7 @@ export class ReturnsToClosedAccounts1763903200000 implements MigrationInterface 
     await queryRunner.query(
       loadFunction(
         'wallet_reverse_transfer',
-        'afeb9de556718894f3a534203c6bb516d55c6b5a930ad7728298d1e6e54582d9',
+        'e60ecbe5ef6e3fd7fa42b0b369a93856b4c9887656e4c9846d876996d4c59840',
       ),
     );
   }

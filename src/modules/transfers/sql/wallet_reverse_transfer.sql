@@ -27,8 +27,8 @@
 -- - every check that can refuse (the transfer: found in scope (the application's; with a user token, a row of
 --   the owner's own accounts), not a reversal, ACREDITADO, of the kind asked; who gives back;
 --   the amount; both accounts ACTIVE for a reversal; the funds of the account that gives back) runs before the
---   first write; a
---   refusal is raised with wallet_refuse (WT400/WT403, WT404 for an unknown transfer), so nothing is written;
+--   first write; a refusal is raised with wallet_refuse (WT400/WT403, WT404 for an unknown transfer), so nothing
+--   is written;
 -- - no fee, no tax, no operated amounts, no limit check: a reversal undoes money that was already counted;
 -- - the Idempotency-Key (already in the reversal namespace, see the contract) is claimed with its answer as in
 --   wallet_create_transfers: an already used key wins over a refusal; another body under the same key is refused.
