@@ -31,6 +31,7 @@ import { ReversalLocksBeforeStates1763902800000 } from './1763902800000-Reversal
 import { SmsPerUser1763902900000 } from './1763902900000-SmsPerUser.js';
 import { RailReturnReference1763903000000 } from './1763903000000-RailReturnReference.js';
 import { DocumentStorageKeys1763903100000 } from './1763903100000-DocumentStorageKeys.js';
+import { ReturnsToClosedAccounts1763903200000 } from './1763903200000-ReturnsToClosedAccounts.js';
 import { WebhookAttemptUrls1763903400000 } from './1763903400000-WebhookAttemptUrls.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
@@ -68,5 +69,6 @@ export const MIGRATIONS = [
   SmsPerUser1763902900000,
   RailReturnReference1763903000000,
   DocumentStorageKeys1763903100000,
+  ReturnsToClosedAccounts1763903200000,
   WebhookAttemptUrls1763903400000,
 ];

@@ -28,6 +28,7 @@ describe('the entities marked @SchemaDeclaration', () => {
       'rate_limit_counters',
       'transfer_status_history',
       'transfers',
+      'unclaimed_returns',
     ]);
   });
 

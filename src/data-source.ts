@@ -28,6 +28,7 @@ import {
 import { IdempotencyKeyEntity } from '#modules/transfers/entities/idempotency-key.entity.js';
 import { TransferStatusHistoryEntity } from '#modules/transfers/entities/transfer-status-history.entity.js';
 import { TransferEntity } from '#modules/transfers/entities/transfer.entity.js';
+import { UnclaimedReturnEntity } from '#modules/transfers/entities/unclaimed-return.entity.js';
 import { WebhookAttemptEntity } from '#modules/webhooks/entities/webhook-attempt.entity.js';
 import { WebhookEventEntity } from '#modules/webhooks/entities/webhook-event.entity.js';
 
@@ -59,6 +60,7 @@ export const ENTITIES = [
   TransferEntity,
   TransferStatusHistoryEntity,
   IdempotencyKeyEntity,
+  UnclaimedReturnEntity,
   AuditRecordEntity,
   RateLimitCounterEntity,
 ];

@@ -184,6 +184,52 @@ describe('migrations and entities', () => {
     expect(await reverse()).toBe(after);
   });
 
+  it('ReturnsToClosedAccounts down gives wallet_reverse_transfer back (locks before the scope, a closed account refused) and drops unclaimed_returns, refused while it names a return; up again', async () => {
+    const reverse = () => liveDefinition('wallet_reverse_transfer');
+    const table = async () =>
+      (
+        await dataSource.query<{ t: string | null }[]>(`SELECT to_regclass('unclaimed_returns')::text AS t`)
+      )[0].t;
+    const after = await reverse();
+    expect(after).toContain('INSERT INTO unclaimed_returns (transfer_id) VALUES (v_rd);');
+    expect(after).toContain("ledger_system_account('UNCLAIMED_RETURNS', w.currency)");
+    await undoUntil('ReturnsToClosedAccounts1763903200000');
+    // A return held for a closed account: the row names it, and undoing would lose whose money it is. The rows
+    // are the test's own (a transfer and its unclaimed row), written with the triggers off, as a replica applies
+    // rows, and removed the same way.
+    const transfer = randomUUID();
+    const asReplica = (sql: string, params: unknown[]) =>
+      dataSource.transaction(async (manager) => {
+        await manager.query(`SET LOCAL session_replication_role = replica`);
+        await manager.query(sql, params);
+      });
+    await asReplica(
+      `INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name,
+         counterparty_tax_id, counterparty_identifier_type, counterparty_identifier, amount, currency, concept)
+       VALUES ($1, $2, $2, 'DEPOSIT', 'ACREDITADO', 'EXTERNAL', 'x', '20000000001', 'CBU', 'x', 1, 'ARS', 'VAR')`,
+      [transfer, randomUUID()],
+    );
+    await asReplica(`INSERT INTO unclaimed_returns (transfer_id) VALUES ($1)`, [transfer]);
+    try {
+      await expect(dataSource.undoLastMigration({ transaction: 'each' })).rejects.toThrow(
+        'unclaimed_returns names 1 returns to closed accounts',
+      );
+      expect((await appliedMigrations(dataSource)).at(-1)).toBe('ReturnsToClosedAccounts1763903200000');
+    } finally {
+      await asReplica(`DELETE FROM unclaimed_returns WHERE transfer_id = $1`, [transfer]);
+      await asReplica(`DELETE FROM transfers WHERE id = $1`, [transfer]);
+    }
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    const before = await reverse();
+    expect(before).not.toContain('unclaimed');
+    expect(await table()).toBeNull();
+    // The definition RailReturnReference installed (its file's text below the header, at the commit before).
+    expect(sha256Of(before)).toBe('719642465d7dcd99fce01fbd34cda37628376d5f579e813b67cbffc73278e010');
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await reverse()).toBe(after);
+    expect(await table()).toBe('unclaimed_returns');
+  });
+
   it('WebhookEventsRoomToClaim fills the outbox to half (fillfactor 50); down gives the default back', async () => {
     const options = async () =>
       (

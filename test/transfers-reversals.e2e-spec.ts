@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import { ClearingService } from '../src/modules/transfers/clearing/clearing.service.js';
-import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
+import { LedgerService, systemAccountId } from '../src/modules/wallet/ledger/ledger.service.js';
+import { Money } from '../src/modules/wallet/money.js';
 import { subjectToken, type TestClient } from './support/auth.js';
 import { holdTransaction } from './support/database.js';
 import {
@@ -133,13 +134,64 @@ describe('reversals of settled transfers and returns from the rail (real databas
       )) as { now: string }[]
     )[0].now;
   const verify = async () => expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
-  /** `transfers return …` through the built CLI, with `dataDir` as its DATA_DIR. */
-  const returnCli = (dataDir: string) => (args: string[]) =>
+  /** `transfers …` through the built CLI, with `dataDir` as its DATA_DIR. */
+  const transfersCli = (dataDir: string) => (args: string[]) =>
     runNode(
       CLI_JS,
-      ['transfers', 'return', ...args],
+      ['transfers', ...args],
       childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'silent' }),
     );
+  /** `transfers return …` through the built CLI, with `dataDir` as its DATA_DIR. */
+  const returnCli = (dataDir: string) => {
+    const cli = transfersCli(dataDir);
+    return (args: string[]) => cli(['return', ...args]);
+  };
+  /** `args` through `cli` refused: exit 1, nothing on stdout, `message` on stderr, nothing written anywhere. */
+  const refusedByCli = async (
+    cli: (args: string[]) => ReturnType<typeof runNode>,
+    args: string[],
+    message: string,
+  ) => {
+    const before = await counts();
+    const result = await cli(args);
+    expect({ args, code: result.code, stdout: result.stdout }).toStrictEqual({ args, code: 1, stdout: '' });
+    expect(result.stderr).toContain(message);
+    expect(await counts()).toStrictEqual(before);
+  };
+  /**
+   * An account's balance as the ledger holds it, numeric(24,6) as text (no float in between): a wallet's cached
+   * balance, a system account's postings (0 before its first use).
+   */
+  const ledgerBalance = async (accountId: string): Promise<string> =>
+    (
+      (await t.dataSource.query(
+        `SELECT coalesce((SELECT CASE WHEN a.kind = 'WALLET' THEN a.balance ELSE
+                                  (SELECT coalesce(sum(p.amount), 0) FROM postings p WHERE p.account_id = a.id) END
+                            FROM ledger_accounts a WHERE a.id = $1), 0)::text AS b`,
+        [accountId],
+      )) as { b: string }[]
+    )[0].b;
+  /** A new account of application A, holding `balance`. */
+  const fundedAccount = async (balance: number, owner?: string): Promise<AccountInfo> => {
+    const account = await openAccount(
+      t.http,
+      tokenA,
+      appA.appId,
+      owner ?? (await createOwner(t.http, tokenA)),
+    );
+    await setBalance(t.http, tokenA, account.uuid, balance);
+    return account;
+  };
+  /** An external WITHDRAW of `amount` from `sender`, settled ACREDITADO: its uuid. */
+  const settledWithdraw = async (sender: AccountInfo, amount: number): Promise<string> => {
+    const external = await postTransfer(t.http, tokenA, transferBody(sender.uuid, UNLISTED_CBU, amount));
+    expect(external.status).toBe(201);
+    const w = (external.body as { uuid: string }).uuid;
+    const clearing = t.app.get(ClearingService);
+    expect(await clearing.present(w)).toBe(true);
+    expect(await clearing.settle(w, 'ACREDITADO')).toBe('settled');
+    return w;
+  };
 
   beforeAll(async () => {
     ({ t, appA, appB, tokenA, tokenB } = await startWithTwoApplications('reversals', {
@@ -706,6 +758,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
         returnOf: w,
         amount: 50,
         status: 'ACREDITADO',
+        creditedTo: 'ACCOUNT',
       });
       expect(await balanceOf(t.http, tokenA, sender.uuid)).toBe(348);
       expect(await transferEvents(t.dataSource, answer.transferId)).toStrictEqual([
@@ -775,45 +828,20 @@ describe('reversals of settled transfers and returns from the rail (real databas
     }
   });
 
-  it("the rail's return is made once per reference (CLI transfers return --reference): run again, twice at once, after the account closed; the reference with another amount or transfer is refused", async () => {
+  it("the rail's return is made once per reference (CLI transfers return --reference): run again, twice at once, after the account closed; the reference with another amount or transfer is refused; a new one after the close is held", async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-return-ref-'));
     const cli = returnCli(dataDir);
-    /** The account's cached balance as the ledger holds it (numeric(24,6) as text: no float in between). */
-    const ledgerBalance = async (accountId: string): Promise<string> =>
-      (
-        (await t.dataSource.query(`SELECT balance::text AS b FROM ledger_accounts WHERE id = $1`, [
-          accountId,
-        ])) as { b: string }[]
-      )[0].b;
     /** The returns made of the WITHDRAW `w`, with their amounts as text. */
     const returnsOf = (w: string) =>
       t.dataSource.query(
         `SELECT id::text AS id, amount::text AS amount FROM transfers WHERE reversal_of = $1 ORDER BY id`,
         [w],
       ) as Promise<{ id: string; amount: string }[]>;
-    /** `args` refused: exit 1, nothing on stdout, `message` on stderr, nothing written anywhere. */
-    const refused = async (args: string[], message: string) => {
-      const before = await counts();
-      const result = await cli(args);
-      expect({ args, code: result.code, stdout: result.stdout }).toStrictEqual({ args, code: 1, stdout: '' });
-      expect(result.stderr).toContain(message);
-      expect(await counts()).toStrictEqual(before);
-    };
+    const refused = (args: string[], message: string) => refusedByCli(cli, args, message);
     try {
-      const sender = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
-      await setBalance(t.http, tokenA, sender.uuid, 500);
-      const clearing = t.app.get(ClearingService);
-      /** An external WITHDRAW of `amount` from the sender, settled ACREDITADO. */
-      const settled = async (amount: number): Promise<string> => {
-        const external = await postTransfer(t.http, tokenA, transferBody(sender.uuid, UNLISTED_CBU, amount));
-        expect(external.status).toBe(201);
-        const w = (external.body as { uuid: string }).uuid;
-        expect(await clearing.present(w)).toBe(true);
-        expect(await clearing.settle(w, 'ACREDITADO')).toBe('settled');
-        return w;
-      };
-      const w = await settled(200); // 200 and its 1 % tax
-      const w2 = await settled(100);
+      const sender = await fundedAccount(500);
+      const w = await settledWithdraw(sender, 200); // 200 and its 1 % tax
+      const w2 = await settledWithdraw(sender, 100);
       expect(await ledgerBalance(sender.uuid)).toBe('197.000000');
       const reference = `COELSA-RET-${Date.now()}`;
       const partial = [w, '--amount', '50.5', '--reference', reference];
@@ -839,6 +867,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
         returnOf: w,
         amount: 50.5,
         status: 'ACREDITADO',
+        creditedTo: 'ACCOUNT',
       });
       expect({ code: second.code, stdout: second.stdout }).toStrictEqual({ code: 0, stdout: first.stdout });
       expect(await returnsOf(w)).toStrictEqual([{ id: answer.transferId, amount: '50.500000' }]);
@@ -888,7 +917,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
       expect(await summary(tokenA, w)).toMatchObject({ amount: 200, reversed: 200, left: 0 });
 
       // The account is emptied and closed; the rail sends its messages again: each prints the return it made
-      // (not "the account is DELETED"), and a new reference is refused.
+      // (not "the account is DELETED"), and a new reference is booked, its money held in UNCLAIMED_RETURNS.
       await setBalance(t.http, tokenA, sender.uuid, 0);
       const closed = await request(t.http)
         .delete(`/v1/wallet/accounts/${sender.uuid}`)
@@ -903,11 +932,352 @@ describe('reversals of settled transfers and returns from the rail (real databas
         expect({ code: late.code, stdout: late.stdout }).toStrictEqual({ code: 0, stdout });
       }
       expect(await counts()).toStrictEqual(before);
-      await refused([w2, '--amount', '10', '--reference', `${reference}-c`], 'the account is DELETED');
+      const afterClose = await cli([w2, '--amount', '10', '--reference', `${reference}-c`]);
+      expect({ code: afterClose.code, stderr: afterClose.stderr }).toStrictEqual({ code: 0, stderr: '' });
+      expect(JSON.parse(afterClose.stdout)).toMatchObject({
+        accountId: sender.uuid,
+        returnOf: w2,
+        amount: 10,
+        creditedTo: 'UNCLAIMED_RETURNS',
+      });
       expect(await ledgerBalance(sender.uuid)).toBe('0.000000');
       await verify();
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 120_000); // thirteen runs of the CLI, each a process that starts Nest
+
+  it("another application's reversal, or a user's of another owner's row, answers 404 without waiting for the transfer's lock", async () => {
+    await setBalance(t.http, tokenA, s.uuid, 100);
+    const original = await transfer(tokenA, s, r, 10);
+    const asX = await subjectToken(appB, ownerX);
+    // The transfer's own application holds both rows, as a reversal or a clearing step of it does.
+    const held = await holdTransaction(t.dataSource, [
+      ['SELECT 1 FROM transfers WHERE id IN ($1, $2) ORDER BY id FOR UPDATE', [original.w, original.d]],
+    ]);
+    try {
+      for (const [token, id] of [
+        [tokenB, original.w], // application B addresses application A's WITHDRAW
+        [asX, original.d], // x's owner addresses r's DEPOSIT (its own application, another owner)
+      ]) {
+        const answer: { response?: request.Response } = {};
+        const pending = reverse(token, id, { reason: 'no es mía' }).then((response) => {
+          answer.response = response;
+        });
+        // Until it is answered, nothing waits for the held rows: the 404 took no lock.
+        while (answer.response === undefined) {
+          expect(await held.waiting()).toBe(0);
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        }
+        await pending;
+        expect({ status: answer.response.status, text: answer.response.text }).toStrictEqual({
+          status: 404,
+          text: JSON.stringify({
+            name: 'NotFoundError',
+            message: 'Transfer not found',
+            detail: { item: id },
+          }),
+        });
+      }
+    } finally {
+      await held.release();
+    }
+    expect(await summary(tokenB, original.d)).toMatchObject({ reversed: 0, left: 10 });
+  });
+
+  it('the rail returns money to a stopped (INACTIVE) account: credited as to an ACTIVE one', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-return-inactive-'));
+    const cli = returnCli(dataDir);
+    try {
+      const sender = await fundedAccount(101);
+      const w = await settledWithdraw(sender, 100); // 100 and its 1 % tax
+      await setStatus(t.http, tokenA, sender.uuid, 'INACTIVE');
+      const returned = await cli([w, '--amount', '30.5']);
+      expect({ code: returned.code, stderr: returned.stderr }).toStrictEqual({ code: 0, stderr: '' });
+      expect(JSON.parse(returned.stdout)).toMatchObject({
+        accountId: sender.uuid,
+        returnOf: w,
+        amount: 30.5,
+        creditedTo: 'ACCOUNT',
+      });
+      expect(await ledgerBalance(sender.uuid)).toBe('30.500000');
+      expect(
+        await t.dataSource.query(`SELECT status FROM wallet_accounts WHERE id = $1`, [sender.uuid]),
+      ).toStrictEqual([{ status: 'INACTIVE' }]);
+      await verify();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it("the rail returns a WITHDRAW whose account was closed since: held in UNCLAIMED_RETURNS against the return, listed, paid out into the owner's new account", async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-return-closed-'));
+    const cli = transfersCli(dataDir);
+    const suspense = systemAccountId('UNCLAIMED_RETURNS', 'ARS');
+    /** `a + b` as the ledger prints it (numeric(24,6)): exact decimals, no float. */
+    const plus = (a: string, b: string) => new Money(a).plus(b).toFixed(6);
+    /**
+     * The invariants: SETTLEMENT is what the settled external transfers say (as test/support/bank.ts checks it),
+     * UNCLAIMED_RETURNS is what the returns still unclaimed add up to, and `ledger verify` passes.
+     */
+    const invariants = async () => {
+      const [row] = (await t.dataSource.query(
+        `SELECT (SELECT coalesce(sum(amount), 0) FROM postings WHERE account_id = $1)::text AS settlement,
+                (SELECT coalesce(sum(CASE WHEN movement_type = 'WITHDRAW' THEN amount ELSE -amount END), 0)
+                   FROM transfers WHERE route = 'EXTERNAL' AND status = 'ACREDITADO')::text AS settlement_expected,
+                (SELECT coalesce(sum(amount), 0) FROM postings WHERE account_id = $2)::text AS suspense,
+                (SELECT coalesce(sum(t.amount), 0) FROM unclaimed_returns u JOIN transfers t ON t.id = u.transfer_id
+                  WHERE u.paid_out_at IS NULL AND t.currency = 'ARS')::text AS suspense_expected`,
+        [systemAccountId('SETTLEMENT', 'ARS'), suspense],
+      )) as Record<string, string>[];
+      expect(row.settlement).toBe(row.settlement_expected);
+      expect(row.suspense).toBe(row.suspense_expected);
+      await verify();
+    };
+    const refused = (args: string[], message: string) => refusedByCli(cli, args, message);
+    try {
+      // The user sends its whole balance to a CBU (100 and its 1 % tax), the transfer settles, the user closes
+      // the account.
+      const owner = await createOwner(t.http, tokenA);
+      const closed = await fundedAccount(101, owner);
+      const w = await settledWithdraw(closed, 100);
+      expect(await ledgerBalance(closed.uuid)).toBe('0.000000');
+      const deleted = await api()
+        .delete(`/v1/wallet/accounts/${closed.uuid}`)
+        .set('Authorization', bearer(tokenA));
+      expect(deleted.status).toBe(200);
+
+      // Days later the receiving bank returns part of it: booked, its money held in UNCLAIMED_RETURNS.
+      const heldBefore = await ledgerBalance(suspense);
+      const settlementBefore = await ledgerBalance(systemAccountId('SETTLEMENT', 'ARS'));
+      const reference = `COELSA-RET-CLOSED-${Date.now()}`;
+      const partial = [
+        'return',
+        w,
+        '--amount',
+        '60.25',
+        '--reason',
+        'cuenta destino cerrada',
+        '--reference',
+        reference,
+      ];
+      const first = await cli(partial);
+      expect({ code: first.code, stderr: first.stderr }).toStrictEqual({ code: 0, stderr: '' });
+      const answer = JSON.parse(first.stdout) as { transferId: string };
+      expect(answer).toStrictEqual({
+        transferId: expect.stringMatching(UUID_V7),
+        accountId: closed.uuid,
+        returnOf: w,
+        amount: 60.25,
+        status: 'ACREDITADO',
+        creditedTo: 'UNCLAIMED_RETURNS',
+      });
+      const r1 = answer.transferId;
+      expect(await ledgerBalance(closed.uuid)).toBe('0.000000');
+      expect(await ledgerBalance(suspense)).toBe(plus(heldBefore, '60.25'));
+      expect(await ledgerBalance(systemAccountId('SETTLEMENT', 'ARS'))).toBe(
+        plus(settlementBefore, '-60.25'),
+      );
+      // The return is the closed account's DEPOSIT, as any return; the entry credits UNCLAIMED_RETURNS; the
+      // unclaimed_returns row names it.
+      expect(
+        await t.dataSource.query(
+          `SELECT app_id, account_id, movement_type, status, route, amount::text AS amount, reversal_of
+             FROM transfers WHERE id = $1`,
+          [r1],
+        ),
+      ).toStrictEqual([
+        {
+          app_id: appA.appId,
+          account_id: closed.uuid,
+          movement_type: 'DEPOSIT',
+          status: 'ACREDITADO',
+          route: 'EXTERNAL',
+          amount: '60.250000',
+          reversal_of: w,
+        },
+      ]);
+      expect(
+        await t.dataSource.query(
+          `SELECT e.kind, e.actor, p.account_id, p.amount::text AS amount FROM journal_entries e
+             JOIN postings p ON p.entry_id = e.id WHERE e.reference = $1 ORDER BY p.amount`,
+          [r1],
+        ),
+      ).toStrictEqual([
+        {
+          kind: 'TRANSFER_RETURN',
+          actor: 'system:clearing-return',
+          account_id: systemAccountId('SETTLEMENT', 'ARS'),
+          amount: '-60.250000',
+        },
+        {
+          kind: 'TRANSFER_RETURN',
+          actor: 'system:clearing-return',
+          account_id: suspense,
+          amount: '60.250000',
+        },
+      ]);
+      expect(
+        await t.dataSource.query(
+          `SELECT paid_out_at, paid_out_to FROM unclaimed_returns WHERE transfer_id = $1`,
+          [r1],
+        ),
+      ).toStrictEqual([{ paid_out_at: null, paid_out_to: null }]);
+      // The application still exists: it is told, and reads the return of its WITHDRAW; so is the audit record.
+      expect(await transferEvents(t.dataSource, r1)).toStrictEqual([
+        { uuid: r1, movementType: 'DEPOSIT', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
+      ]);
+      expect(
+        await t.dataSource.query(`SELECT app_id FROM webhook_events WHERE subject = $1`, [r1]),
+      ).toStrictEqual([{ app_id: appA.appId }]);
+      expect(
+        await t.dataSource.query(
+          `SELECT app_id, principal_type, action, outcome FROM audit_records
+            WHERE resource_type = 'transfer' AND resource_id = $1`,
+          [r1],
+        ),
+      ).toStrictEqual([
+        { app_id: appA.appId, principal_type: 'cli', action: 'transfers return', outcome: 'ACREDITADO' },
+      ]);
+      expect(await summary(tokenA, w)).toMatchObject({ uuid: w, amount: 100, reversed: 60.25, left: 39.75 });
+      await invariants();
+
+      // The rail's reference replays, the amount written another way too; nothing is written again.
+      let before = await counts();
+      for (const args of [partial, ['return', w, '--amount', '60.250', '--reference', reference]]) {
+        const again = await cli(args);
+        expect({ code: again.code, stdout: again.stdout }).toStrictEqual({ code: 0, stdout: first.stdout });
+      }
+      expect(await counts()).toStrictEqual(before);
+
+      // The rest comes back (no --amount: what is left), held too; then nothing is left to return.
+      const rest = await cli(['return', w]);
+      expect(rest.code).toBe(0);
+      const r2 = (JSON.parse(rest.stdout) as { transferId: string }).transferId;
+      expect(JSON.parse(rest.stdout)).toMatchObject({ amount: 39.75, creditedTo: 'UNCLAIMED_RETURNS' });
+      expect(await ledgerBalance(suspense)).toBe(plus(heldBefore, '100'));
+      await refused(['return', w, '--amount', '0.01'], 'amount is more than what is left to reverse (0 ARS)');
+      expect(await ledgerBalance(closed.uuid)).toBe('0.000000');
+      await invariants();
+
+      // The operator lists what is held: the application's two returns, oldest first, with what they add up to.
+      const list = async (args: string[]) => {
+        const result = await cli(['unclaimed', ...args]);
+        expect({ code: result.code, stderr: result.stderr }).toStrictEqual({ code: 0, stderr: '' });
+        return JSON.parse(result.stdout) as {
+          items: { transferId: string; status: string }[];
+          nextCursor: string | null;
+          held: { currency: string; count: number; amount: number }[];
+        };
+      };
+      const listed = await list(['--app', appA.appId]);
+      const mine = listed.items.filter((item) => item.transferId === r1 || item.transferId === r2);
+      expect(mine).toStrictEqual([
+        {
+          transferId: r1,
+          returnOf: w,
+          appId: appA.appId,
+          accountId: closed.uuid,
+          ownerType: 'USER',
+          ownerId: owner,
+          amount: 60.25,
+          currency: 'ARS',
+          returnedAt: expect.stringMatching(/Z$/),
+          status: 'UNCLAIMED',
+          paidOutAt: null,
+          paidOutTo: null,
+        },
+        expect.objectContaining({ transferId: r2, amount: 39.75, status: 'UNCLAIMED' }),
+      ]);
+      expect(listed.items.every((item) => item.status === 'UNCLAIMED')).toBe(true);
+      // `held` is UNCLAIMED_RETURNS's balance (every application's here: only A's accounts were closed).
+      const everyone = await list([]);
+      expect(everyone.held).toStrictEqual([
+        { currency: 'ARS', count: everyone.items.length, amount: Number(await ledgerBalance(suspense)) },
+      ]);
+      expect((await list(['--app', appB.appId])).items).toStrictEqual([]);
+      const firstPage = await list(['--app', appA.appId, '--limit', '1']);
+      expect(firstPage.items).toHaveLength(1);
+      const secondPage = await list(['--app', appA.appId, '--limit', '1', '--after', firstPage.nextCursor!]);
+      expect(secondPage.items[0].transferId > firstPage.items[0].transferId).toBe(true);
+
+      // Paying out: only into an ACTIVE account of the same owner, in the application of the closed one.
+      const renewed = await openAccount(t.http, tokenA, appA.appId, owner);
+      await refused(['pay-out', r1, '--to', s.uuid], "to: the account is not of the closed account's owner");
+      await refused(['pay-out', r1, '--to', r.uuid], 'Account not found');
+      await refused(['pay-out', r1, '--to', closed.uuid], 'Account not found');
+      await refused(['pay-out', w, '--to', renewed.uuid], 'No unclaimed return with that id');
+      await setStatus(t.http, tokenA, renewed.uuid, 'INACTIVE');
+      await refused(['pay-out', r1, '--to', renewed.uuid], 'the account is INACTIVE');
+      await setStatus(t.http, tokenA, renewed.uuid, 'ACTIVE');
+
+      const paid = await cli(['pay-out', r1, '--to', renewed.uuid]);
+      expect({ code: paid.code, stderr: paid.stderr }).toStrictEqual({ code: 0, stderr: '' });
+      expect(JSON.parse(paid.stdout)).toMatchObject({
+        transferId: r1,
+        accountId: closed.uuid,
+        amount: 60.25,
+        status: 'PAID_OUT',
+        paidOutAt: expect.stringMatching(/Z$/),
+        paidOutTo: renewed.uuid,
+      });
+      expect(await ledgerBalance(renewed.uuid)).toBe('60.250000');
+      expect(await ledgerBalance(suspense)).toBe(plus(heldBefore, '39.75'));
+      expect(
+        await t.dataSource.query(
+          `SELECT e.kind, e.app_id, p.account_id, p.amount::text AS amount FROM journal_entries e
+             JOIN postings p ON p.entry_id = e.id WHERE e.reference = $1 AND e.kind = 'UNCLAIMED_RETURN_PAYOUT'
+            ORDER BY p.amount`,
+          [r1],
+        ),
+      ).toStrictEqual([
+        { kind: 'UNCLAIMED_RETURN_PAYOUT', app_id: appA.appId, account_id: suspense, amount: '-60.250000' },
+        {
+          kind: 'UNCLAIMED_RETURN_PAYOUT',
+          app_id: appA.appId,
+          account_id: renewed.uuid,
+          amount: '60.250000',
+        },
+      ]);
+      expect(
+        await t.dataSource.query(
+          `SELECT resource_type, resource_id, principal_type, action, outcome FROM audit_records
+            WHERE action = 'transfers pay-out' ORDER BY id`,
+        ),
+      ).toStrictEqual([
+        {
+          resource_type: 'transfer',
+          resource_id: r1,
+          principal_type: 'cli',
+          action: 'transfers pay-out',
+          outcome: 'paid out',
+        },
+        {
+          resource_type: 'account',
+          resource_id: renewed.uuid,
+          principal_type: 'cli',
+          action: 'transfers pay-out',
+          outcome: 'unclaimed return paid in',
+        },
+      ]);
+      await invariants();
+
+      // Run again: the same pay-out answers, nothing written; into another account it is refused.
+      before = await counts();
+      const again = await cli(['pay-out', r1, '--to', renewed.uuid]);
+      expect({ code: again.code, stdout: again.stdout }).toStrictEqual({ code: 0, stdout: paid.stdout });
+      expect(await counts()).toStrictEqual(before);
+      await refused(['pay-out', r1, '--to', s.uuid], `the return was paid out to ${renewed.uuid} already`);
+
+      // The list now holds the second one only; --all shows the first, paid out.
+      expect((await list(['--app', appA.appId])).items.map((item) => item.transferId)).not.toContain(r1);
+      expect((await list(['--app', appA.appId, '--all'])).items).toContainEqual(
+        expect.objectContaining({ transferId: r1, status: 'PAID_OUT', paidOutTo: renewed.uuid }),
+      );
+      expect(await ledgerBalance(closed.uuid)).toBe('0.000000');
+      await invariants();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 180_000); // twenty-odd runs of the CLI, each a process that starts Nest
 });

@@ -5,6 +5,7 @@ import path from 'node:path';
 import request from 'supertest';
 import {
   LedgerService,
+  SYSTEM_ACCOUNTS,
   systemAccountId,
   type VerifyReport,
 } from '../src/modules/wallet/ledger/ledger.service.js';
@@ -656,7 +657,7 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
     });
 
     it('ledger_system_account derives the same id as systemAccountId and creates the row once', async () => {
-      for (const code of ['SETTLEMENT', 'FEE_REVENUE', 'TAX_PAYABLE', 'ADJUSTMENTS', 'HOLDS'] as const) {
+      for (const code of SYSTEM_ACCOUNTS) {
         const [first] = (await t.dataSource.query(`SELECT ledger_system_account($1, 'CLP') AS id`, [
           code,
         ])) as {

@@ -70,6 +70,8 @@ export interface HeldTransaction {
    * behind another waiter.
    */
   untilWaiting: (count?: number) => Promise<void>;
+  /** How many other backends wait for this transaction's locks now, directly or queued behind another waiter. */
+  waiting: () => Promise<number>;
   commit: () => Promise<void>;
   /** Rolls back unless committed, and gives the connection back. */
   release: () => Promise<void>;
@@ -84,24 +86,28 @@ export async function holdTransaction(
   await held.startTransaction();
   for (const [sql, params] of statements) await held.query(sql, params);
   const [{ pid }] = (await held.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[];
+  const waiting = async (): Promise<number> => {
+    // Those that wait for it, and those queued behind them (a second waiter for a row waits for the first).
+    const [row] = (await dataSource.query(
+      `WITH RECURSIVE waiting(pid) AS (
+         SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))
+         UNION
+         SELECT a.pid FROM pg_stat_activity a JOIN waiting w ON w.pid = ANY(pg_blocking_pids(a.pid))
+       )
+       SELECT count(*)::int AS n FROM waiting`,
+      [pid],
+    )) as { n: number }[];
+    return row.n;
+  };
   return {
     untilWaiting: async (count = 1) => {
       for (const deadline = Date.now() + 10_000; ;) {
-        // Those that wait for it, and those queued behind them (a second waiter for a row waits for the first).
-        const [row] = (await dataSource.query(
-          `WITH RECURSIVE waiting(pid) AS (
-             SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))
-             UNION
-             SELECT a.pid FROM pg_stat_activity a JOIN waiting w ON w.pid = ANY(pg_blocking_pids(a.pid))
-           )
-           SELECT count(*)::int AS n FROM waiting`,
-          [pid],
-        )) as { n: number }[];
-        if (row.n >= count) return;
+        if ((await waiting()) >= count) return;
         if (Date.now() > deadline) throw new Error('nothing waited for the held transaction');
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },
+    waiting,
     commit: () => held.commitTransaction(),
     release: async () => {
       if (held.isTransactionActive) await held.rollbackTransaction();

@@ -16,10 +16,16 @@ import { IDEMPOTENCY_KEY } from './transfers.service.js';
 /** A return from the rail, as the CLI prints it. */
 export interface RailReturn {
   transferId: string;
+  /** The WITHDRAW's account: the DEPOSIT is its row, also when the money went to UNCLAIMED_RETURNS. */
   accountId: string;
   returnOf: string;
   amount: number;
   status: 'ACREDITADO';
+  /**
+   * Where the money went: the account, or, when the account was closed, the system account UNCLAIMED_RETURNS,
+   * until an operator pays it out (`transfers unclaimed`, `transfers pay-out`; decision 0062).
+   */
+  creditedTo: 'ACCOUNT' | 'UNCLAIMED_RETURNS';
 }
 
 /**
@@ -72,7 +78,9 @@ export class ReversalsService {
 
   /**
    * The rail gives back (part of) an external WITHDRAW that was ACREDITADO: a DEPOSIT on the sender's account
-   * from SETTLEMENT, linked as its reversal (the same cumulative rule), announced with transfer_update.
+   * from SETTLEMENT, linked as its reversal (the same cumulative rule), announced with transfer_update. The rail
+   * has paid, so the account's state refuses nothing: a closed account's money goes to UNCLAIMED_RETURNS, any
+   * other account is credited (decision 0062).
    * With the rail's reference, the function claims `return <reference>` in idempotency_keys (the WITHDRAW's
    * application) in the return's transaction: the same reference, transfer and amount again answer the first
    * return, even once its account is closed; with another transfer or amount it is refused at `reference`.
@@ -107,15 +115,18 @@ export class ReversalsService {
       requestHash: input.reference === undefined ? null : hashOf({ transferId, amount }),
     });
     const row = 'replay' in result ? result.replay : result.row;
-    const [account] = (await this.dataSource.query(`SELECT account_id FROM transfers WHERE id = $1`, [
-      row.id,
-    ])) as { account_id: string }[];
+    const [booked] = (await this.dataSource.query(
+      `SELECT t.account_id, u.transfer_id IS NOT NULL AS unclaimed
+         FROM transfers t LEFT JOIN unclaimed_returns u ON u.transfer_id = t.id WHERE t.id = $1`,
+      [row.id],
+    )) as { account_id: string; unclaimed: boolean }[];
     return {
       transferId: row.id,
-      accountId: account.account_id,
+      accountId: booked.account_id,
       returnOf: row.reversal_of,
       amount: toJson(row.amount),
       status: 'ACREDITADO',
+      creditedTo: booked.unclaimed ? 'UNCLAIMED_RETURNS' : 'ACCOUNT',
     };
   }
 

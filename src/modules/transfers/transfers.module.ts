@@ -14,6 +14,7 @@ import { TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
 import { TransfersController } from './transfers.controller.js';
 import { TransfersService } from './transfers.service.js';
+import { UnclaimedReturnsService } from './unclaimed-returns.service.js';
 
 /**
  * Transfers, the clearing rail and the counterparty lookup (transfers → wallet → users, companies → kyc); the
@@ -26,6 +27,7 @@ import { TransfersService } from './transfers.service.js';
     CounterpartyService,
     TransfersService,
     ReversalsService,
+    UnclaimedReturnsService,
     TransferBatcher,
     TransferViews,
     TransferWriter,
@@ -33,6 +35,12 @@ import { TransfersService } from './transfers.service.js';
     SimulatorRail,
     { provide: CLEARING_RAIL, useExisting: SimulatorRail },
   ],
-  exports: [CounterpartyService, TransfersService, ReversalsService, ClearingService],
+  exports: [
+    CounterpartyService,
+    TransfersService,
+    ReversalsService,
+    UnclaimedReturnsService,
+    ClearingService,
+  ],
 })
 export class TransfersModule {}

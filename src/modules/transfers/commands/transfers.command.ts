@@ -1,10 +1,19 @@
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
-import { CliUsageError, printJson, requireOption, unknownSubcommand } from '#common/cli/output.js';
+import {
+  CliUsageError,
+  printJson,
+  requireOption,
+  unknownSubcommand,
+  wholeNumberOption,
+} from '#common/cli/output.js';
+import { MAX_PAGE_SIZE } from '#common/http/pagination.js';
 import { codePointLength } from '#common/http/validators.js';
+import { UUID_PATTERN } from '#common/ids/uuid.js';
 import { Money } from '#modules/wallet/money.js';
 import { CONCEPTS } from '../dto/transfer.dto.js';
 import { ReversalsService } from '../reversals.service.js';
 import { TransfersService } from '../transfers.service.js';
+import { UnclaimedReturnsService } from '../unclaimed-returns.service.js';
 import { cliActor } from '#modules/audit/audit-trail.js';
 
 interface InboundOptions {
@@ -103,7 +112,7 @@ interface ReturnOptions {
   name: 'return',
   arguments: '<uuid>',
   description:
-    'simulate the rail returning (part of) an external WITHDRAW that was ACREDITADO: the money comes back to the sender',
+    'simulate the rail returning (part of) an external WITHDRAW that was ACREDITADO: the money comes back to the sender, or to UNCLAIMED_RETURNS when its account was closed',
 })
 export class TransfersReturnCommand extends CommandRunner {
   constructor(private readonly reversals: ReversalsService) {
@@ -131,7 +140,7 @@ export class TransfersReturnCommand extends CommandRunner {
 
   async run(args: string[], options: ReturnOptions): Promise<void> {
     const [uuid] = args;
-    if (!uuid || !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(uuid))
+    if (!uuid || !UUID_PATTERN.test(uuid))
       throw new CliUsageError('<uuid> must be the uuid of the external WITHDRAW');
     if (options.amount !== undefined && !/^\d+(\.\d+)?$/.test(options.amount))
       throw new CliUsageError('--amount must be a positive decimal number');
@@ -148,10 +157,94 @@ export class TransfersReturnCommand extends CommandRunner {
   }
 }
 
+interface UnclaimedOptions {
+  app?: string;
+  all?: boolean;
+  after?: string;
+  limit?: number;
+}
+
+@SubCommand({
+  name: 'unclaimed',
+  description:
+    "the rail's returns to closed accounts, held in UNCLAIMED_RETURNS, oldest first, as JSON {items, nextCursor, held} (every application unless --app)",
+})
+export class TransfersUnclaimedCommand extends CommandRunner {
+  constructor(private readonly unclaimed: UnclaimedReturnsService) {
+    super();
+  }
+
+  @Option({ flags: '--app <id>', description: 'only this application' })
+  parseApp(value: string): string {
+    return uuidOption(value, '--app', 'an application id');
+  }
+
+  @Option({ flags: '--all', description: 'paid-out returns too' })
+  parseAll(): boolean {
+    return true;
+  }
+
+  @Option({ flags: '--after <cursor>', description: 'the nextCursor of the previous page' })
+  parseAfter(value: string): string {
+    return uuidOption(value, '--after', 'a nextCursor');
+  }
+
+  @Option({ flags: '--limit <n>', description: `at most n returns (1-${MAX_PAGE_SIZE}, default 100)` })
+  parseLimit(value: string): number {
+    return wholeNumberOption(value, '--limit', MAX_PAGE_SIZE);
+  }
+
+  async run(_args: string[], options: UnclaimedOptions): Promise<void> {
+    printJson(
+      await this.unclaimed.list({
+        appId: options.app,
+        all: options.all,
+        after: options.after,
+        limit: options.limit ?? 100,
+      }),
+    );
+  }
+}
+
+interface PayOutOptions {
+  to?: string;
+}
+
+@SubCommand({
+  name: 'pay-out',
+  arguments: '<uuid>',
+  description:
+    "pay a return held in UNCLAIMED_RETURNS (its transferId in `transfers unclaimed`) into an ACTIVE account of the closed account's owner",
+})
+export class TransfersPayOutCommand extends CommandRunner {
+  constructor(private readonly unclaimed: UnclaimedReturnsService) {
+    super();
+  }
+
+  @Option({ flags: '--to <account>', description: 'the account to pay it into (uuid)' })
+  parseTo(value: string): string {
+    return uuidOption(value, '--to', 'an account id');
+  }
+
+  async run(args: string[], options: PayOutOptions): Promise<void> {
+    const [uuid] = args;
+    if (!uuid || !UUID_PATTERN.test(uuid))
+      throw new CliUsageError('<uuid> must be the transferId of an unclaimed return');
+    printJson(
+      await this.unclaimed.payOut(uuid, requireOption(options.to, '--to'), cliActor('transfers pay-out')),
+    );
+  }
+}
+
 @Command({
   name: 'transfers',
   description: 'transfers',
-  subCommands: [TransfersInboundCommand, TransfersReturnCommand],
+  subCommands: [
+    TransfersInboundCommand,
+    TransfersReturnCommand,
+    TransfersUnclaimedCommand,
+    TransfersPayOutCommand,
+  ],
 })
 export class TransfersCommand extends CommandRunner {
   async run(args: string[]): Promise<void> {
@@ -159,7 +252,19 @@ export class TransfersCommand extends CommandRunner {
   }
 }
 
-export const TRANSFERS_COMMANDS = [TransfersCommand, TransfersInboundCommand, TransfersReturnCommand];
+export const TRANSFERS_COMMANDS = [
+  TransfersCommand,
+  TransfersInboundCommand,
+  TransfersReturnCommand,
+  TransfersUnclaimedCommand,
+  TransfersPayOutCommand,
+];
+
+/** A uuid option, lower case, or a usage error naming the flag. */
+function uuidOption(value: string, flag: string, what: string): string {
+  if (!UUID_PATTERN.test(value)) throw new CliUsageError(`${flag} must be ${what} (uuid)`);
+  return value.toLowerCase();
+}
 
 /** A rail reference: 1 to 100 visible ASCII characters, as an Idempotency-Key's are (up to 255). */
 function referenceOption(value: string | undefined): string | undefined {

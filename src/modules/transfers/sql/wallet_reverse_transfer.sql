@@ -9,8 +9,16 @@
 --   transfer_update for each application;
 -- - 'return' (the rail gives back an EXTERNAL WITHDRAW that was ACREDITADO; CLI `transfers return`): the sender's
 --   new DEPOSIT (EXTERNAL, ACREDITADO, reversal_of = the WITHDRAW); an entry TRANSFER_RETURN (SETTLEMENT -amount,
---   sender +amount); a transfer_update for the sender's application.
+--   sender +amount); a transfer_update for the sender's application. The rail has paid, so a return is never
+--   refused for the account's state (decision 0062): an INACTIVE or PENDING account is credited as an ACTIVE one;
+--   a DELETED account is not, its money goes to the system account UNCLAIMED_RETURNS instead (the same DEPOSIT
+--   row, event and audit record; the entry's credit line is UNCLAIMED_RETURNS) and a row in unclaimed_returns
+--   names the DEPOSIT until an operator pays it out (CLI `transfers pay-out`).
 -- Guarantees:
+-- - a caller outside the transfer's scope (another application's, or a user token's for a row of another owner's
+--   account) is answered 404 from a plain read, before any lock: it never waits for, nor delays, the transfer's
+--   own application (a transfer's app_id and account_id never change; the owner of the account that gives back
+--   is checked again under the lock, below, since an application can move an account to another owner);
 -- - the original pair's transfer rows are locked (FOR UPDATE, id order), then the ledger rows (id order, as
 --   wallet_create_transfers locks them), so reversals never deadlock with transfers or the clearing steps, and
 --   concurrent reversals of one transfer run one after the other;
@@ -18,8 +26,9 @@
 --   original amount; the amount defaults to what is left;
 -- - every check that can refuse (the transfer: found in scope (the application's; with a user token, a row of
 --   the owner's own accounts), not a reversal, ACREDITADO, of the kind asked; who gives back;
---   the amount; both accounts ACTIVE; the funds of the account that gives back) runs before the first write; a
---   refusal is raised with wallet_refuse (WT400/WT403, WT404 for an unknown transfer), so nothing is written;
+--   the amount; both accounts ACTIVE for a reversal; the funds of the account that gives back) runs before the
+--   first write; a refusal is raised with wallet_refuse (WT400/WT403, WT404 for an unknown transfer), so nothing
+--   is written;
 -- - no fee, no tax, no operated amounts, no limit check: a reversal undoes money that was already counted;
 -- - the Idempotency-Key (already in the reversal namespace, see the contract) is claimed with its answer as in
 --   wallet_create_transfers: an already used key wins over a refusal; another body under the same key is refused.
@@ -27,8 +36,9 @@
 --   application (the rail is no application; an inbound credit's reference is claimed under its account's in the
 --   same way); another request under it is refused at `reference` (duplicate), not at Idempotency-Key;
 -- - one audit record (audit_append, docs/decisions/0032-audit-trail.md) in the same transaction: the new row of
---   the account that gave the money (the caller's WITHDRAW), or the returned DEPOSIT; none for a refusal or a
---   replay. actor goes on the journal entry, auditActor/route/requestId on the audit record.
+--   the account that gave the money (the caller's WITHDRAW), or the returned DEPOSIT (also when its money went to
+--   UNCLAIMED_RETURNS); none for a refusal or a replay. actor goes on the journal entry, auditActor/route/requestId
+--   on the audit record.
 -- - no history rows: the new rows' creation (COMMITING → ACREDITADO) is implied by them (transfer_status_path,
 --   decision 0035);
 -- - the new rows' ids (both transfers, the events) are time-ordered, uuidv7(), as a transfer's (decisions 0042, 0050).
@@ -47,6 +57,9 @@ DECLARE
   v_id uuid := (p->>'transferId')::uuid;
   v_amount numeric := (p->>'amount')::numeric;
   v_linked uuid;
+  v_owner_app uuid;
+  v_account uuid;
+  v_unclaimed boolean := false;
   v_units integer;
   v_reversed numeric;
   v_left numeric;
@@ -66,26 +79,25 @@ DECLARE
 BEGIN
   <<checks>>
   BEGIN
-    SELECT x.linked_transfer_id INTO v_linked FROM transfers x WHERE x.id = v_id;
-    IF NOT FOUND THEN
-      v_refusal := jsonb_build_object('code', 'WT404', 'path', v_id, 'type', 'notfound', 'message', 'Transfer not found');
-      EXIT checks;
-    END IF;
-    -- The original pair, locked in id order (linked_transfer_id never changes), then read under the lock.
-    PERFORM 1 FROM transfers x WHERE x.id IN (v_id, v_linked) ORDER BY x.id FOR UPDATE;
-    SELECT * INTO t FROM transfers x WHERE x.id = v_id;
-    IF v_return THEN
-      v_app := t.app_id; -- the application a return's reference is claimed under
-    END IF;
-    IF NOT v_return AND t.app_id <> v_app THEN
+    -- The scope first, from a plain read (linked_transfer_id, app_id and account_id never change): a caller that
+    -- is answered 404 takes no lock, so it never waits for the transfer's own application nor delays it.
+    SELECT x.linked_transfer_id, x.app_id, x.account_id INTO v_linked, v_owner_app, v_account
+      FROM transfers x WHERE x.id = v_id;
+    IF NOT FOUND OR (NOT v_return AND v_owner_app <> v_app) THEN
       v_refusal := jsonb_build_object('code', 'WT404', 'path', v_id, 'type', 'notfound', 'message', 'Transfer not found');
       EXIT checks;
     END IF;
     -- A user token reaches only the rows of its owner's accounts (as GET /wallet/transactions/{uuid}).
     IF v_subject IS NOT NULL
-       AND NOT EXISTS (SELECT 1 FROM wallet_accounts a WHERE a.id = t.account_id AND a.owner_id = v_subject) THEN
+       AND NOT EXISTS (SELECT 1 FROM wallet_accounts a WHERE a.id = v_account AND a.owner_id = v_subject) THEN
       v_refusal := jsonb_build_object('code', 'WT404', 'path', v_id, 'type', 'notfound', 'message', 'Transfer not found');
       EXIT checks;
+    END IF;
+    -- The original pair, locked in id order, then read under the lock.
+    PERFORM 1 FROM transfers x WHERE x.id IN (v_id, v_linked) ORDER BY x.id FOR UPDATE;
+    SELECT * INTO t FROM transfers x WHERE x.id = v_id;
+    IF v_return THEN
+      v_app := t.app_id; -- the application a return's reference is claimed under
     END IF;
     IF t.reversal_of IS NOT NULL THEN
       v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
@@ -174,11 +186,10 @@ BEGIN
       LEFT JOIN companies c ON a.owner_type = 'COMPANY' AND c.id = a.owner_id
      WHERE a.id = w.account_id;
     IF v_return THEN
-      IF taker.status <> 'ACTIVE' THEN
-        v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
-          'message', 'the account is ' || taker.status);
-        EXIT checks;
-      END IF;
+      -- The rail has paid: a return is booked whatever the account's state. No money lands in a closed account
+      -- (decision 0053): a DELETED account's goes to UNCLAIMED_RETURNS; any other account is credited (decision
+      -- 0062).
+      v_unclaimed := taker.status = 'DELETED';
     ELSE
       SELECT a.id, a.app_id, a.status, a.owner_type, a.owner_id, a.cvu,
              coalesce(u.first_name || ' ' || u.last_name, c.legal_name) AS owner_name,
@@ -266,7 +277,9 @@ BEGIN
 
   IF v_return THEN
     PERFORM ledger_post(taker.app_id, 'TRANSFER_RETURN', v_rd::text, p->>'reason', p->>'actor',
-      ARRAY[ledger_system_account('SETTLEMENT', w.currency), taker.id], ARRAY[-v_amount, v_amount], w.currency);
+      ARRAY[ledger_system_account('SETTLEMENT', w.currency),
+            CASE WHEN v_unclaimed THEN ledger_system_account('UNCLAIMED_RETURNS', w.currency) ELSE taker.id END],
+      ARRAY[-v_amount, v_amount], w.currency);
     INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name,
            counterparty_tax_id, counterparty_identifier_type, counterparty_identifier, counterparty_branch,
            counterparty_account_id, linked_transfer_id, amount, currency, fees, taxes, concept, summary, description,
@@ -274,6 +287,9 @@ BEGIN
     VALUES (v_rd, taker.app_id, taker.id, 'DEPOSIT', 'ACREDITADO', 'EXTERNAL', w.counterparty_name,
             w.counterparty_tax_id, w.counterparty_identifier_type, w.counterparty_identifier, w.counterparty_branch,
             NULL, NULL, v_amount, w.currency, 0, 0, w.concept, NULL, p->>'reason', w.id);
+    IF v_unclaimed THEN
+      INSERT INTO unclaimed_returns (transfer_id) VALUES (v_rd);
+    END IF;
   ELSE
     PERFORM ledger_post(giver.app_id, 'TRANSFER_REVERSAL', v_rw::text, p->>'reason', p->>'actor',
       ARRAY[giver.id, taker.id], ARRAY[-v_amount, v_amount], w.currency);

@@ -14,8 +14,18 @@ import {
   type TransferEntriesProblem,
 } from './transfer-checks.js';
 
-/** Roles of the system accounts that hold the other side of wallet movements. */
-export const SYSTEM_ACCOUNTS = ['SETTLEMENT', 'FEE_REVENUE', 'TAX_PAYABLE', 'ADJUSTMENTS', 'HOLDS'] as const;
+/**
+ * Roles of the system accounts that hold the other side of wallet movements. UNCLAIMED_RETURNS holds the rail's
+ * returns to closed accounts until an operator pays them out (decision 0062).
+ */
+export const SYSTEM_ACCOUNTS = [
+  'SETTLEMENT',
+  'FEE_REVENUE',
+  'TAX_PAYABLE',
+  'ADJUSTMENTS',
+  'HOLDS',
+  'UNCLAIMED_RETURNS',
+] as const;
 export type SystemAccount = (typeof SYSTEM_ACCOUNTS)[number];
 
 export interface PostingLine {

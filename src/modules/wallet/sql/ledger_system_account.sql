@@ -1,5 +1,5 @@
--- The id of a system account (SETTLEMENT, FEE_REVENUE, TAX_PAYABLE, ADJUSTMENTS, HOLDS) in a currency, its
--- ledger_accounts row created on first use.
+-- The id of a system account (SETTLEMENT, FEE_REVENUE, TAX_PAYABLE, ADJUSTMENTS, HOLDS, UNCLAIMED_RETURNS) in a
+-- currency, its ledger_accounts row created on first use.
 -- Guarantees: the same id as systemAccountId() in TypeScript, i.e. derivedUuid('wallet-system-account:<code>:
 -- <currency>') (src/common/ids/derived-uuid.ts); concurrent first uses create the row once (ON CONFLICT DO
 -- NOTHING). test/wallet-ledger.e2e-spec.ts compares both derivations.

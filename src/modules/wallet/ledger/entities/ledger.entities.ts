@@ -24,7 +24,10 @@ import { SchemaDeclaration } from '#common/database/schema-declaration.js';
 export class LedgerAccountEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_ledger_accounts' }) id: string;
   @Column('text') kind: 'WALLET' | 'SYSTEM';
-  /** `WALLET`, or the system account's role (SETTLEMENT, FEE_REVENUE, TAX_PAYABLE, ADJUSTMENTS, HOLDS). */
+  /**
+   * `WALLET`, or the system account's role (SETTLEMENT, FEE_REVENUE, TAX_PAYABLE, ADJUSTMENTS, HOLDS,
+   * UNCLAIMED_RETURNS).
+   */
   @Column('text') code: string;
   @Column('text') currency: string;
   /** NUMERIC as text: never a float. Kept for wallet accounts only. */
@@ -43,7 +46,7 @@ export class JournalEntryEntity {
   @Column('text') kind: string;
   @Column('text', { nullable: true }) reference: string | null;
   @Column('text', { nullable: true }) description: string | null;
-  /** `client:<appId>`, `subject:<uuid>`, `system:<component>`. */
+  /** `client:<appId>`, `subject:<uuid>`, `system:<component>`, or `cli:<os user>` for an operator's pay-out. */
   @Column('text') actor: string;
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt: Date;
 }
