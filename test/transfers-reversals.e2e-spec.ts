@@ -1033,6 +1033,29 @@ describe('reversals of settled transfers and returns from the rail (real databas
       expect(row.settlement).toBe(row.settlement_expected);
       expect(row.suspense).toBe(row.suspense_expected);
       await verify();
+      // ledger verify checks the same (decision 0060): a return marked paid out with no pay-out posted is seen.
+      const held = (await t.dataSource.query(
+        'SELECT transfer_id FROM unclaimed_returns WHERE paid_out_at IS NULL LIMIT 1',
+      )) as { transfer_id: string }[];
+      if (held.length > 0) {
+        const mark = (paid: boolean) =>
+          t.dataSource.query(
+            `UPDATE unclaimed_returns u SET paid_out_at = CASE WHEN $2 THEN now() END,
+                    paid_out_to = CASE WHEN $2 THEN t.account_id END
+               FROM transfers t WHERE t.id = u.transfer_id AND u.transfer_id = $1`,
+            [held[0].transfer_id, paid],
+          );
+        await mark(true);
+        try {
+          const report = await t.app.get(LedgerService).verify();
+          expect(report.ok).toBe(false);
+          expect(report.systemAccounts.find((check) => check.code === 'UNCLAIMED_RETURNS')).toMatchObject({
+            balance: row.suspense,
+          });
+        } finally {
+          await mark(false);
+        }
+      }
     };
     const refused = (args: string[], message: string) => refusedByCli(cli, args, message);
     try {

@@ -34,6 +34,11 @@ export const SYSTEM_ACCOUNT_FORMULAS: Partial<Record<SystemAccount, string>> = {
                     THEN CASE WHEN t.movement_type = 'WITHDRAW' THEN t.amount ELSE -t.amount END END`,
   FEE_REVENUE: `CASE WHEN t.status = 'ACREDITADO' THEN t.fees END`,
   TAX_PAYABLE: `CASE WHEN t.status = 'ACREDITADO' THEN t.taxes END`,
+  // A rail return to a closed account, not yet paid out (decision 0062): the only row that posts to it.
+  UNCLAIMED_RETURNS: `CASE WHEN t.route = 'EXTERNAL' AND t.reversal_of IS NOT NULL
+                          AND EXISTS (SELECT 1 FROM unclaimed_returns u
+                                       WHERE u.transfer_id = t.id AND u.paid_out_at IS NULL)
+                          THEN t.amount END`,
 };
 
 /**
