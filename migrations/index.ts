@@ -31,6 +31,7 @@ import { ReversalLocksBeforeStates1763902800000 } from './1763902800000-Reversal
 import { SmsPerUser1763902900000 } from './1763902900000-SmsPerUser.js';
 import { RailReturnReference1763903000000 } from './1763903000000-RailReturnReference.js';
 import { DocumentStorageKeys1763903100000 } from './1763903100000-DocumentStorageKeys.js';
+import { EventsAndAuditReads1763903300000 } from './1763903300000-EventsAndAuditReads.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -67,4 +68,5 @@ export const MIGRATIONS = [
   SmsPerUser1763902900000,
   RailReturnReference1763903000000,
   DocumentStorageKeys1763903100000,
+  EventsAndAuditReads1763903300000,
 ];
