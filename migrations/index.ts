@@ -32,6 +32,7 @@ import { SmsPerUser1763902900000 } from './1763902900000-SmsPerUser.js';
 import { RailReturnReference1763903000000 } from './1763903000000-RailReturnReference.js';
 import { DocumentStorageKeys1763903100000 } from './1763903100000-DocumentStorageKeys.js';
 import { ReturnsToClosedAccounts1763903200000 } from './1763903200000-ReturnsToClosedAccounts.js';
+import { EventsAndAuditReads1763903300000 } from './1763903300000-EventsAndAuditReads.js';
 import { WebhookAttemptUrls1763903400000 } from './1763903400000-WebhookAttemptUrls.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
@@ -70,5 +71,6 @@ export const MIGRATIONS = [
   RailReturnReference1763903000000,
   DocumentStorageKeys1763903100000,
   ReturnsToClosedAccounts1763903200000,
+  EventsAndAuditReads1763903300000,
   WebhookAttemptUrls1763903400000,
 ];

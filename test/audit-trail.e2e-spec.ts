@@ -3,6 +3,8 @@ import { userInfo } from 'node:os';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import request from 'supertest';
 import { KycVerificationService } from '../src/modules/kyc/sessions/kyc-verification.service.js';
+import { KYC_STEPS } from '../src/modules/kyc/sessions/entities/kyc-session.entity.js';
+import { flattenPlan, rowsRead, type PlanNode } from './support/plans.js';
 import { WebhooksService } from '../src/modules/webhooks/webhooks.service.js';
 import { ClearingService } from '../src/modules/transfers/clearing/clearing.service.js';
 import { encodeTransferRequest } from '../src/modules/transfers/transfer-function.contract.js';
@@ -1053,6 +1055,31 @@ describe('audit trail', () => {
       expect((await get({}, userToken)).status).toBe(401);
     });
 
+    it('finds a uuid resource written in any case (decision 0053), as the other routes take uuids', async () => {
+      const { user, account } = await funded();
+      const get = async (resource: string) => {
+        const response = await request(t.http)
+          .get('/v1/audit')
+          .query({ resource })
+          .set('Authorization', client());
+        expect(response.status).toBe(200);
+        return (response.body as { resourceId: string; outcome: string }[]).map((record) => [
+          record.resourceId,
+          record.outcome,
+        ]);
+      };
+      const mixed = account.slice(0, 18).toUpperCase() + account.slice(18);
+      for (const [resource, given] of [
+        [user, user.toUpperCase()],
+        [account, account.toUpperCase()],
+        [account, mixed],
+      ]) {
+        const records = await get(resource);
+        expect(records.length).toBeGreaterThan(0);
+        expect(await get(given)).toEqual(records);
+      }
+    });
+
     it("an owner's deletion records the accounts it closed, in the same request", async () => {
       const { user, account } = await funded();
       expect((await request(t.http).delete(`/v1/users/${user}`).set('Authorization', client())).status).toBe(
@@ -1102,11 +1129,55 @@ describe('audit trail', () => {
           updated: current.updated,
         });
       }
-      const outcomes = (
-        (await request(t.http).get('/v1/audit').query({ resource: account }).set('Authorization', client()))
-          .body as { outcome: string }[]
-      ).map((record) => record.outcome);
-      expect(outcomes.slice(-2)).toEqual(['unchanged', 'unchanged']);
+      const outcomes = async () =>
+        (
+          (await request(t.http).get('/v1/audit').query({ resource: account }).set('Authorization', client()))
+            .body as { outcome: string }[]
+        ).map((record) => record.outcome);
+      expect((await outcomes()).slice(-2)).toEqual(['unchanged', 'unchanged']);
+
+      // Limits and fees sent as they are stored (NUMERIC 0.100000 against the JSON 0.1): unchanged too, and the
+      // account's `updated` stays; a cent more is a change, and so is another fee type.
+      const send = async (method: 'post' | 'patch', path: string, body: object) => {
+        const url = `/v1/wallet/accounts/${account}${path}`;
+        const call = method === 'post' ? request(t.http).post(url) : request(t.http).patch(url);
+        const response = await call.set('Authorization', client()).send(body);
+        expect({ path, status: response.status }).toEqual({ path, status: 200 });
+      };
+      const decimals = {
+        monthlyWithdrawLimit: 1000.1,
+        monthlyDepositLimit: 2000.3,
+        annualWithdrawLimit: 12000.5,
+        annualDepositLimit: 24000.7,
+      };
+      await send('patch', '/limits', decimals);
+      await send('patch', '/fees', { feeType: 'FIXED', amount: 0.1 });
+      expect((await outcomes()).slice(-2)).toEqual(['limits set', 'fees set']);
+      const stored = async () => {
+        const get = async (path: string) =>
+          (await request(t.http).get(`/v1/wallet/accounts/${account}${path}`).set('Authorization', client()))
+            .body as Record<string, unknown>;
+        const { data } = (await get('/limits')) as { data: Record<string, unknown> };
+        return { limits: data, fees: await get('/fees'), updated: (await get('')).updated };
+      };
+      const before = await stored();
+      expect(before.limits).toMatchObject(decimals);
+      await send('patch', '/limits', decimals);
+      await send('post', '/limits', decimals);
+      await send('patch', '/fees', { feeType: 'FIXED', amount: 0.1 });
+      expect((await outcomes()).slice(-3)).toEqual(['unchanged', 'unchanged', 'unchanged']);
+      expect(await stored()).toEqual(before);
+
+      await send('patch', '/limits', { ...decimals, annualDepositLimit: 24002.41 });
+      await send('patch', '/fees', { feeType: 'FIXED', amount: 0.11 });
+      await send('patch', '/fees', { feeType: 'PERCENTAGE', amount: 0.11 });
+      expect((await outcomes()).slice(-3)).toEqual(['limits set', 'fees set', 'fees set']);
+      const after = await stored();
+      expect([after.limits.annualDepositLimit, after.fees.feeType, after.fees.amount]).toEqual([
+        24002.41,
+        'PERCENTAGE',
+        0.11,
+      ]);
     });
 
     it('answers 400 with the validation body for a bad from, to or after', async () => {
@@ -1216,6 +1287,24 @@ describe('audit trail', () => {
       expect(keyRecords.items).toEqual([
         expect.objectContaining({ appId: null, action: 'keys rotate', outcome: 'created' }),
       ]);
+      // A key id is not a uuid: compared as given (a thumbprint's case matters); a uuid in any case.
+      expect(rotated.kid.toUpperCase()).not.toBe(rotated.kid);
+      const otherCase = await cliJson<{ items: unknown[] }>([
+        'audit',
+        'list',
+        '--resource',
+        rotated.kid.toUpperCase(),
+      ]);
+      expect(otherCase.items).toEqual([]);
+      const byUpperCase = await cliJson<{ items: { resourceId: string; action: string }[] }>([
+        'audit',
+        'list',
+        '--resource',
+        created.appId.toUpperCase(),
+      ]);
+      expect(byUpperCase.items.map((record) => [record.resourceId, record.action])).toEqual([
+        [created.appId, 'apps create'],
+      ]);
 
       // Paging: --limit 1 gives a cursor that --after takes.
       const page = await cliJson<{ items: { resourceId: string }[]; nextCursor: string }>([
@@ -1267,7 +1356,8 @@ describe('audit trail', () => {
       expect(await records()).toEqual([cliRecord('webhooks send-test', 'created')]);
 
       await t.dataSource.query(`UPDATE webhook_events SET status = 'failed' WHERE id = $1`, [sent.eventId]);
-      await cliJson(['webhooks', 'replay', '--event-id', sent.eventId]);
+      // The event's id typed in upper case is recorded as PostgreSQL prints it (found by its resource id).
+      await cliJson(['webhooks', 'replay', '--event-id', sent.eventId.toUpperCase()]);
       expect(await records()).toEqual([
         cliRecord('webhooks send-test', 'created'),
         cliRecord('webhooks replay', 'replayed'),
@@ -1304,6 +1394,77 @@ describe('audit trail', () => {
         },
       ]);
     });
+
+    it('audit list without --app reads an index in the list order: a page, not the whole trail', async () => {
+      // 90,000 records of 20 applications, one a second up to now; one resource has 30 of them, two in the last hour.
+      const resource = randomUUID();
+      await t.dataSource.query(
+        `INSERT INTO audit_records (at, app_id, principal_type, principal, action, resource_type, resource_id,
+                                    outcome, request_id)
+         SELECT now() - make_interval(secs => 90000 - i), md5('audit app ' || (i % 20))::uuid, 'client', 'bulk',
+                'POST /v1/wallet/transactions', 'transfer',
+                CASE WHEN i % 3000 = 0 THEN $1 ELSE md5('audit resource ' || i)::uuid::text END, 'ACREDITADO', NULL
+           FROM generate_series(1, 90000) AS i`,
+        [resource],
+      );
+      await t.dataSource.query('VACUUM ANALYZE audit_records');
+      const [middle] = (await t.dataSource.query(
+        `SELECT (extract(epoch FROM at) * 1000000)::bigint::text AS micros, id::text AS id
+           FROM audit_records ORDER BY at, id OFFSET 45000 LIMIT 1`,
+      )) as { micros: string; id: string }[];
+      const hourAgo = new Date(Date.now() - 3_600_000).toISOString();
+      // AuditService.list's statement for each case (no application): its conditions, ORDER BY at, id LIMIT $1.
+      const cases: [string, string, unknown[]][] = [
+        ['every application', '', []],
+        [
+          'after a cursor',
+          `WHERE (at, id) > ('epoch'::timestamptz + $2::bigint * interval '1 microsecond', $3::bigint)`,
+          [middle.micros, middle.id],
+        ],
+        ['from an hour ago', 'WHERE at >= $2', [hourAgo]],
+        ['a resource', 'WHERE resource_id = $2', [resource]],
+        ['a resource from an hour ago', 'WHERE resource_id = $2 AND at >= $3', [resource, hourAgo]],
+      ];
+      const plans: Record<string, { seqScan: boolean; indexes: string[]; sorted: number; read: number }> = {};
+      for (const [label, where, values] of cases) {
+        const [{ 'QUERY PLAN': plan }] = (await t.dataSource.query(
+          `EXPLAIN (ANALYZE, FORMAT JSON) SELECT * FROM audit_records ${where} ORDER BY at, id LIMIT $1`,
+          [101, ...values],
+        )) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
+        const nodes = flattenPlan(plan[0].Plan);
+        plans[label] = {
+          seqScan: nodes.some((node) => node['Node Type'].includes('Seq Scan')),
+          indexes: [...new Set(nodes.flatMap((node) => node['Index Name'] ?? []))],
+          // Rows that went into a sort: none when the index gives the order.
+          sorted: nodes
+            .filter((node) => node['Node Type'] === 'Sort')
+            .reduce((sum, node) => sum + (node.Plans?.[0]['Actual Rows'] ?? 0), 0),
+          read: rowsRead(nodes, 'audit_records'),
+        };
+      }
+      const page = { seqScan: false, indexes: ['idx_audit_records_at'], sorted: 0 };
+      expect(plans).toEqual({
+        'every application': { ...page, read: 101 },
+        'after a cursor': { ...page, read: 101 },
+        'from an hour ago': { ...page, read: 101 },
+        // One resource: the (app_id, resource_id, at, id) index read with a skip scan over the applications, its
+        // records sorted (30 here, bounded by that resource's history, not by the trail).
+        'a resource': { seqScan: false, indexes: ['idx_audit_records_app_resource'], sorted: 30, read: 30 },
+        'a resource from an hour ago': {
+          seqScan: false,
+          indexes: ['idx_audit_records_app_resource'],
+          sorted: 2,
+          read: 2,
+        },
+      });
+
+      // And the CLI lists what these plans read: the first page of every application's records.
+      const listed = await cliJson<{ items: { id: string }[] }>(['audit', 'list', '--limit', '3']);
+      const first = (await t.dataSource.query(
+        'SELECT id::text AS id FROM audit_records ORDER BY at, id LIMIT 3',
+      )) as { id: string }[];
+      expect(listed.items.map((record) => record.id)).toEqual(first.map((row) => row.id));
+    }, 120_000);
   });
 
   describe('signing keys: the key file is the truth, the trail catches up (SigningKeyAuditService)', () => {
@@ -1395,5 +1556,26 @@ describe('audit trail', () => {
         { app_id: null, principal_type: 'cli', principal: 'test', action: 'keys rotate', outcome: 'created' },
       ]);
     });
+  });
+
+  it('documents, in the OpenAPI description of outcome, every outcome the cases above left', async () => {
+    const schema = document.components?.schemas?.AuditRecordDto as {
+      properties: Record<string, { description?: string }>;
+    };
+    const description = schema.properties.outcome.description ?? '';
+    const documented = new Set([...description.matchAll(/`([^`]+)`/g)].map((match) => match[1]));
+    for (const step of KYC_STEPS) expect(description).toContain(step);
+    const written = (
+      (await t.dataSource.query('SELECT DISTINCT outcome FROM audit_records ORDER BY outcome')) as {
+        outcome: string;
+      }[]
+    ).map((row) => row.outcome);
+    // The suite's cases reach every kind: a KYC step's submission and verdict, a transfer's states, each change.
+    expect(written).toEqual(
+      expect.arrayContaining(['limits set', 'fees set', 'balance set', 'revoked', 'retired', 'replayed']),
+    );
+    const asDocumented = (outcome: string) =>
+      KYC_STEPS.reduce((text, step) => text.replace(new RegExp(`\\b${step}\\b`), '<STEP>'), outcome);
+    expect(written.filter((outcome) => !documented.has(asDocumented(outcome)))).toEqual([]);
   });
 });

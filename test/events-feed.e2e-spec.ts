@@ -1,13 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { JSONWebKeySet } from 'jose';
+import pg from 'pg';
 import request from 'supertest';
+import { functionDefinitions } from '../migrations/sql.js';
 import { AppsService } from '../src/modules/apps/apps.service.js';
 import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { PruneEventsProcessor } from '../src/modules/webhooks/prune-events.processor.js';
 import { WEBHOOK_EVENTS } from '../src/modules/webhooks/webhook-events.js';
 import { WebhooksService, type EmitInput } from '../src/modules/webhooks/webhooks.service.js';
-import type { EventResponseDto } from '../src/modules/webhooks/dto/event.dto.js';
+import { EVENT_TYPES, type EventResponseDto } from '../src/modules/webhooks/dto/event.dto.js';
+import { eventsFeedQuery } from '../src/modules/webhooks/events-feed.service.js';
+import { encodeMicrosecondCursor } from '../src/common/http/pagination.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
+import { flattenPlan, preparedPlan, rowsRead, type PlanNode } from './support/plans.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { isolatedRedisEnv, pollUntil, verifyWebhook, WebhookReceiver } from './support/webhook-receiver.js';
 
@@ -161,7 +166,118 @@ describe('events feed (worker in process)', () => {
     const onlyTransfers = (await allPages(t, c, { type: 'transfer_update' })).flat();
     expect(onlyTransfers.map((event) => event.id).sort()).toEqual([...transfers].sort());
     expect((await allPages(t, c, { type: 'kyc_steep_update' })).flat()).toEqual([]);
+
+    // Without a type the types' ranges are merged in the feed's order, a page's cursor crossing from one to another.
+    const [late] = await emit([transferUpdate(c.client.appId)]);
+    const everything = (await allPages(t, c, { limit: '1' })).flat();
+    expect(everything.map((event) => event.id)).toEqual([...[...transfers].sort(), test, late]);
   });
+
+  it('reads only event names it lists without a type: the SQL functions write names of EVENT_TYPES', async () => {
+    // The feed without a type reads one range per name of EVENT_TYPES (decision 0064): an event written under
+    // another name would be left out. TypeScript producers take a WebhookEventName; these are the SQL ones.
+    const definitions = await functionDefinitions((sql, params) => t.dataSource.query(sql, params));
+    const names = Object.values(definitions).flatMap((definition) =>
+      definition
+        .split(/INSERT INTO webhook_events/i)
+        .slice(1)
+        .flatMap((insert) => [...insert.split(';')[0].matchAll(/'([a-z]+(?:_[a-z]+)+)'/g)].map((m) => m[1])),
+    );
+    expect(names.length).toBeGreaterThan(0);
+    expect(names.filter((name) => !(EVENT_TYPES as readonly string[]).includes(name))).toEqual([]);
+  });
+
+  it('reads about one page of rows for a page of any type, however rare: one index range per type', async () => {
+    const c = await registerCaller(t, 'feed plans');
+    const other = await registerCaller(t, 'feed plans, the other application');
+    // 20,000 delivered events, 3 of them webhook_test (a rare type), none kyc_steep_update, among 180,000 of another
+    // application (one shared database), one every 0.3 s up to now. Written delivered, without the outbox's NOTIFY
+    // (session_replication_role skips the trigger): the worker of this suite has nothing to do with them.
+    await t.dataSource.transaction(async (manager) => {
+      await manager.query('SET LOCAL session_replication_role = replica');
+      await manager.query(
+        `INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at, created_at,
+                                     delivered_at)
+         SELECT uuidv7(), CASE WHEN i % 10 = 0 THEN $1::uuid ELSE $2::uuid END, e.name, NULL,
+                jsonb_build_object('event', e.name, 'timestamp', 0, 'data', '{}'::jsonb),
+                'delivered', NULL, now() - make_interval(secs => (200000 - i) * 0.3), now()
+           FROM generate_series(1, 200000) AS i,
+                LATERAL (SELECT CASE WHEN i % 60000 = 0 THEN 'webhook_test' ELSE 'transfer_update' END AS name) e`,
+        [c.client.appId, other.client.appId],
+      );
+    });
+    await t.dataSource.query('VACUUM ANALYZE webhook_events');
+    const tests = (await allPages(t, c, { type: 'webhook_test' })).flat();
+    expect(tests).toHaveLength(3);
+    expect((await allPages(t, c, { type: 'kyc_steep_update' })).flat()).toEqual([]);
+
+    const position = (event: { micros: string; id: string }) => ({ micros: event.micros, id: event.id });
+    const [middle] = (await t.dataSource.query(
+      `SELECT (extract(epoch FROM created_at) * 1000000)::bigint::text AS micros, id::text AS id
+         FROM webhook_events WHERE app_id = $1 ORDER BY created_at, id OFFSET 10000 LIMIT 1`,
+      [c.client.appId],
+    )) as { micros: string; id: string }[];
+    const [firstTest] = (await t.dataSource.query(
+      `SELECT (extract(epoch FROM created_at) * 1000000)::bigint::text AS micros, id::text AS id
+         FROM webhook_events WHERE id = $1`,
+      [tests[0].id],
+    )) as { micros: string; id: string }[];
+    // The cursor the feed served is the position the query takes.
+    const served = await request(t.http)
+      .get('/v1/events')
+      .query({ type: 'webhook_test', limit: 1 })
+      .set('Authorization', c.auth);
+    expect(served.headers['x-next-cursor']).toBe(encodeMicrosecondCursor(firstTest.micros, firstTest.id));
+
+    const cases: [string, string | undefined, { micros: string; id: string } | undefined][] = [
+      ['a rare type', 'webhook_test', undefined],
+      ['a rare type after a cursor', 'webhook_test', position(firstTest)],
+      ['a type with no event', 'kyc_steep_update', undefined],
+      ['the common type', 'transfer_update', undefined],
+      ['the common type after a cursor', 'transfer_update', position(middle)],
+      ['every type', undefined, undefined],
+      ['every type after a cursor', undefined, position(middle)],
+    ];
+    const db = new pg.Client({ connectionString: t.databaseUrl });
+    await db.connect();
+    try {
+      const plans: Record<string, unknown> = {};
+      const expected: Record<string, unknown> = {};
+      for (const [label, type, after] of cases) {
+        const { text, values } = eventsFeedQuery(c.client.appId, type, 101, after);
+        for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
+          const nodes = await preparedPlan(db, text, values, mode);
+          const read = rowsRead(nodes, 'webhook_events');
+          plans[`${label}, ${mode}`] = {
+            seqScan: nodes.some((node) => node['Node Type'].includes('Seq Scan')),
+            sort: nodes.some((node) => node['Node Type'] === 'Sort'),
+            indexes: [...new Set(nodes.flatMap((node) => node['Index Name'] ?? []))],
+            // A page of 101 rows, and the row each other type's range holds ready for the merge.
+            aboutOnePage: read <= 101 + EVENT_TYPES.length,
+          };
+          expected[`${label}, ${mode}`] = {
+            seqScan: false,
+            sort: false,
+            indexes: ['idx_webhook_events_app_event_created'],
+            aboutOnePage: true,
+          };
+        }
+      }
+      expect(plans).toEqual(expected);
+
+      // The pruner's index holds the events no longer pending (what it deletes): its statement still reads it.
+      const [{ 'QUERY PLAN': prune }] = (await t.dataSource.query(
+        `EXPLAIN (FORMAT JSON) SELECT id FROM webhook_events
+          WHERE created_at < now() - ($1::int * interval '1 day') AND status <> 'pending' LIMIT $2`,
+        [30, 5000],
+      )) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
+      expect(flattenPlan(prune[0].Plan).flatMap((node) => node['Index Name'] ?? [])).toEqual([
+        'idx_webhook_events_created',
+      ]);
+    } finally {
+      await db.end();
+    }
+  }, 120_000);
 
   it("never shows another application's event: 404 on /events/{id}, absent from the list", async () => {
     const [ofB] = await emit([transferUpdate(b.client.appId)]);

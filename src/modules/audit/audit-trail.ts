@@ -1,6 +1,7 @@
 import { userInfo } from 'node:os';
 import type { EntityManager } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
+import { UUID_PATTERN } from '#common/ids/uuid.js';
 
 /**
  * The audit trail's writing side (docs/decisions/0032-audit-trail.md): who acted, and `auditAppend`, which
@@ -39,8 +40,16 @@ export type AuditResourceType =
 export interface AuditEntry {
   readonly resourceType: AuditResourceType;
   readonly resourceId: string;
-  /** `created`, `updated`, `deleted`, `read`, or the state a transfer or KYC session reached. */
+  /** One of the outcomes AuditRecordDto.outcome lists (a new one is added there). */
   readonly outcome: string;
+}
+
+/**
+ * A resource id as the trail keeps and compares it: a uuid in lower case, as PostgreSQL prints one (decision 0053:
+ * uuids are accepted in any case); anything else (a key id, a case-sensitive thumbprint) as given.
+ */
+export function auditResourceId(id: string): string {
+  return UUID_PATTERN.test(id) ? id.toLowerCase() : id;
 }
 
 /** The actor of an HTTP request (the principal as CurrentPrincipal gives it, with its request). */
@@ -75,7 +84,7 @@ export async function auditAppend(
       actor.actor,
       actor.action,
       entry.resourceType,
-      entry.resourceId,
+      auditResourceId(entry.resourceId),
       entry.outcome,
       actor.requestId,
     ]);

@@ -20,7 +20,11 @@ export class AuditController {
     summary:
       "The application's audit trail, oldest first: who changed or read what, when, with what outcome, in which request",
   })
-  @ApiQuery({ name: 'resource', required: false, description: 'only records of this resource (its id)' })
+  @ApiQuery({
+    name: 'resource',
+    required: false,
+    description: 'only records of this resource (its id; a uuid in any case)',
+  })
   @ApiQuery({
     name: 'from',
     required: false,

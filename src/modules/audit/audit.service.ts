@@ -11,6 +11,7 @@ import {
   type Page,
 } from '#common/http/pagination.js';
 import type { AuditRecordDto } from './dto/audit-record.dto.js';
+import { auditResourceId } from './audit-trail.js';
 
 interface AuditRow {
   id: string;
@@ -79,7 +80,7 @@ export class AuditService {
       where.push(condition(params.length));
     };
     if (appId !== undefined) add((i) => `app_id = $${i}`, appId);
-    if (query.resource !== undefined) add((i) => `resource_id = $${i}`, query.resource);
+    if (query.resource !== undefined) add((i) => `resource_id = $${i}`, auditResourceId(query.resource));
     if (from) add((i) => `at >= $${i}`, from);
     if (to) add((i) => `at < $${i}`, to);
     if (cursor !== undefined) {

@@ -9,6 +9,7 @@ import {
   DEFAULT_PAGE_SIZE,
   encodeMicrosecondCursor,
   toKeysetPage,
+  type MicrosecondPosition,
   type Page,
 } from '#common/http/pagination.js';
 import { EVENT_TYPES, type EventResponseDto } from './dto/event.dto.js';
@@ -26,8 +27,41 @@ interface EventRow {
   created_us: string;
 }
 
+/** What a page reads of each event; COLUMNS what it answers, from these. */
+const STORED = 'id, payload, status, attempts, last_attempt_at, delivered_at, created_at';
 const COLUMNS = `id, payload, status, attempts, last_attempt_at, delivered_at,
   (extract(epoch FROM created_at) * 1000000)::bigint::text AS created_us`;
+
+/**
+ * EventsFeedService.list's query: an application's events, of one type or of all, oldest first by (created_at, id),
+ * after a position. A named statement (decision 0048): the types checked literals, the LIMIT a fixed size at least
+ * `rows` (the page may hold more rows than asked for, the first ones are the same). The index is (app_id, event,
+ * created_at, id) (decision 0064): each type is one range of it, read in the feed's order and merged with the
+ * other types' ranges, so a page reads about its own rows whatever the type's share of the events.
+ */
+export function eventsFeedQuery(
+  appId: string,
+  type: string | undefined,
+  rows: number,
+  after?: MicrosecondPosition,
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [appId];
+  let position = '';
+  if (after !== undefined) {
+    values.push(after.micros, after.id);
+    position = ` AND (created_at, id) > ('epoch'::timestamptz + $2::bigint * interval '1 microsecond', $3::uuid)`;
+  }
+  const size = listFetchSize(rows);
+  const ranges = (type !== undefined ? [type] : EVENT_TYPES).map(
+    (name) => `(SELECT ${STORED} FROM webhook_events
+        WHERE app_id = $1 AND event = ${closedSetLiteral(name, EVENT_TYPES)}${position}
+        ORDER BY created_at, id LIMIT ${size})`,
+  );
+  return {
+    text: `SELECT ${COLUMNS} FROM (${ranges.join(' UNION ALL ')}) e ORDER BY created_at, id LIMIT ${size}`,
+    values,
+  };
+}
 
 /** The cursor: (created_at in microseconds, id) of the last event served; the outbox keeps microseconds. */
 const encode = (row: EventRow) => encodeMicrosecondCursor(row.created_us, row.id);
@@ -57,22 +91,12 @@ export class EventsFeedService {
     }
     const cursor = query.after ?? query.cursor;
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
-    // A named statement (decision 0048): the type a checked literal, the LIMIT a fixed size at least limit + 1
-    // (toKeysetPage serves the first `limit` and tells from the next row that more exist).
-    const params: unknown[] = [appId];
-    let where = 'app_id = $1';
-    if (query.type !== undefined) where += ` AND event = ${closedSetLiteral(query.type, EVENT_TYPES)}`;
-    if (cursor !== undefined) {
-      const after = decodeMicrosecondCursor(
-        cursor,
-        query.after !== undefined ? 'after' : 'cursor',
-        UUID_PATTERN,
-      );
-      params.push(after.micros, after.id);
-      where += ` AND (created_at, id) > ('epoch'::timestamptz + $2::bigint * interval '1 microsecond', $3::uuid)`;
-    }
-    const text = `SELECT ${COLUMNS} FROM webhook_events WHERE ${where} ORDER BY created_at, id LIMIT ${listFetchSize(limit + 1)}`;
-    const rows = await this.reads.query<EventRow>(text, params, statementName('wallet_events_feed', text));
+    const position =
+      cursor === undefined
+        ? undefined
+        : decodeMicrosecondCursor(cursor, query.after !== undefined ? 'after' : 'cursor', UUID_PATTERN);
+    const { text, values } = eventsFeedQuery(appId, query.type, limit + 1, position);
+    const rows = await this.reads.query<EventRow>(text, values, statementName('wallet_events_feed', text));
     return toKeysetPage(rows, limit, view, encode);
   }
 

@@ -28,7 +28,7 @@ export class AuditListCommand extends CommandRunner {
     return value.toLowerCase();
   }
 
-  @Option({ flags: '--resource <id>', description: 'only records of this resource id' })
+  @Option({ flags: '--resource <id>', description: 'only records of this resource id (a uuid in any case)' })
   parseResource(value: string): string {
     return value;
   }

@@ -27,6 +27,30 @@ export class AuditQueryDto extends PageQueryDto {
   after?: string;
 }
 
+/**
+ * Every outcome the trail writes (auditAppend's callers and the SQL functions: audit_append's callers and
+ * wallet_write_internal), for the OpenAPI document. `test/audit-trail.e2e-spec.ts` checks every outcome its cases
+ * leave against this text.
+ */
+export const AUDIT_OUTCOMES = [
+  'What happened, one of:',
+  '`created`;',
+  '`updated`;',
+  '`unchanged` (a change that sent what was stored already);',
+  '`deleted` (an account, a user or a company);',
+  '`read` (KYC data, KYC history, a document’s content);',
+  '`balance set`, `limits set`, `fees set` (an account);',
+  '`webhook set` (an application);',
+  '`revoked` (an application key);',
+  '`retired` (a signing key);',
+  '`replayed` (a webhook event sent again);',
+  '`submitted <STEP>` (a KYC session’s step submitted) and `<STEP> SUCCESS` or `<STEP> FAILED` (the provider’s',
+  'verdict), STEP being DOCUMENT_FRONT, DOCUMENT_BACK, SELFIE or GOVERNMENTAL_CHECK_SELFIE;',
+  'a transfer’s status: `ACREDITADO` (an internal transfer, a reversal, a return or an inbound credit, and the',
+  'rail’s acceptance of an external one), `INICIADO` (an external transfer sent to the rail), or the rail’s',
+  'refusal `ERROR_DATOS`, `SIN_GARANTIA` or `ERROR_ACREDITACION`.',
+].join(' ');
+
 /** One audit record: ids and route templates, never personal data. */
 export class AuditRecordDto {
   @ApiProperty({ description: 'the record number (decimal text), in order of writing' }) id: string;
@@ -51,7 +75,7 @@ export class AuditRecordDto {
   })
   resourceType: string;
   @ApiProperty({ description: 'the resource’s id (a uuid, or a key id)' }) resourceId: string;
-  @ApiProperty({ description: 'created, updated, unchanged, deleted, read, or the state reached' })
+  @ApiProperty({ description: AUDIT_OUTCOMES })
   outcome: string;
   @ApiProperty({
     nullable: true,

@@ -14,6 +14,7 @@ import { SchemaDeclaration } from '#common/database/schema-declaration.js';
 @Check('CHK_audit_records_principal_type', `"principal_type" IN ('client', 'subject', 'cli', 'system')`)
 @Index('idx_audit_records_app_at', ['appId', 'at', 'id'])
 @Index('idx_audit_records_app_resource', ['appId', 'resourceId', 'at', 'id'])
+@Index('idx_audit_records_at', ['at', 'id'])
 export class AuditRecordEntity {
   @PrimaryGeneratedColumn('increment', { type: 'bigint', primaryKeyConstraintName: 'PK_audit_records' })
   id: string;

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
 import { ValidationFailedError } from '#common/errors/domain-errors.js';
-import { Money, parseAmount, toDb, toJson } from '../money.js';
+import { fromDb, Money, parseAmount, toDb, toJson } from '../money.js';
 import type { FeesResponseDto, SetFeesDto } from './dto/account.dto.js';
 import { requireAccount } from './account-lookup.js';
 import { WalletAccountEntity } from './entities/wallet-account.entity.js';
@@ -39,15 +39,19 @@ export class AccountFeesService {
       } else {
         amount = parseAmount(input.amount, account.currency, 'amount');
       }
-      await manager.update(
-        WalletAccountEntity,
-        { id: account.id },
-        { feeType: input.feeType, feeAmount: toDb(amount) },
-      );
+      // The same type and amount again record `unchanged` (decision 0032), the amounts compared as exact decimals.
+      const changed = input.feeType !== account.feeType || !amount.eq(fromDb(account.feeAmount));
+      if (changed) {
+        await manager.update(
+          WalletAccountEntity,
+          { id: account.id },
+          { feeType: input.feeType, feeAmount: toDb(amount) },
+        );
+      }
       await auditAppend(manager, requestActor(principal), {
         resourceType: 'account',
         resourceId: account.id,
-        outcome: 'fees set',
+        outcome: changed ? 'fees set' : 'unchanged',
       });
     });
     return { status: 200, message: 'Fees updated' };

@@ -3,7 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
-import { Money, parseAmount, toDb, toJson } from '../money.js';
+import { fromDb, Money, parseAmount, toDb, toJson } from '../money.js';
 import { periodsOf } from '../periods.js';
 import type { LimitsResponseDto, OperadoResponseDto, SetLimitsDto } from './dto/account.dto.js';
 import { requireAccount } from './account-lookup.js';
@@ -45,22 +45,33 @@ export class AccountLimitsService {
     await this.dataSource.transaction(async (manager) => {
       const account = await requireAccount(manager, principal, id, true);
       const currency = account.currency;
-      await manager.update(
-        WalletAccountEntity,
-        { id: account.id },
-        {
-          monthlyWithdrawLimit: toDb(
-            parseAmount(input.monthlyWithdrawLimit, currency, 'monthlyWithdrawLimit'),
-          ),
-          monthlyDepositLimit: toDb(parseAmount(input.monthlyDepositLimit, currency, 'monthlyDepositLimit')),
-          annualWithdrawLimit: toDb(parseAmount(input.annualWithdrawLimit, currency, 'annualWithdrawLimit')),
-          annualDepositLimit: toDb(parseAmount(input.annualDepositLimit, currency, 'annualDepositLimit')),
-        },
+      const wanted = {
+        monthlyWithdrawLimit: parseAmount(input.monthlyWithdrawLimit, currency, 'monthlyWithdrawLimit'),
+        monthlyDepositLimit: parseAmount(input.monthlyDepositLimit, currency, 'monthlyDepositLimit'),
+        annualWithdrawLimit: parseAmount(input.annualWithdrawLimit, currency, 'annualWithdrawLimit'),
+        annualDepositLimit: parseAmount(input.annualDepositLimit, currency, 'annualDepositLimit'),
+      };
+      // Only what differs is a change: the same four limits again record `unchanged` (decision 0032), compared
+      // as exact decimals with what is stored.
+      const changed = (Object.keys(wanted) as (keyof typeof wanted)[]).some(
+        (name) => !wanted[name].eq(fromDb(account[name])),
       );
+      if (changed) {
+        await manager.update(
+          WalletAccountEntity,
+          { id: account.id },
+          {
+            monthlyWithdrawLimit: toDb(wanted.monthlyWithdrawLimit),
+            monthlyDepositLimit: toDb(wanted.monthlyDepositLimit),
+            annualWithdrawLimit: toDb(wanted.annualWithdrawLimit),
+            annualDepositLimit: toDb(wanted.annualDepositLimit),
+          },
+        );
+      }
       await auditAppend(manager, requestActor(principal), {
         resourceType: 'account',
         resourceId: account.id,
-        outcome: 'limits set',
+        outcome: changed ? 'limits set' : 'unchanged',
       });
     });
     return { status: 200, message: 'Limits updated' };

@@ -28,8 +28,8 @@ export interface WebhookPayload {
 @Check('CHK_webhook_events_status', `"status" IN ('pending', 'delivered', 'failed')`)
 @Index('idx_webhook_events_pending', ['nextAttemptAt'], { where: `"status" = 'pending'` })
 @Index('idx_webhook_events_subject', ['appId', 'subject', 'seq'], { where: `"status" = 'pending'` })
-@Index('idx_webhook_events_app_created', ['appId', 'createdAt', 'id'])
-@Index('idx_webhook_events_created', ['createdAt'])
+@Index('idx_webhook_events_app_event_created', ['appId', 'event', 'createdAt', 'id'])
+@Index('idx_webhook_events_created', ['createdAt'], { where: `"status" <> 'pending'` })
 export class WebhookEventEntity {
   @PrimaryColumn('uuid', { primaryKeyConstraintName: 'PK_webhook_events' })
   id: string;
