@@ -44,6 +44,8 @@ export const AUDIT_OUTCOMES = [
   '`revoked` (an application key);',
   '`retired` (a signing key);',
   '`replayed` (a webhook event sent again);',
+  '`paid out` (a rail return held for a closed account, paid out) and `unclaimed return paid in` (the account it',
+  'was paid into);',
   '`submitted <STEP>` (a KYC session’s step submitted) and `<STEP> SUCCESS` or `<STEP> FAILED` (the provider’s',
   'verdict), STEP being DOCUMENT_FRONT, DOCUMENT_BACK, SELFIE or GOVERNMENTAL_CHECK_SELFIE;',
   'a transfer’s status: `ACREDITADO` (an internal transfer, a reversal, a return or an inbound credit, and the',
