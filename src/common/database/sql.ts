@@ -87,3 +87,16 @@ export function oldestFirstRows<T extends ObjectLiteral>(
   if (after) keysetAfter(query, alias, after);
   return query.getMany();
 }
+
+/**
+ * A scalar subquery for a sliding-window limit counted on stored rows (`table`'s `created_at`): the seconds until
+ * the `limit`-th newest row that `where` counts in the last `window` leaves it, which frees a place; null while
+ * fewer are counted. The limit-th newest, not the oldest: should more be counted (a limit lowered), places free
+ * only once the count is below the limit. Newest first through the caller's index, stopping at that row.
+ * `table`, `where` and `window` are the caller's constants, never input; `limit` names a parameter (`$3`).
+ */
+export function placeFreesSql(table: string, where: string, window: string, limit: string): string {
+  return `(SELECT ceil(extract(epoch FROM created_at + interval '${window}' - now()))::int FROM ${table}
+     WHERE ${where} AND created_at > now() - interval '${window}'
+     ORDER BY created_at DESC OFFSET ${limit}::int - 1 LIMIT 1)`;
+}

@@ -4,7 +4,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { fileTypeFromBuffer } from 'file-type';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
-import { oldestFirstRows } from '#common/database/sql.js';
+import { oldestFirstRows, placeFreesSql } from '#common/database/sql.js';
 import { NotFoundError, TooManyRequestsError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import { assertStorableJson } from '#common/http/json-body.middleware.js';
@@ -154,16 +154,12 @@ export class DocumentsService {
     ownerId: string,
   ): Promise<void> {
     const limit = this.config.documentUploadsPerOwnerPerDay;
-    // The limit-th newest upload of the 24 hours, if there is one: the limit is reached, and a place frees when
-    // it leaves the window (not the oldest: should more be counted, a limit lowered, places free only once the
-    // count is below it). Through the owner's index, newest first, stopping at that row.
+    // When the limit is reached, the seconds until a place frees (the owner's index, newest first).
     const [reached] = (await manager.query(
-      `SELECT ceil(extract(epoch FROM created_at + interval '1 day' - now()))::int AS seconds FROM documents
-        WHERE app_id = $1 AND owner_id = $2 AND owner_type = $3 AND created_at > now() - interval '1 day'
-        ORDER BY created_at DESC OFFSET $4::int - 1 LIMIT 1`,
+      `SELECT ${placeFreesSql('documents', 'app_id = $1 AND owner_id = $2 AND owner_type = $3', '1 day', '$4')} AS seconds`,
       [appId, ownerId, ownerType, limit],
-    )) as { seconds: number }[];
-    if (reached) {
+    )) as { seconds: number | null }[];
+    if (reached.seconds !== null) {
       throw new TooManyRequestsError(
         `an owner uploads at most ${limit} documents a day`,
         Math.max(1, reached.seconds),

@@ -1,3 +1,4 @@
+import { placeFreesSql } from '#common/database/sql.js';
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
@@ -131,14 +132,6 @@ export class SmsService {
   }
 }
 
-/**
- * The seconds until the `limit`-th newest message that `where` counts in the last `window` leaves it, which frees a
- * place; null while fewer are counted (a place is free). The scan stops at that row, so a high limit never means a
- * long one. The limit-th newest, not the oldest: should more be counted (a limit lowered), places free only once
- * the count is below the limit.
- */
-function placeFrees(where: string, window: string, limit: string): string {
-  return `(SELECT ceil(extract(epoch FROM created_at + interval '${window}' - now()))::int FROM sms_messages
-     WHERE ${where} AND created_at > now() - interval '${window}'
-     ORDER BY created_at DESC OFFSET ${limit}::int - 1 LIMIT 1)`;
-}
+/** placeFreesSql over the stored messages. */
+const placeFrees = (where: string, window: string, limit: string): string =>
+  placeFreesSql('sms_messages', where, window, limit);
