@@ -5,7 +5,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Logger } from 'pino';
 import type { DatabaseRuntime } from '#common/database/database-runtime.js';
 import { rootLogger } from '#common/logging/logging.js';
-import { NestPinoLogger } from '#common/logging/pino-logger.js';
+import { NEST_LOG_OPTIONS, useNestPinoLogger } from '#common/logging/pino-logger.js';
 import type { AppConfig } from '#config/app-config.js';
 import { ApiSupervisor, isApiProcessOfCluster, receiveRuntime } from './api-cluster.js';
 import { AppModule } from './app.module.js';
@@ -29,9 +29,9 @@ async function listen(
   const app = await NestFactory.create<NestExpressApplication>(
     AppModule.forRoot({ config, database, role: 'api', runWorker, slot }),
     new PresetPrototypesExpressAdapter(),
-    { bodyParser: false, bufferLogs: true },
+    { bodyParser: false, ...NEST_LOG_OPTIONS },
   );
-  app.useLogger(app.get(NestPinoLogger));
+  useNestPinoLogger(app);
   configureApp(app, config);
   try {
     await app.listen(config.port);

@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Module, type DynamicModule } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { NestPinoLogger } from '#common/logging/pino-logger.js';
+import { NEST_LOG_OPTIONS, useNestPinoLogger } from '#common/logging/pino-logger.js';
 import { prepareRuntime, runUntilSignal } from './bootstrap.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
 import { WalletReadModule } from '#modules/wallet/wallet-read.module.js';
@@ -29,9 +29,9 @@ async function main(): Promise<void> {
   await runUntilSignal(runtime, 'worker', async () => {
     const app = await NestFactory.createApplicationContext(
       WorkerAppModule.forRoot({ config, database, role: 'worker' }),
-      { bufferLogs: true },
+      NEST_LOG_OPTIONS,
     );
-    app.useLogger(app.get(NestPinoLogger));
+    useNestPinoLogger(app);
     await app.init();
     logger.info({ backend: config.redisUrl ? 'redis' : 'postgres' }, 'worker running');
     return () => app.close();

@@ -153,6 +153,20 @@ describe('admin CLI (node dist/src/cli.js)', () => {
       expect(row.rows).toEqual([{ webhook_url: 'https://example.com/hook' }]);
     });
 
+    it('apps set-webhook with the stored URL records unchanged, not a second change', async () => {
+      const args = ['apps', 'set-webhook', '--app-id', pemApp.appId, '--url', 'https://example.com/hook'];
+      expect(await cliJson(args)).toEqual({ appId: pemApp.appId, webhookUrl: 'https://example.com/hook' });
+      const outcomes = await db.query(
+        `SELECT outcome FROM audit_records WHERE resource_type = 'application' AND resource_id = $1 ORDER BY id`,
+        [pemApp.appId],
+      );
+      expect(outcomes.rows.map((row: { outcome: string }) => row.outcome)).toEqual([
+        'created',
+        'webhook set',
+        'unchanged',
+      ]);
+    });
+
     let secondKeyId: string;
 
     it('apps add-key registers another key', async () => {

@@ -1,4 +1,12 @@
-import { Inject, Injectable, Module, Scope, type DynamicModule, type LoggerService } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Module,
+  Scope,
+  type DynamicModule,
+  type INestApplicationContext,
+  type LoggerService,
+} from '@nestjs/common';
 import type { Logger } from 'pino';
 
 /** The process's root pino logger (one per process, built by `rootLogger`). */
@@ -110,4 +118,18 @@ export class LoggingModule {
       exports: [ROOT_LOGGER, PinoLogger, NestPinoLogger],
     };
   }
+}
+
+/**
+ * The options every entry point gives NestFactory: Nest's start-up lines are held until `useNestPinoLogger`
+ * writes them as pino lines. A start that fails drops them instead of letting Nest print them in its own
+ * coloured text format on stdout (its default on a failed start): the entry point's one JSON `fatal` line says
+ * what failed.
+ */
+export const NEST_LOG_OPTIONS = { bufferLogs: true, autoFlushLogs: false } as const;
+
+/** Nest's own lines as pino lines from now on, the start-up lines held so far included. */
+export function useNestPinoLogger(app: INestApplicationContext): void {
+  app.useLogger(app.get(NestPinoLogger));
+  app.flushLogs();
 }

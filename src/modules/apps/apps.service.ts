@@ -107,11 +107,16 @@ export class AppsService {
     await this.require(appId);
     const webhookUrl = await this.checkWebhookUrl(url);
     await this.dataSource.transaction(async (manager) => {
-      await manager.update(ApplicationEntity, { id: appId }, { webhookUrl });
+      const app = await manager.findOne(ApplicationEntity, {
+        where: { id: appId },
+        lock: { mode: 'pessimistic_write' },
+      });
+      const changed = app?.webhookUrl !== webhookUrl;
+      if (changed) await manager.update(ApplicationEntity, { id: appId }, { webhookUrl });
       await auditAppend(
         manager,
         { ...actor, appId },
-        { resourceType: 'application', resourceId: appId, outcome: 'webhook set' },
+        { resourceType: 'application', resourceId: appId, outcome: changed ? 'webhook set' : 'unchanged' },
       );
     });
     return { appId, webhookUrl };
