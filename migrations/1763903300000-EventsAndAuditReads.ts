@@ -1,4 +1,5 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
+import { createIndexConcurrently } from './sql.js';
 
 /**
  * Reads that must be index range scans (docs/decisions/0064-events-and-audit-reads.md):
@@ -10,20 +11,29 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  *   insert no longer writes an entry there, and the feed's plans cannot take it for the application's index.
  * - the audit trail of every application (`audit list` without `--app`): an index on (at, id), the list's order.
  *   A resource without `--app` needs none: the index (app_id, resource_id, at, id) is read with a skip scan.
+ * Built and dropped concurrently, outside a transaction: transfers write both tables, and a plain CREATE INDEX
+ * would hold every transfer until it ends (decision 0070). Each step can run again after a failure: the old
+ * pruner index is dropped and its partial form built under the same name.
  */
 export class EventsAndAuditReads1763903300000 implements MigrationInterface {
   name = 'EventsAndAuditReads1763903300000';
+  transaction = false;
 
   async up(queryRunner: QueryRunner): Promise<void> {
-    await queryRunner.query(
-      `CREATE INDEX "idx_webhook_events_app_event_created" ON "webhook_events" ("app_id", "event", "created_at", "id")`,
+    const query = (sql: string, params?: unknown[]) => queryRunner.query(sql, params);
+    await createIndexConcurrently(
+      query,
+      'idx_webhook_events_app_event_created',
+      `ON "webhook_events" ("app_id", "event", "created_at", "id")`,
     );
-    await queryRunner.query(`DROP INDEX "idx_webhook_events_app_created"`);
-    await queryRunner.query(`DROP INDEX "idx_webhook_events_created"`);
-    await queryRunner.query(
-      `CREATE INDEX "idx_webhook_events_created" ON "webhook_events" ("created_at") WHERE "status" <> 'pending'`,
+    await query(`DROP INDEX CONCURRENTLY IF EXISTS "idx_webhook_events_app_created"`);
+    await query(`DROP INDEX CONCURRENTLY IF EXISTS "idx_webhook_events_created"`);
+    await createIndexConcurrently(
+      query,
+      'idx_webhook_events_created',
+      `ON "webhook_events" ("created_at") WHERE "status" <> 'pending'`,
     );
-    await queryRunner.query(`CREATE INDEX "idx_audit_records_at" ON "audit_records" ("at", "id")`);
+    await createIndexConcurrently(query, 'idx_audit_records_at', `ON "audit_records" ("at", "id")`);
   }
 
   async down(queryRunner: QueryRunner): Promise<void> {

@@ -98,3 +98,29 @@ export async function functionBefore(
   }
   return live;
 }
+
+/**
+ * For a migration's `up` that indexes a table growing with traffic (transfers, events, audit records, messages,
+ * documents): `CREATE [UNIQUE] INDEX CONCURRENTLY`, which lets the table's writers go on while it builds (a plain
+ * CREATE INDEX blocks every insert and update of the table until it ends: every transfer, on the outbox or the
+ * audit trail). CONCURRENTLY cannot run in a transaction: the migration sets `transaction = false`, and each of
+ * its statements must be safe to run again, since a failure leaves the earlier ones done and the migration
+ * unrecorded. So an index already there and valid is kept, and one an interrupted build left invalid is dropped
+ * and built again. `definition` is what follows the index's name: `ON "table" (…) [WHERE …]`.
+ * (A `down` runs in the transaction TypeORM's undo opens: it uses plain DROP and CREATE INDEX.)
+ */
+export async function createIndexConcurrently(
+  query: (sql: string, params?: unknown[]) => Promise<unknown>,
+  name: string,
+  definition: string,
+  { unique = false }: { unique?: boolean } = {},
+): Promise<void> {
+  const [existing] = (await query(
+    `SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`,
+    [name],
+  )) as { valid: boolean }[];
+  if (existing?.valid) return;
+  if (existing) await query(`DROP INDEX CONCURRENTLY "${name}"`);
+  await query(`CREATE ${unique ? 'UNIQUE ' : ''}INDEX CONCURRENTLY "${name}" ${definition}`);
+}

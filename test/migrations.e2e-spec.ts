@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
-import { functionDefinitions, sha256Of } from '../migrations/sql.js';
+import { createIndexConcurrently, functionDefinitions, sha256Of } from '../migrations/sql.js';
 import { dataSourceOptions } from '../src/data-source.js';
 import { createTestDatabase } from './support/database.js';
 
@@ -325,6 +326,94 @@ describe('migrations and entities', () => {
         await manager.query(`SET LOCAL session_replication_role = replica`);
         await manager.query(`DELETE FROM ledger_accounts WHERE id = $1`, [id]);
       });
+    }
+  });
+
+  /** An index's validity by name, or null when there is none. */
+  const indexValid = async (name: string) =>
+    (
+      await dataSource.query<{ valid: boolean }[]>(
+        `SELECT i.indisvalid AS valid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = $1`,
+        [name],
+      )
+    )[0]?.valid ?? null;
+
+  it("EventsAndAuditReads builds its indexes while the tables' writers go on (CONCURRENTLY, decision 0070)", async () => {
+    await undoUntil('EventsAndAuditReads1763903300000');
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    expect(await indexValid('idx_audit_records_at')).toBeNull();
+    const writer = new pg.Client({ connectionString: database.url });
+    const other = new pg.Client({ connectionString: database.url });
+    await writer.connect();
+    await other.connect();
+    const append = (client: pg.Client, resource: string) =>
+      client.query(
+        `INSERT INTO audit_records (principal_type, principal, action, resource_type, resource_id, outcome)
+         VALUES ('system', 'migrations test', 'test', 'test', $1, 'created')`,
+        [resource],
+      );
+    try {
+      // A transfer's transaction still open on the audit trail: the build waits for it, as it must.
+      await writer.query('BEGIN');
+      await append(writer, 'open');
+      const migrating = dataSource.runMigrations({ transaction: 'each' });
+      const waiting = async () =>
+        (
+          await other.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE query ~ 'CREATE (UNIQUE )?INDEX.*idx_audit_records_at' AND wait_event_type = 'Lock'`,
+          )
+        ).rows[0].n === 1;
+      while (!(await waiting())) await new Promise((resolve) => setTimeout(resolve, 20));
+      // Meanwhile another writer is not held: a plain CREATE INDEX would queue it behind the build's lock.
+      await other.query(`SET lock_timeout = '10s'`);
+      await expect(append(other, 'meanwhile')).resolves.toMatchObject({ rowCount: 1 });
+      await writer.query('COMMIT');
+      await migrating;
+      await expect(appliedMigrations(dataSource)).resolves.toEqual(allMigrations);
+      for (const name of [
+        'idx_audit_records_at',
+        'idx_webhook_events_app_event_created',
+        'idx_webhook_events_created',
+      ]) {
+        expect({ name, valid: await indexValid(name) }).toEqual({ name, valid: true });
+      }
+      expect(await indexValid('idx_webhook_events_app_created')).toBeNull();
+      await expectNoDrift();
+    } finally {
+      await writer.query('ROLLBACK').catch(() => undefined);
+      await writer.end();
+      await other.end();
+    }
+  });
+
+  it('createIndexConcurrently keeps a valid index and builds again one an interrupted build left invalid', async () => {
+    const query = (sql: string, params?: unknown[]) => dataSource.query(sql, params);
+    await query(`CREATE TABLE concurrent_index_test (x int)`);
+    try {
+      await query(`INSERT INTO concurrent_index_test VALUES (1), (1)`);
+      // A unique build that fails on duplicates leaves its index behind, invalid (as a build cut off would).
+      await expect(
+        query(`CREATE UNIQUE INDEX CONCURRENTLY "concurrent_index_test_x" ON concurrent_index_test (x)`),
+      ).rejects.toThrow(/could not create unique index/);
+      expect(await indexValid('concurrent_index_test_x')).toBe(false);
+      await query(`DELETE FROM concurrent_index_test`);
+      await createIndexConcurrently(query, 'concurrent_index_test_x', 'ON concurrent_index_test (x)', {
+        unique: true,
+      });
+      expect(await indexValid('concurrent_index_test_x')).toBe(true);
+      const oid = async () =>
+        (await query(`SELECT 'concurrent_index_test_x'::regclass::oid AS oid`))[0].oid as number;
+      const built = await oid();
+      await createIndexConcurrently(query, 'concurrent_index_test_x', 'ON concurrent_index_test (x)', {
+        unique: true,
+      });
+      expect(await oid()).toBe(built);
+      await expect(query(`INSERT INTO concurrent_index_test VALUES (2), (2)`)).rejects.toThrow(
+        /duplicate key/,
+      );
+    } finally {
+      await query(`DROP TABLE concurrent_index_test`);
     }
   });
 });
