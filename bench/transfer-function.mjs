@@ -81,6 +81,7 @@ async function main() {
     pathToFileURL(path.join(ROOT, 'dist/src/modules/wallet/periods.js')).href
   );
   const { buildCvu } = await import(pathToFileURL(path.join(ROOT, 'dist/src/modules/wallet/cvu.js')).href);
+  const { uuidv7 } = await import(pathToFileURL(path.join(ROOT, 'dist/src/common/ids/uuid-v7.js')).href);
   const { MIGRATIONS } = await import(pathToFileURL(path.join(ROOT, 'dist/migrations/index.js')).href);
 
   const dataDir = path.join(tmp, 'pg');
@@ -202,6 +203,7 @@ async function main() {
     const amount = `${randomInt(1, 10)}.${String(randomInt(0, 100)).padStart(2, '0')}`;
     const dto = JSON.parse(transferBody({ uuid: from.id }, to, Number(amount)));
     return JSON.stringify({
+      id: uuidv7(),
       appId,
       subject: null,
       accountId: from.id,

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { DataSourceOptions } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
+import { recordBackend } from '#common/database/backend-identity.js';
 import { GuardedPgClient } from '#common/database/guarded-pg-client.js';
 import { DEFAULT_DB_STATEMENT_TIMEOUT_MS } from '#config/app-config.js';
 import { RateLimitCounterEntity } from '#common/http/entities/rate-limit-counter.entity.js';
@@ -83,6 +84,9 @@ export function dataSourceOptions(
     extra: {
       // A connection terminated while the pool hands it over must not crash the process (see the class).
       Client: GuardedPgClient,
+      // Each new connection's backend (pid and start), read once: a money call whose connection is lost can then
+      // be made final (its backend ended) and looked into (decision 0066).
+      onConnect: recordBackend,
       max: poolSize,
       application_name: applicationName,
       connectionTimeoutMillis: 10_000,
@@ -102,5 +106,6 @@ export function replicaPoolConfig(
   const { extra } = dataSourceOptions(url, poolSize, applicationName, statementTimeoutMs) as {
     extra: pg.PoolConfig;
   };
-  return { connectionString: url, ...extra };
+  // Nothing is written through the replica: its connections need no backend recorded.
+  return { connectionString: url, ...extra, onConnect: undefined };
 }

@@ -7,6 +7,7 @@ import { KYC_STEPS } from '../src/modules/kyc/sessions/entities/kyc-session.enti
 import { flattenPlan, rowsRead, type PlanNode } from './support/plans.js';
 import { WebhooksService } from '../src/modules/webhooks/webhooks.service.js';
 import { ClearingService } from '../src/modules/transfers/clearing/clearing.service.js';
+import { uuidv7 } from '../src/common/ids/uuid-v7.js';
 import { encodeTransferRequest } from '../src/modules/transfers/transfer-function.contract.js';
 import { MINOR_UNITS } from '../src/modules/wallet/money.js';
 import { periodsOf } from '../src/modules/wallet/periods.js';
@@ -894,6 +895,7 @@ describe('audit trail', () => {
     const requestId = `audit-${randomUUID()}`;
     const { month, year } = periodsOf(new Date(), t.config.operationsTimeZone);
     const parameters = encodeTransferRequest({
+      id: uuidv7(),
       appId: app.appId,
       subject: null,
       accountId: sender.account,

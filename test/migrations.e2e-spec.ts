@@ -231,6 +231,25 @@ describe('migrations and entities', () => {
     expect(await table()).toBe('unclaimed_returns');
   });
 
+  it("LostCallAnswers down gives back the functions that made every new row's id themselves, and up the ones that take the request's", async () => {
+    const definitions = () => definitionsOf(['wallet_create_transfers', 'wallet_reverse_transfer']);
+    const after = await definitions();
+    expect(after.map((row) => row.name)).toEqual(['wallet_create_transfers', 'wallet_reverse_transfer']);
+    expect(calls(after, "(v_item->>'id')::uuid")).toEqual([1, 0]);
+    expect(calls(after, "(p->>'id')::uuid")).toEqual([0, 2]);
+    await undoUntil('WebhookAttemptUrls1763903400000');
+    const before = await definitions();
+    expect(calls(before, "->>'id')::uuid")).toEqual([0, 0]);
+    // The definitions in effect at the commit before this migration: both files' texts as PostgreSQL prints them
+    // once created (the last loaded by GroupReadsOnce and ReturnsToClosedAccounts).
+    expect(before.map((row) => sha256Of(row.definition))).toEqual([
+      'f0387bfe815b73ad29764e310570eb5e0d4d55cfbaf75fe412aa4ec43ce29b0c',
+      'fa876b28c3c6ef6a576f801d8ba5d92d3b1be04840fdd68bd4c4806f573fd60a',
+    ]);
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await definitions()).toEqual(after);
+  });
+
   it('WebhookEventsRoomToClaim fills the outbox to half (fillfactor 50); down gives the default back', async () => {
     const options = async () =>
       (

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { CREATE_TRANSFER, CREATE_TRANSFERS } from '../migrations/1763900700000-TransferFunction.js';
+import { uuidv7 } from '../src/common/ids/uuid-v7.js';
 import { buildCvu } from '../src/modules/wallet/cvu.js';
 import { MINOR_UNITS } from '../src/modules/wallet/money.js';
 import { createTestDatabase } from './support/database.js';
@@ -416,6 +417,100 @@ describe('wallet_create_transfers: the current version answers and writes exactl
     const head = await call('wallet_create_transfers', payload);
     expect(head).toStrictEqual(v1);
     expect(head).toMatchObject({ answer: { error: { message: 'unsupported currency USD' } } });
+  });
+  // Not a comparison: decision 0066. The API makes a new transfer's id and sends it with the request
+  // (TransferRequest.id, ReversalRequest.id), so that a call whose answer was lost can be looked up by it; the
+  // functions write the answered row under it and make every other id themselves, as before.
+  it("writes a new transfer under its request's id, and makes every other id itself; a replay answers the stored id", async () => {
+    const V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const [internal, external, replayed, reversal, rail] = Array.from({ length: 5 }, () => uuidv7());
+    type Answer = { row?: { id: string }; replay?: { id: string } };
+    await db.query('BEGIN');
+    try {
+      const created = (
+        await db.query<{ r: Answer[] }>('SELECT wallet_create_transfers($1::jsonb) AS r', [
+          JSON.stringify([
+            input('payer', 'payee', '10.00', { id: internal }),
+            input('payer', EXTERNAL_CBU, '11.00', { id: external }),
+            input('payer', 'payee', '100.00', {
+              id: replayed,
+              idempotencyKey: 'used',
+              requestHash: 'h-used',
+            }),
+            input('payer', 'payee', '12.00'), // as sent before: no id
+          ]),
+        ])
+      ).rows[0].r;
+      expect(created.map((answer) => answer.row?.id ?? answer.replay?.id)).toEqual([
+        internal,
+        external,
+        expect.not.stringMatching(replayed),
+        expect.stringMatching(V7),
+      ]);
+      expect(created[2].replay).toBeDefined();
+      const deposit = async (withdraw: string) =>
+        (
+          await db.query<{ id: string }>('SELECT linked_transfer_id AS id FROM transfers WHERE id = $1', [
+            withdraw,
+          ])
+        ).rows[0].id;
+      const internalDeposit = await deposit(internal);
+      const ids = async (sql: string, values: unknown[]) =>
+        (await db.query<{ id: string }>(sql, values)).rows.map((row) => row.id);
+      // The WITHDRAW is the request's; its DEPOSIT, journal entry and event are the database's, time-ordered.
+      expect(internalDeposit).toMatch(V7);
+      expect(
+        await ids(`SELECT id FROM journal_entries WHERE reference = $1 AND kind = 'INTERNAL_TRANSFER'`, [
+          internal,
+        ]),
+      ).toEqual([expect.stringMatching(V7)]);
+      expect(await ids(`SELECT id FROM webhook_events WHERE subject = $1`, [internalDeposit])).toEqual([
+        expect.stringMatching(V7),
+      ]);
+      expect(await ids('SELECT id FROM transfers WHERE id = $1', [replayed])).toEqual([]);
+
+      const reverse = async (request: Record<string, unknown>) =>
+        (
+          await db.query<{ r: Answer }>('SELECT wallet_reverse_transfer($1::jsonb) AS r', [
+            JSON.stringify({
+              subject: null,
+              reason: 'back',
+              actor: `client:${appA}`,
+              auditActor: `client:${appA}`,
+              requestId: null,
+              route: 'test',
+              minorUnits: MINOR_UNITS,
+              idempotencyKey: null,
+              requestHash: null,
+              ...request,
+            }),
+          ])
+        ).rows[0].r;
+      // A reversal answers the new WITHDRAW of the account that gives back: the request's id; its DEPOSIT another.
+      const reversed = await reverse({
+        kind: 'reversal',
+        id: reversal,
+        appId: appA,
+        transferId: internalDeposit,
+        amount: '1',
+      });
+      expect(reversed.row?.id).toBe(reversal);
+      expect(await deposit(reversal)).toEqual(expect.stringMatching(V7));
+      expect(await deposit(reversal)).not.toBe(reversal);
+      // A return answers the DEPOSIT of the account the rail paid back: the request's id.
+      await db.query(`UPDATE transfers SET status = 'ACREDITADO' WHERE id = $1`, [external]);
+      const returned = await reverse({
+        kind: 'return',
+        id: rail,
+        appId: null,
+        transferId: external,
+        amount: null,
+      });
+      expect(returned.row?.id).toBe(rail);
+      expect(await ids('SELECT reversal_of AS id FROM transfers WHERE id = $1', [rail])).toEqual([external]);
+    } finally {
+      await db.query('ROLLBACK');
+    }
   });
   // Not a comparison: the setting of migrations/1763901000000-TransferPlans.ts (docs/decisions/0022). On these
   // tiny, freshly analysed tables the planner would pick sequential scans, and a connection keeps those plans

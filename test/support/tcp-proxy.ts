@@ -11,9 +11,26 @@ export interface TcpProxy {
   /**
    * Arms a one-time fault: the next chunk a client sends that contains `bytes` reaches the server, then that
    * client's connection is reset before any answer comes back, and the server's side is closed after the chunk
-   * (it reads the chunk, then the end). A COMMIT that the server carries out and whose answer is lost.
+   * (it reads the chunk, then the end). A COMMIT that the server carries out and whose answer is lost; a statement
+   * that waits at the server (on a lock) goes on waiting, and commits once it may, until its backend is ended.
    */
-  loseAnswerTo(bytes: Buffer): void;
+  loseAnswerTo(bytes: Buffer): Fault;
+  /**
+   * Arms a one-time fault: the next chunk a client sends that contains `bytes` reaches the server; when the server's
+   * answer comes back, both sides of that connection are reset and the answer is dropped. A call that the server
+   * carried out to its end (for an autocommit call, its commit at Sync) and whose answer is lost.
+   */
+  cutAtAnswerTo(bytes: Buffer): Fault;
+  /**
+   * Arms a one-time fault: the next chunk a client sends that contains `bytes` never reaches the server: both sides
+   * of that connection are reset instead. A call lost before it reached the server.
+   */
+  cutBefore(bytes: Buffer): Fault;
+}
+
+/** An armed fault: whether it has happened yet. */
+export interface Fault {
+  readonly fired: boolean;
 }
 
 export interface TcpProxyOptions {
@@ -21,13 +38,15 @@ export interface TcpProxyOptions {
   onClientData?: (client: net.Socket, chunk: Buffer) => void;
 }
 
+type FaultKind = 'loseAnswer' | 'cutAtAnswer' | 'cutBefore';
+
 export async function startTcpProxy(
   targetPort: number,
   targetHost = '127.0.0.1',
   options: TcpProxyOptions = {},
 ): Promise<TcpProxy> {
   const open = new Set<net.Socket>();
-  let losing: Buffer | undefined;
+  let armed: { kind: FaultKind; bytes: Buffer; fault: { fired: boolean } } | undefined;
   const server = net.createServer((client) => {
     const upstream = net.connect(targetPort, targetHost);
     for (const socket of [client, upstream]) {
@@ -35,16 +54,31 @@ export async function startTcpProxy(
       socket.on('close', () => open.delete(socket));
       socket.on('error', () => undefined); // the other side's reset, or ours
     }
+    const resetBoth = () => {
+      client.resetAndDestroy();
+      upstream.resetAndDestroy();
+    };
     client.on('data', (chunk: Buffer) => {
       options.onClientData?.(client, chunk);
-      if (losing && chunk.includes(losing)) {
-        losing = undefined;
+      const fault = armed && chunk.includes(armed.bytes) ? armed : undefined;
+      if (!fault) {
+        upstream.write(chunk);
+        return;
+      }
+      armed = undefined;
+      fault.fault.fired = true;
+      if (fault.kind === 'loseAnswer') {
         upstream.unpipe(client);
         client.resetAndDestroy();
         upstream.end(chunk);
-        return;
+      } else if (fault.kind === 'cutAtAnswer') {
+        upstream.unpipe(client);
+        upstream.once('data', resetBoth);
+        upstream.resume();
+        upstream.write(chunk);
+      } else {
+        resetBoth();
       }
-      upstream.write(chunk);
     });
     upstream.pipe(client);
     client.on('close', () => upstream.destroy());
@@ -65,6 +99,11 @@ export async function startTcpProxy(
       if (!server.listening) return resolve();
       server.close(() => resolve());
     });
+  const arm = (kind: FaultKind, bytes: Buffer): Fault => {
+    const fault = { fired: false };
+    armed = { kind, bytes, fault };
+    return fault;
+  };
   return {
     port,
     cut: stop,
@@ -72,8 +111,8 @@ export async function startTcpProxy(
       await listen(port);
     },
     close: stop,
-    loseAnswerTo: (bytes) => {
-      losing = bytes;
-    },
+    loseAnswerTo: (bytes) => arm('loseAnswer', bytes),
+    cutAtAnswerTo: (bytes) => arm('cutAtAnswer', bytes),
+    cutBefore: (bytes) => arm('cutBefore', bytes),
   };
 }

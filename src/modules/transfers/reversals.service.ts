@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
+import { uuidv7 } from '#common/ids/uuid-v7.js';
 import { type AuditActor, requestActor } from '#modules/audit/audit-trail.js';
 import { boundedAmount, fromDb, MINOR_UNITS, Money, toDb, toJson } from '#modules/wallet/money.js';
 import type { CreateReversalDto, ReversalInfoDto, ReversalsSummaryDto } from './dto/reversal.dto.js';
@@ -59,6 +60,7 @@ export class ReversalsService {
     const audit = requestActor(principal);
     const request: ReversalRequest = {
       kind: 'reversal',
+      id: uuidv7(),
       appId: principal.appId,
       subject: principal.kind === 'subject' ? principal.subject : null,
       transferId: id,
@@ -100,6 +102,7 @@ export class ReversalsService {
       input.amount === undefined ? null : toDb(this.amountOf(Number(input.amount), input.amount));
     const result = await this.call({
       kind: 'return',
+      id: uuidv7(),
       appId: null,
       subject: null,
       transferId,
@@ -159,7 +162,7 @@ export class ReversalsService {
   }
 
   private async call(request: ReversalRequest) {
-    return this.writer.reverse(encodeReversalRequest(request)).catch((error: unknown) => {
+    return this.writer.reverse(encodeReversalRequest(request), request.id).catch((error: unknown) => {
       throw refusalOf(error) ?? error;
     });
   }

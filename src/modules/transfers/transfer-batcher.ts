@@ -4,12 +4,18 @@ import { MetricsRegistry } from '#common/metrics/metrics.registry.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { Gauge, Histogram } from 'prom-client';
 import { refusalError } from './transfer-errors.js';
-import type { EncodedTransferRequest, TransferResult } from './transfer-function.contract.js';
-import { TransferWriter } from './transfer-writer.js';
+import type {
+  EncodedTransferRequest,
+  TransferGroupResult,
+  TransferResult,
+} from './transfer-function.contract.js';
+import { LostCall, TransferWriter } from './transfer-writer.js';
 
 interface Request {
   /** The function's input (transfer-function.contract.ts), already JSON. */
   input: EncodedTransferRequest;
+  /** Its id (TransferRequest.id): the new transfer's, by which a lost call's outcome is looked up. */
+  id: string;
   /** The sender's account id. */
   accountId: string;
   /** The counterparty's CBU/CVU. */
@@ -28,9 +34,11 @@ const KNOWN_CVUS = 50_000;
  * one transaction (wallet_create_transfers): one round trip and one WAL flush for all of them, each still checked
  * on its own. Requests that touch an account of a call in flight wait for the next call instead of a concurrent
  * one, so a hot account's requests queue into large groups rather than small calls waiting on each other's row
- * locks, while unrelated requests use the other calls. A refusal answers only its own request; a failure of the
- * whole call (a lost connection) answers every request of that call with it, and nothing of that call was
- * written unless it committed.
+ * locks, while unrelated requests use the other calls. A refusal answers only its own request. A call whose
+ * connection was lost is made final and read (TransferWriter, decision 0066): a request whose transfer was written
+ * answers it as the call would have; the others answer the lost connection (503: nothing was written for them, nor
+ * will be). When that cannot be found out, or the call failed otherwise, every request of the call answers the
+ * failure.
  */
 @Injectable()
 export class TransferBatcher {
@@ -89,9 +97,15 @@ export class TransferBatcher {
     return { waiting, calls, transfers: items };
   }
 
-  create(input: EncodedTransferRequest, accountId: string, identifier: string): Promise<TransferResult> {
+  /** `id` is the request's TransferRequest.id. */
+  create(
+    input: EncodedTransferRequest,
+    id: string,
+    accountId: string,
+    identifier: string,
+  ): Promise<TransferResult> {
     const keys = [accountId, this.accountOfCvu.get(identifier) ?? identifier];
-    return this.batcher.submit({ input, accountId, identifier, keys });
+    return this.batcher.submit({ input, id, accountId, identifier, keys });
   }
 
   private learn(request: Request, result: TransferResult): void {
@@ -109,9 +123,25 @@ export class TransferBatcher {
     this.accountOfCvu.set(cvu, accountId);
   }
 
-  /** A refusal comes back in the group's answer; anything thrown (a lost connection) fails the whole call. */
+  /**
+   * A refusal comes back in the group's answer. A lost call whose outcome was read answers each request with its
+   * transfer (an external one goes to the rail, as after a normal call) or the lost connection; anything else
+   * thrown fails the whole call.
+   */
   private async run(batch: Request[]): Promise<Settled<TransferResult>[]> {
-    const results = await this.writer.createGroup(batch.map((request) => request.input));
+    let results: TransferGroupResult[];
+    try {
+      results = await this.writer.createGroup(
+        batch.map((request) => request.input),
+        batch.map((request) => request.id),
+      );
+    } catch (error) {
+      if (!(error instanceof LostCall)) throw error;
+      return batch.map((request) => {
+        const row = error.written.get(request.id);
+        return row ? { value: { row, submit: row.route === 'EXTERNAL' } } : { error: error.cause };
+      });
+    }
     return results.map((result, n) => {
       if ('refused' in result) return { error: refusalError(result.refused) };
       this.learn(batch[n], result);

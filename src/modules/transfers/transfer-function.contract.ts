@@ -8,6 +8,12 @@
 
 /** One transfer to create: what the function needs that is not in the database. */
 export interface TransferRequest {
+  /**
+   * The new transfer's id (its WITHDRAW's, for an internal transfer), made by the API: time-ordered, uuidv7
+   * (src/common/ids/uuid-v7.ts, decision 0042). The function writes the transfer under it, so that a call whose
+   * answer was lost can be looked up by it (decision 0066). A replay answers the stored transfer, under its own id.
+   */
+  readonly id: string;
   /** The calling application: the sender's account must be one of its accounts. */
   readonly appId: string;
   /** With a user token, that user: the sender's account must be theirs; null with a client token. */
@@ -119,6 +125,11 @@ export function encodeTransferGroup(requests: readonly EncodedTransferRequest[])
  */
 export interface ReversalRequest {
   readonly kind: 'reversal' | 'return';
+  /**
+   * The id of the new row the caller is answered (a reversal's WITHDRAW, a return's DEPOSIT), made by the API as a
+   * transfer's is (decision 0066); the other new row's id is made by the function.
+   */
+  readonly id: string;
   /**
    * The calling application (the one of the account that gives back); null for a return from the rail, whose key
    * the function claims under the returned WITHDRAW's application.

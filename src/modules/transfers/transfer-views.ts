@@ -38,6 +38,12 @@ const FIND_OWN = `${FIND} AND w.owner_id = $3`;
 /** With what a reversal needs: the row's own reversal_of. */
 const SELECT_REVERSAL = `SELECT ${COLUMNS}, t.reversal_of ${FROM}`;
 
+/**
+ * Rows by id alone, whatever their scope, with the keys the money functions answer (reversal_of included): what a
+ * call whose answer was lost wrote under the ids the API made for it (TransferWriter, decision 0066).
+ */
+export const ROWS_BY_ID = `${SELECT_REVERSAL} WHERE t.id = ANY ($1::uuid[])`;
+
 /** A transfer row with its reversal_of (null unless it is a reversal or a return). */
 export type RowWithReversal = TransferViewRow & { reversal_of: string | null };
 

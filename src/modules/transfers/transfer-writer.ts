@@ -1,17 +1,22 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type pg from 'pg';
 import type { EntityManager } from 'typeorm';
+import { backendOf, endBackend, type Backend } from '#common/database/backend-identity.js';
 import { PG_POOL } from '#common/database/pg-pool.js';
 import { pgErrorOf } from '#common/database/sql.js';
+import { isDependencyUnavailable } from '#common/errors/dependency-unavailable.js';
+import { PinoLogger } from '#common/logging/pino-logger.js';
 import { toDb, type Money } from '#modules/wallet/money.js';
 import {
   encodeTransferGroup,
   type EncodedReversalRequest,
   type EncodedTransferRequest,
   type ReversalResult,
+  type ReversalViewRow,
   type TransferGroupResult,
 } from './transfer-function.contract.js';
 import type { TransferStatus } from './transfer-status.js';
+import { ROWS_BY_ID, type RowWithReversal } from './transfer-views.js';
 
 /** Money in from the rail to one of this service's accounts, its ledger entry posted. */
 export interface InboundDeposit {
@@ -27,6 +32,27 @@ export interface InboundDeposit {
   currency: string;
   concept: string;
 }
+
+/**
+ * A money call whose connection was lost after it may have reached the server, once its outcome is known: its
+ * backend is gone (ended, so nothing more can commit) and `written` holds the rows found under the ids the call
+ * was sent with (all of its new rows if it committed, none if it did not). `cause` is the connection's error, which
+ * answers each request whose row is not there: nothing was written for it, and nothing will be (decision 0066).
+ */
+export class LostCall extends Error {
+  constructor(
+    readonly written: ReadonlyMap<string, RowWithReversal>,
+    override readonly cause: unknown,
+  ) {
+    super('a money call lost its connection; what it wrote was read', { cause });
+  }
+}
+
+/**
+ * How long finding out what a lost call did may take: a connection from the pool, the old backend ended and
+ * waited for, the rows read. Past it the outcome stays unknown and the call's requests answer 503.
+ */
+export const LOST_CALL_CHECK_MS = 5_000;
 
 /** One clearing step of an external transfer. */
 export interface StatusMove {
@@ -51,34 +77,111 @@ export class TransferWriter {
    * plans them once (TypeORM's query API sends unnamed ones, planned on every call, and adds its own per-call
    * work; decision 0035).
    */
-  constructor(@Inject(PG_POOL) private readonly pool: pg.Pool) {}
+  constructor(
+    @Inject(PG_POOL) private readonly pool: pg.Pool,
+    private readonly logger: PinoLogger,
+  ) {
+    this.logger.setContext('TransferWriter');
+  }
 
   /**
    * A group (one request or more) in one statement, one transaction: an answer per request, in order; a refusal
-   * is returned, not raised.
+   * is returned, not raised. `ids` are the requests' ids (TransferRequest.id), in the same order. A call whose
+   * connection was lost throws LostCall once its outcome is known, else the connection's error.
    */
-  createGroup(requests: readonly EncodedTransferRequest[]): Promise<TransferGroupResult[]> {
-    return this.call<TransferGroupResult[]>('wallet_create_transfers', encodeTransferGroup(requests));
+  createGroup(
+    requests: readonly EncodedTransferRequest[],
+    ids: readonly string[],
+  ): Promise<TransferGroupResult[]> {
+    return this.call<TransferGroupResult[]>('wallet_create_transfers', encodeTransferGroup(requests), ids);
   }
 
   /**
    * A reversal or a return from the rail in one statement (autocommit), never grouped: wallet_reverse_transfer
-   * locks the original pair and both ledger rows itself. A refusal is raised (SQLSTATE WT400/WT403/WT404).
+   * locks the original pair and both ledger rows itself. A refusal is raised (SQLSTATE WT400/WT403/WT404). `id`
+   * is the request's (ReversalRequest.id): a call whose connection was lost answers the row written under it, as
+   * the call would have, or throws the connection's error when there is none (or its outcome cannot be known).
    */
-  reverse(request: EncodedReversalRequest): Promise<ReversalResult> {
-    return this.call<ReversalResult>('wallet_reverse_transfer', request);
+  async reverse(request: EncodedReversalRequest, id: string): Promise<ReversalResult> {
+    try {
+      return await this.call<ReversalResult>('wallet_reverse_transfer', request, [id]);
+    } catch (error) {
+      const row = error instanceof LostCall ? error.written.get(id) : undefined;
+      if (row?.reversal_of) return { row: row as ReversalViewRow };
+      throw error instanceof LostCall ? error.cause : error;
+    }
   }
 
   /** One money function's call as its named statement, retried on deadlock or serialization failure. */
-  private async call<T>(fn: MoneyFunction, input: string): Promise<T> {
-    const { rows } = await withRetries(() =>
-      this.pool.query<{ result: T }>({
+  private async call<T>(fn: MoneyFunction, input: string, ids: readonly string[]): Promise<T> {
+    return withRetries(() => this.callOnce<T>(fn, input, ids));
+  }
+
+  /**
+   * The call on a connection of the pool. A failure to get the connection means the call was never sent. A lost
+   * connection while the call ran (isDependencyUnavailable) may have left it at the server, which may still commit
+   * it at its Sync with no one to answer: its outcome is found out (whatWasWritten) and thrown as LostCall. Any
+   * other error is the server's answer: the statement, its own transaction, was rolled back.
+   */
+  private async callOnce<T>(fn: MoneyFunction, input: string, ids: readonly string[]): Promise<T> {
+    const client = await this.pool.connect();
+    const backend = backendOf(client);
+    let result: T;
+    try {
+      const { rows } = await client.query<{ result: T }>({
         name: fn,
         text: MONEY_CALLS[fn],
         values: [input],
-      }),
-    );
-    return rows[0].result;
+      });
+      result = rows[0].result;
+    } catch (error) {
+      // As pool.query does: a client that saw an error leaves the pool.
+      client.release(error instanceof Error ? error : true);
+      if (!isDependencyUnavailable(error)) throw error;
+      const written = await this.whatWasWritten(backend, ids);
+      this.logger.warn(
+        { call: fn, requests: ids.length, written: written?.size ?? null },
+        written
+          ? 'a money call lost its connection; its backend was ended and what it wrote was read'
+          : 'a money call lost its connection; what it wrote could not be found out',
+      );
+      throw written ? new LostCall(written, error) : error;
+    }
+    client.release();
+    return result;
+  }
+
+  /**
+   * What a call that lost its connection wrote, made final first: from another connection of the pool, its
+   * backend (the pid and start recorded when the connection was made) is ended if it is still there and waited
+   * for, so the call can no longer commit; then the rows under `ids` are read. Undefined when that cannot be done
+   * within LOST_CALL_CHECK_MS (the database still out of reach, the backend still there) or the backend is not
+   * known: then the call may yet commit, and its requests answer 503 (an Idempotency-Key covers that case).
+   */
+  private async whatWasWritten(
+    backend: Backend | undefined,
+    ids: readonly string[],
+  ): Promise<Map<string, RowWithReversal> | undefined> {
+    if (!backend) return undefined;
+    const deadline = Date.now() + LOST_CALL_CHECK_MS;
+    const client = await connectWithin(this.pool, LOST_CALL_CHECK_MS).catch(() => undefined);
+    if (!client) return undefined;
+    try {
+      const gone = await endBackend(client, backend, Math.max(1, deadline - Date.now()));
+      const { rows } = await client.query<RowWithReversal>({
+        text: ROWS_BY_ID,
+        values: [ids],
+        query_timeout: Math.max(1, deadline - Date.now()),
+      } as pg.QueryConfig);
+      client.release();
+      // A row found is committed, and the call's transaction with it: what it wrote is final even if its backend
+      // was still there. None found while the backend is still there: it may yet commit.
+      if (!gone && rows.length === 0) return undefined;
+      return new Map(rows.map((row) => [row.id, row]));
+    } catch (error) {
+      client.release(error instanceof Error ? error : true);
+      return undefined;
+    }
   }
 
   /**
@@ -134,6 +237,22 @@ const MONEY_CALLS = {
   wallet_reverse_transfer: 'SELECT wallet_reverse_transfer($1::jsonb) AS result',
 } as const;
 type MoneyFunction = keyof typeof MONEY_CALLS;
+
+/** A connection of the pool within `ms`, else undefined (one that comes later goes back to the pool). */
+async function connectWithin(pool: pg.Pool, ms: number): Promise<pg.PoolClient | undefined> {
+  const connecting = pool.connect();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => {
+    timer = setTimeout(resolve, ms, undefined);
+  });
+  const client = await Promise.race([connecting, late]).finally(() => clearTimeout(timer));
+  if (!client)
+    void connecting.then(
+      (found) => found.release(),
+      () => undefined,
+    );
+  return client;
+}
 
 /** Deadlocks and serialization failures are retried here (the whole call rolled back), never shown to the client. */
 async function withRetries<T>(work: () => Promise<T>): Promise<T> {

@@ -7,6 +7,7 @@ import { PinoLogger } from '#common/logging/pino-logger.js';
 import { handOver } from '#common/queue/hand-over.js';
 import { ForbiddenError, NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { decodeCursor, DEFAULT_PAGE_SIZE, encodeCursor, type Page } from '#common/http/pagination.js';
+import { uuidv7 } from '#common/ids/uuid-v7.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { cuitProblem } from '#modules/kyc/tax-id.js';
 import { WEBHOOK_EVENTS } from '#modules/webhooks/webhook-events.js';
@@ -99,9 +100,12 @@ export class TransfersService {
 
     const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
     const accountId = input.accountUUID.toLowerCase();
+    // The new transfer's id, made here so that a call whose answer is lost can be looked up (decision 0066).
+    const id = uuidv7();
     // Everything the transfer writes happens in one database call, grouped with others (decisions/0015); the
     // request is the function's contract (transfer-function.contract.ts).
     const parameters = encodeTransferRequest({
+      id,
       appId: principal.appId,
       subject: principal.kind === 'subject' ? principal.subject : null,
       accountId,
@@ -126,7 +130,7 @@ export class TransfersService {
       idempotencyKey: idempotencyKey ?? null,
       requestHash: idempotencyKey === undefined ? null : requestHash(principal, input),
     });
-    const result = await this.batcher.create(parameters, accountId, counterParty.identifier);
+    const result = await this.batcher.create(parameters, id, accountId, counterParty.identifier);
     if ('replay' in result) return createdView(result.replay);
     // After commit: should this hand-over fail or be late, the clearing recovery sweep submits the transfer.
     if (result.submit) {

@@ -27,7 +27,9 @@
 --   for the group (wallet_write_internal); an external WITHDRAW holds amount + fee + tax (ledger_post to HOLDS);
 --   an external transfer's row and audit record (audit_append, with the request's requestId and route) are
 --   written at once; a refusal or a replay writes none (decision 0032);
--- - new ids (a transfer, an internal one's DEPOSIT and its journal entry) are time-ordered, uuidv7() (decision 0042);
+-- - new ids are time-ordered (decision 0042): a transfer's (an internal one's WITHDRAW) is the request's id, made by
+--   the API (TransferRequest.id), so that a call whose answer was lost can be looked up (decision 0066; a request
+--   without one, as sent before, gets uuidv7()); an internal one's DEPOSIT and its journal entry take uuidv7();
 -- - no history row for the creation: COMMITING → the first status is implied by the transfer row (the view
 --   transfer_status_path, decision 0035); later clearing steps add their rows (TransferWriter.moveStatus).
 -- One transaction, one WAL flush for the whole group. While it runs, sequential and bitmap scans are off (decisions
@@ -177,7 +179,7 @@ BEGIN
     v_amount := (v_item->>'amount')::numeric;
     v_movement := v_item->>'movementType';
     v_cp := v_item->'counterparty';
-    v_id := uuidv7();
+    v_id := coalesce((v_item->>'id')::uuid, uuidv7());
     v_deposit := NULL;
     v_fee_account := NULL;
     v_tax_account := NULL;

@@ -41,7 +41,10 @@
 --   on the audit record.
 -- - no history rows: the new rows' creation (COMMITING → ACREDITADO) is implied by them (transfer_status_path,
 --   decision 0035);
--- - the new rows' ids (both transfers, the events) are time-ordered, uuidv7(), as a transfer's (decisions 0042, 0050).
+-- - the new rows' ids (both transfers, the events) are time-ordered, as a transfer's (decisions 0042, 0050): the row
+--   the caller is answered (a reversal's WITHDRAW, a return's DEPOSIT) takes the request's id, made by the API, so
+--   that a call whose answer was lost can be looked up (decision 0066; a request without one gets uuidv7()); the
+--   other rows take uuidv7().
 CREATE OR REPLACE FUNCTION public.wallet_reverse_transfer(p jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -64,8 +67,8 @@ DECLARE
   v_reversed numeric;
   v_left numeric;
   v_balance numeric;
-  v_rw uuid := uuidv7();
-  v_rd uuid := uuidv7();
+  v_rw uuid := CASE WHEN p->>'kind' = 'return' THEN uuidv7() ELSE coalesce((p->>'id')::uuid, uuidv7()) END;
+  v_rd uuid := CASE WHEN p->>'kind' = 'return' THEN coalesce((p->>'id')::uuid, uuidv7()) ELSE uuidv7() END;
   v_created timestamptz;
   v_row jsonb;
   v_refusal jsonb;
