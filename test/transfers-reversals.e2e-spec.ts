@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import request from 'supertest';
+import { PG_POOL } from '../src/common/database/pg-pool.js';
 import { ClearingService } from '../src/modules/transfers/clearing/clearing.service.js';
 import { LedgerService, systemAccountId } from '../src/modules/wallet/ledger/ledger.service.js';
 import { Money } from '../src/modules/wallet/money.js';
@@ -352,6 +354,11 @@ describe('reversals of settled transfers and returns from the rail (real databas
 
   it('refuses what cannot be reversed with the interface body, writing nothing', async () => {
     const original = await transfer(tokenA, s, r, 50);
+    // A refusal is the database's answer on a good connection: it keeps its place in the pool (decision 0066).
+    const pool = t.app.get<pg.Pool>(PG_POOL);
+    let removed = 0;
+    const onRemove = () => void removed++;
+    pool.on('remove', onRemove);
 
     // Who: the sender's application sees its WITHDRAW but cannot give the receiver's money back.
     const bySender = await refusedWritingNothing(() => reverse(tokenA, original.w, { reason: 'x' }));
@@ -363,6 +370,8 @@ describe('reversals of settled transfers and returns from the rail (real databas
     );
     const unknown = '6b1f0a52-3c1e-4d6f-9a8b-0c2d4e6f8a0b';
     expectNotFound(await refusedWritingNothing(() => reverse(tokenB, unknown, { reason: 'x' })), unknown);
+    pool.off('remove', onRemove);
+    expect(removed).toBe(0);
 
     // The amount: zero, negative, too many decimals, more than what is left.
     const amountRefusal = async (amount: number, message: string) => {

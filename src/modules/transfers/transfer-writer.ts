@@ -135,9 +135,12 @@ export class TransferWriter {
       });
       result = rows[0].result;
     } catch (error) {
-      // As pool.query does: a client that saw an error leaves the pool.
-      client.release(error instanceof Error ? error : true);
-      if (!isDependencyUnavailable(error)) throw error;
+      const lost = isDependencyUnavailable(error);
+      // The server's own answer (a refusal WT4xx, a deadlock retried, a statement timeout: a SQLSTATE outside the
+      // connection classes) leaves the connection as good as before, back to the pool; any other error takes it
+      // out (pool.query, used before, dropped it on every error: a refused reversal cost a new connection).
+      client.release(!lost && pgErrorOf(error).code !== undefined ? undefined : true);
+      if (!lost) throw error;
       const written = await this.whatWasWritten(backend, ids);
       this.logger.warn(
         { call: fn, requests: ids.length, written: written?.size ?? null },
