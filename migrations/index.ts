@@ -34,6 +34,7 @@ import { DocumentStorageKeys1763903100000 } from './1763903100000-DocumentStorag
 import { ReturnsToClosedAccounts1763903200000 } from './1763903200000-ReturnsToClosedAccounts.js';
 import { EventsAndAuditReads1763903300000 } from './1763903300000-EventsAndAuditReads.js';
 import { WebhookAttemptUrls1763903400000 } from './1763903400000-WebhookAttemptUrls.js';
+import { ReversalOwnerUnderLedgerLock1763903600000 } from './1763903600000-ReversalOwnerUnderLedgerLock.js';
 
 /** Every migration, oldest first. Append new ones; never edit one that has landed. */
 export const MIGRATIONS = [
@@ -73,4 +74,5 @@ export const MIGRATIONS = [
   ReturnsToClosedAccounts1763903200000,
   EventsAndAuditReads1763903300000,
   WebhookAttemptUrls1763903400000,
+  ReversalOwnerUnderLedgerLock1763903600000,
 ];

@@ -230,6 +230,21 @@ describe('migrations and entities', () => {
     expect(await table()).toBe('unclaimed_returns');
   });
 
+  it("ReversalOwnerUnderLedgerLock down gives wallet_reverse_transfer back with the user's owner checked before the ledger lock, and up after it", async () => {
+    const reverse = () => liveDefinition('wallet_reverse_transfer');
+    const after = await reverse();
+    expect(after).toContain('IF v_subject IS NOT NULL AND giver.owner_id <> v_subject THEN');
+    expect(after).not.toContain('a.id = d.account_id AND a.owner_id = v_subject');
+    await undoUntil('WebhookAttemptUrls1763903400000');
+    const before = await reverse();
+    expect(before).toContain('a.id = d.account_id AND a.owner_id = v_subject');
+    expect(before).not.toContain('giver.owner_id <> v_subject');
+    // The definition ReturnsToClosedAccounts installed (its file's text below the header, at the commit before).
+    expect(sha256Of(before)).toBe('fa876b28c3c6ef6a576f801d8ba5d92d3b1be04840fdd68bd4c4806f573fd60a');
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await reverse()).toBe(after);
+  });
+
   it('WebhookEventsRoomToClaim fills the outbox to half (fillfactor 50); down gives the default back', async () => {
     const options = async () =>
       (
