@@ -35,8 +35,12 @@ import { ReturnsToClosedAccounts1763903200000 } from './1763903200000-ReturnsToC
 import { EventsAndAuditReads1763903300000 } from './1763903300000-EventsAndAuditReads.js';
 import { WebhookAttemptUrls1763903400000 } from './1763903400000-WebhookAttemptUrls.js';
 import { LostCallAnswers1763903500000 } from './1763903500000-LostCallAnswers.js';
+import { ReversalOwnerUnderLedgerLock1763903600000 } from './1763903600000-ReversalOwnerUnderLedgerLock.js';
 
-/** Every migration, oldest first. Append new ones; never edit one that has landed. */
+/**
+ * Every migration, oldest first. Append new ones; never change what one that has landed leaves in the schema (a
+ * database that ran it must match one that runs it now; only how it gets there may change: decision 0070).
+ */
 export const MIGRATIONS = [
   Foundation1763900000000,
   WebhookOutbox1763900100000,
@@ -75,4 +79,5 @@ export const MIGRATIONS = [
   EventsAndAuditReads1763903300000,
   WebhookAttemptUrls1763903400000,
   LostCallAnswers1763903500000,
+  ReversalOwnerUnderLedgerLock1763903600000,
 ];

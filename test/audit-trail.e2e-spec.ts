@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import type { OpenAPIObject } from '@nestjs/swagger';
 import request from 'supertest';
+import { PinoLogger } from '../src/common/logging/pino-logger.js';
 import { KycVerificationService } from '../src/modules/kyc/sessions/kyc-verification.service.js';
 import { KYC_STEPS } from '../src/modules/kyc/sessions/entities/kyc-session.entity.js';
 import { flattenPlan, rowsRead, type PlanNode } from './support/plans.js';
@@ -867,11 +868,11 @@ describe('audit trail', () => {
       .send({ documentUuid: documentId });
     expect(submitted.status).toBe(202);
     expect(
-      await new KycVerificationService(t.dataSource, t.app.get(WebhooksService)).complete(
-        sessionId,
-        'DOCUMENT_FRONT',
-        'SUCCESS',
-      ),
+      await new KycVerificationService(
+        t.dataSource,
+        t.app.get(WebhooksService),
+        await t.app.resolve(PinoLogger),
+      ).complete(sessionId, 'DOCUMENT_FRONT', 'SUCCESS'),
     ).toBe(true);
     const rows = (await t.dataSource.query(
       `SELECT app_id, principal_type, principal, action, outcome FROM audit_records

@@ -2,8 +2,10 @@ import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
+import { PinoLogger } from '../src/common/logging/pino-logger.js';
+import { KycVerificationService } from '../src/modules/kyc/sessions/kyc-verification.service.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
-import { userBody } from './support/identity.js';
+import { companyBody, userBody } from './support/identity.js';
 import { holdTransaction } from './support/database.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
@@ -481,5 +483,126 @@ describe('KYC document uploads per owner and day', () => {
     ])) as { storage_key: string }[];
     const folder = path.join(t.dataDir, 'documents', client.appId);
     expect(readdirSync(folder).sort()).toEqual(keys.map((k) => k.storage_key.split('/')[1]).sort());
+  });
+});
+
+describe("KYC verdicts on a deleted owner's session", () => {
+  let t: TestApp;
+  let token: string;
+  let verification: KycVerificationService;
+  const auth = () => ({ Authorization: `Bearer ${token}` });
+
+  beforeAll(async () => {
+    // The worker's service is called by hand: the simulator's own verdicts would come an hour later.
+    t = await startTestApp({ runWorker: true, env: { KYC_SIM_DELAY_MS: '3600000' } });
+    token = await accessToken(t.http, await registerClient(t.app));
+    verification = t.app.get(KycVerificationService, { strict: false });
+  });
+  afterAll(() => t.close());
+
+  /** A new owner's session with its DOCUMENT_FRONT submitted. */
+  const submitted = async (ownerType: 'USER' | 'COMPANY') => {
+    const base = ownerType === 'USER' ? '/v1/users' : '/v1/companies';
+    const owner = await request(t.http)
+      .post(base)
+      .set(auth())
+      .send(ownerType === 'USER' ? userBody() : companyBody());
+    expect(owner.status).toBe(201);
+    const ownerId = owner.body.uuid as string;
+    const document = await request(t.http)
+      .post(`${base}/${ownerId}/documents`)
+      .set(auth())
+      .field('documentType', 'DNI_FRONT')
+      .field('name', 'front')
+      .attach('file', PNG, 'x.png');
+    expect(document.status).toBe(201);
+    const session = await request(t.http).post('/v1/kyc/sessions').set(auth()).send({ ownerType, ownerId });
+    expect(session.status).toBe(201);
+    const id = session.body.uuid as string;
+    const step = await request(t.http)
+      .post(`/v1/kyc/sessions/${id}/steps/DOCUMENT_FRONT`)
+      .set(auth())
+      .send({ documentUuid: document.body.uuid });
+    expect(step.status).toBe(202);
+    return { id, ownerId, base };
+  };
+  /** What a verdict writes about a session: its status, its step's, its events and the provider's records. */
+  const traces = async (id: string) =>
+    (
+      (await t.dataSource.query(
+        `SELECT k.status, s.status AS step,
+                (SELECT count(*)::int FROM webhook_events e WHERE e.subject = k.id::text) AS events,
+                (SELECT count(*)::int FROM audit_records a
+                  WHERE a.resource_id = k.id::text AND a.principal = 'kyc-provider') AS records
+           FROM kyc_sessions k JOIN kyc_session_steps s ON s.session_id = k.id AND s.step = 'DOCUMENT_FRONT'
+          WHERE k.id = $1`,
+        [id],
+      )) as unknown[]
+    )[0];
+  const untouched = { status: 'IN_PROGRESS', step: 'PENDING', events: 0, records: 0 };
+
+  /** A user's and a company's session, each with a step submitted, their owners deleted; and two of live owners. */
+  const deletedAndLive = async () => {
+    const gone = [await submitted('USER'), await submitted('COMPANY')];
+    const live = [await submitted('USER'), await submitted('COMPANY')];
+    for (const { base, ownerId } of gone)
+      expect((await request(t.http).delete(`${base}/${ownerId}`).set(auth())).status).toBe(204);
+    return { gone, live };
+  };
+
+  it("drops a verdict that arrives after the owner's deletion: nothing written or sent, an info line without personal data", async () => {
+    const { gone, live } = await deletedAndLive();
+    const lines: unknown[][] = [];
+    const info = Object.getOwnPropertyDescriptor(PinoLogger.prototype, 'info')!;
+    PinoLogger.prototype.info = function (this: PinoLogger, ...args: Parameters<PinoLogger['info']>) {
+      lines.push(args);
+      (info.value as PinoLogger['info']).apply(this, args);
+    };
+    try {
+      expect(await verification.complete(gone[0].id, 'DOCUMENT_FRONT', 'SUCCESS')).toBe(false);
+      expect(await verification.complete(gone[1].id, 'DOCUMENT_FRONT', 'FAILED', 'blurry')).toBe(false);
+    } finally {
+      Object.defineProperty(PinoLogger.prototype, 'info', info);
+    }
+    for (const { id } of gone) expect(await traces(id)).toEqual(untouched);
+    // Only ids: no owner, no name, no tax id.
+    expect(lines.filter(([, message]) => String(message).includes('KYC verdict dropped'))).toEqual(
+      gone.map(({ id }) => [
+        { sessionId: id, step: 'DOCUMENT_FRONT' },
+        "KYC verdict dropped: the session's owner was deleted",
+      ]),
+    );
+    // A live owner's verdict lands, a user's as a company's.
+    for (const { id } of live) {
+      expect(await verification.complete(id, 'DOCUMENT_FRONT', 'SUCCESS')).toBe(true);
+      expect(await traces(id)).toEqual({ status: 'IN_PROGRESS', step: 'SUCCESS', events: 1, records: 1 });
+    }
+  });
+
+  it("the recovery sweep resubmits only live owners' steps", async () => {
+    const { gone, live } = await deletedAndLive();
+    const ours = [...gone, ...live].map(({ id }) => id);
+    const overdue = (await verification.overdueSteps(new Date(Date.now() + 60_000)))
+      .filter(({ sessionId }) => ours.includes(sessionId))
+      .map(({ sessionId, step }) => `${sessionId} ${step}`);
+    expect(overdue.sort()).toEqual(live.map(({ id }) => `${id} DOCUMENT_FRONT`).sort());
+  });
+
+  it('a verdict that comes while the owner is being deleted waits for the deletion, then is dropped', async () => {
+    const session = await submitted('USER');
+    // What DELETE /users/{uuid} does (the owner row locked, then soft-deleted), held open.
+    const deleting = await holdTransaction(t.dataSource, [
+      ['SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [session.ownerId]],
+      ['UPDATE users SET deleted_at = now() WHERE id = $1', [session.ownerId]],
+    ]);
+    try {
+      const verdict = verification.complete(session.id, 'DOCUMENT_FRONT', 'SUCCESS');
+      await deleting.untilWaiting();
+      await deleting.commit();
+      expect(await verdict).toBe(false);
+    } finally {
+      await deleting.release();
+    }
+    expect(await traces(session.id)).toEqual(untouched);
   });
 });

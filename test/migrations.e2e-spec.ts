@@ -250,6 +250,33 @@ describe('migrations and entities', () => {
     expect(await definitions()).toEqual(after);
   });
 
+  it("ReversalOwnerUnderLedgerLock down gives wallet_reverse_transfer back with the user's owner checked before the ledger lock, and up after it", async () => {
+    const reverse = () => liveDefinition('wallet_reverse_transfer');
+    const after = await reverse();
+    expect(after).toContain('IF v_subject IS NOT NULL AND giver.owner_id <> v_subject THEN');
+    expect(after).not.toContain('a.id = d.account_id AND a.owner_id = v_subject');
+    await undoUntil('LostCallAnswers1763903500000');
+    const before = await reverse();
+    expect(before).toContain('a.id = d.account_id AND a.owner_id = v_subject');
+    expect(before).not.toContain('giver.owner_id <> v_subject');
+    // The definition LostCallAnswers installed: ReturnsToClosedAccounts' with the request's id taken.
+    expect(
+      sha256Of(
+        before
+          .replace(
+            "CASE WHEN p->>'kind' = 'return' THEN uuidv7() ELSE coalesce((p->>'id')::uuid, uuidv7()) END",
+            'uuidv7()',
+          )
+          .replace(
+            "CASE WHEN p->>'kind' = 'return' THEN coalesce((p->>'id')::uuid, uuidv7()) ELSE uuidv7() END",
+            'uuidv7()',
+          ),
+      ),
+    ).toBe('fa876b28c3c6ef6a576f801d8ba5d92d3b1be04840fdd68bd4c4806f573fd60a');
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await reverse()).toBe(after);
+  });
+
   it('WebhookEventsRoomToClaim fills the outbox to half (fillfactor 50); down gives the default back', async () => {
     const options = async () =>
       (

@@ -3,6 +3,7 @@ import { APP_CONFIG, type AppConfig } from '../src/config/app-config.js';
 import { canMove, type TransferStatus } from '../src/modules/transfers/transfer-status.js';
 import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
 import { accessToken, registerClient, type TestClient } from './support/auth.js';
+import { holdTransaction } from './support/database.js';
 import { bearer, expectValidation, newCuit } from './support/identity.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import {
@@ -23,7 +24,7 @@ import {
   UNLISTED_CBU,
   UNLISTED_CVU,
 } from './support/transfers.js';
-import { createOwner, openAccount, setBalance, UUID, type AccountInfo } from './support/wallet.js';
+import { createOwner, limitsOf, openAccount, setBalance, UUID, type AccountInfo } from './support/wallet.js';
 
 /** Money paths of POST /v1/wallet/transactions with the worker and the clearing simulator running. */
 describe('transfers: money safety (real database, worker, clearing simulator)', () => {
@@ -539,6 +540,107 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
     expect(await transferEvents(t.dataSource, id)).toStrictEqual([
       { uuid: id, movementType: 'DEPOSIT', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
     ]);
+  });
+
+  describe('account changes while a transfer that read the account waits to commit', () => {
+    /**
+     * A transfer of 10 from a new account of 100, whose group has read the account under its ledger lock and then
+     * waits for its Idempotency-Key's twin (held open here); `change` is sent meanwhile. Whether the change
+     * waited for the transfer (queued behind it), and both answers once the twin rolls back.
+     */
+    const changeWhileATransferWaits = async (
+      change: (account: AccountInfo) => request.Test,
+    ): Promise<{ waited: boolean; transfer: number; change: number; account: AccountInfo }> => {
+      const account = await open(100);
+      const receiver = await open();
+      const key = `read-then-wait-${account.uuid}`;
+      const twin = await holdTransaction(t.dataSource, [
+        [
+          `INSERT INTO idempotency_keys (app_id, key, request_hash) VALUES ($1, $2, 'twin')`,
+          [client.appId, key],
+        ],
+      ]);
+      const answers: { transfer?: request.Response; change?: request.Response } = {};
+      try {
+        const sending = send(transferBody(account.uuid, receiver.cvu, 10), key).then((response) => {
+          answers.transfer = response;
+        });
+        await twin.untilWaiting();
+        const changing = change(account).then((response) => {
+          answers.change = response;
+        });
+        const seen = await pollUntil(
+          async () => ({ answered: answers.change !== undefined, waiting: await twin.waiting() }),
+          ({ answered, waiting }) => answered || waiting >= 2,
+        );
+        await twin.release();
+        await Promise.all([sending, changing]);
+        return {
+          waited: !seen.answered && seen.waiting === 2,
+          transfer: answers.transfer!.status,
+          change: answers.change!.status,
+          account,
+        };
+      } finally {
+        await twin.release();
+      }
+    };
+    const patch = (path: string, body: object) => (account: AccountInfo) =>
+      request(t.http)
+        .patch(`/v1/wallet/accounts/${account.uuid}${path}`)
+        .set('Authorization', bearer(token))
+        .send(body);
+    /** The account's state and its WITHDRAWs, from the database. */
+    const stateOf = async (account: AccountInfo) =>
+      (
+        (await t.dataSource.query(
+          `SELECT w.status, w.owner_id, w.alias, w.fee_type, w.fee_amount::text AS fee,
+                  w.monthly_withdraw_limit::text AS monthly_withdraw_limit,
+                  (SELECT count(*)::int FROM transfers x WHERE x.account_id = w.id AND x.movement_type = 'WITHDRAW')
+                    AS withdrawals
+             FROM wallet_accounts w WHERE w.id = $1`,
+          [account.uuid],
+        )) as Record<string, unknown>[]
+      )[0];
+
+    it.each([
+      ['a stop (status INACTIVE)', patch('', { status: 'INACTIVE' }), { status: 'INACTIVE' }],
+      ['a lowered limit', patch('/limits', { ...limitsOf(5) }), { monthly_withdraw_limit: '5.000000' }],
+      [
+        'another fee',
+        patch('/fees', { feeType: 'FIXED', amount: 7 }),
+        { fee_type: 'FIXED', fee: '7.000000' },
+      ],
+    ])(
+      '%s waits for the transfer, which commits first with the account as it read it',
+      async (_, change, after) => {
+        const result = await changeWhileATransferWaits(change);
+        expect({ waited: result.waited, transfer: result.transfer, change: result.change }).toEqual({
+          waited: true,
+          transfer: 201,
+          change: 200,
+        });
+        expect(await stateOf(result.account)).toMatchObject({ ...after, withdrawals: 1 });
+      },
+    );
+
+    it('a new owner waits for the transfer too; a new alias does not (no transfer decides by it)', async () => {
+      const newOwner = await createOwner(t.http, token);
+      const moved = await changeWhileATransferWaits(patch('', { type: 'USER', entityId: newOwner }));
+      expect({ waited: moved.waited, transfer: moved.transfer, change: moved.change }).toEqual({
+        waited: true,
+        transfer: 201,
+        change: 200,
+      });
+      expect(await stateOf(moved.account)).toMatchObject({ owner_id: newOwner, withdrawals: 1 });
+      const renamed = await changeWhileATransferWaits(patch('', { alias: 'read.then.wait' }));
+      expect({ waited: renamed.waited, transfer: renamed.transfer, change: renamed.change }).toEqual({
+        waited: false,
+        transfer: 201,
+        change: 200,
+      });
+      expect(await stateOf(renamed.account)).toMatchObject({ alias: 'read.then.wait', withdrawals: 1 });
+    });
   });
 
   it('every status history is a legal path from COMMITING, and the ledger verifies', async () => {

@@ -731,6 +731,51 @@ describe('reversals of settled transfers and returns from the rail (real databas
     await verify();
   });
 
+  it("a user's reversal that waited for its account to be moved to another owner is refused (403), naming no one", async () => {
+    const u1 = await createOwner(t.http, tokenB);
+    const u2 = await createOwner(t.http, tokenB);
+    const account = await openAccount(t.http, tokenB, appB.appId, u1);
+    const original = await transfer(tokenA, s, account, 50);
+    const asU1 = await subjectToken(appB, u1);
+    // The account's ledger row held, as a transfer group holds it: the application's move of the account to u2
+    // waits for it, then u1's reversal of the deposit (its owner check passed on what was committed then).
+    const ledger = await holdTransaction(t.dataSource, [
+      ['SELECT 1 FROM ledger_accounts WHERE id = $1 FOR UPDATE', [account.uuid]],
+    ]);
+    try {
+      const moving = api()
+        .patch(`/v1/wallet/accounts/${account.uuid}`)
+        .set('Authorization', bearer(tokenB))
+        .send({ type: 'USER', entityId: u2 })
+        .then((response) => response);
+      await ledger.untilWaiting(1);
+      const reversing = reverse(asU1, original.d, { amount: 20, reason: 'me equivoqué' }).then(
+        (response) => response,
+      );
+      await ledger.untilWaiting(2);
+      await ledger.release(); // the move commits first, then the reversal reads the account
+      expect((await moving).status).toBe(200);
+      const refused = await reversing;
+      expectForbidden(refused, 'FORBIDDEN');
+      expect(refused.body).toStrictEqual({
+        name: 'ForbiddenError',
+        message: 'only the owner of the account that received the transfer can give it back',
+        detail: { reason: 'FORBIDDEN' },
+      });
+    } finally {
+      await ledger.release();
+    }
+    // Nothing left the account, which is u2's now.
+    expect(await summary(tokenB, original.d)).toMatchObject({ reversed: 0, left: 50, reversals: [] });
+    const [row] = (await t.dataSource.query(
+      `SELECT w.owner_id, (SELECT count(*)::int FROM transfers x WHERE x.account_id = w.id) AS transfers
+         FROM wallet_accounts w WHERE w.id = $1`,
+      [account.uuid],
+    )) as unknown[];
+    expect(row).toStrictEqual({ owner_id: u2, transfers: 1 });
+    await verify();
+  });
+
   it('the rail returns an external WITHDRAW (CLI transfers return): the sender is credited from settlement, in parts, up to the amount', async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-return-'));
     const cli = returnCli(dataDir);

@@ -10,7 +10,8 @@ import { SimulatorKycProvider } from './sessions/simulator-kyc.provider.js';
  * Worker side of kyc: the simulator's verdicts (each emits kyc_steep_update
  * through the outbox) and its recovery sweep, which resubmits through the
  * simulator; the periodic removal of document bytes that no row names. It
- * reaches no owner, so the worker need not load users or companies for it.
+ * reads an owner's row only to drop a deleted owner's verdicts, in SQL, so the
+ * worker need not load users or companies for it.
  */
 @Module({
   imports: [WebhooksModule, DocumentStorageModule],

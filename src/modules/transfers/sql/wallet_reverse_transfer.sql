@@ -17,8 +17,9 @@
 -- Guarantees:
 -- - a caller outside the transfer's scope (another application's, or a user token's for a row of another owner's
 --   account) is answered 404 from a plain read, before any lock: it never waits for, nor delays, the transfer's
---   own application (a transfer's app_id and account_id never change; the owner of the account that gives back
---   is checked again under the lock, below, since an application can move an account to another owner);
+--   own application (a transfer's app_id and account_id never change). The owner of the account that gives back
+--   is checked under its ledger lock, on the read the answer is built from: an application can move an account
+--   to another owner, and does so under that lock (decision 0068);
 -- - the original pair's transfer rows are locked (FOR UPDATE, id order), then the ledger rows (id order, as
 --   wallet_create_transfers locks them), so reversals never deadlock with transfers or the clearing steps, and
 --   concurrent reversals of one transfer run one after the other;
@@ -139,12 +140,6 @@ BEGIN
           'message', 'only the application of the account that received the transfer can give it back');
         EXIT checks;
       END IF;
-      IF v_subject IS NOT NULL
-         AND NOT EXISTS (SELECT 1 FROM wallet_accounts a WHERE a.id = d.account_id AND a.owner_id = v_subject) THEN
-        v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'FORBIDDEN',
-          'message', 'only the owner of the account that received the transfer can give it back');
-        EXIT checks;
-      END IF;
     END IF;
 
     SELECT coalesce(sum(x.amount), 0) INTO v_reversed FROM transfers x WHERE x.reversal_of = w.id;
@@ -202,6 +197,13 @@ BEGIN
         LEFT JOIN users u ON a.owner_type = 'USER' AND u.id = a.owner_id
         LEFT JOIN companies c ON a.owner_type = 'COMPANY' AND c.id = a.owner_id
        WHERE a.id = d.account_id;
+      -- With a user token, only the owner of the account that gives back, as read here: under the ledger lock, so
+      -- an owner change that held the lock is seen, and the answer names the owner that was checked.
+      IF v_subject IS NOT NULL AND giver.owner_id <> v_subject THEN
+        v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'FORBIDDEN',
+          'message', 'only the owner of the account that received the transfer can give it back');
+        EXIT checks;
+      END IF;
       IF giver.status <> 'ACTIVE' THEN
         v_refusal := jsonb_build_object('code', 'WT403', 'path', '', 'type', 'INVALID_STATE',
           'message', 'the account is ' || giver.status);

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
 import { ValidationFailedError } from '#common/errors/domain-errors.js';
+import { LedgerService } from '../ledger/ledger.service.js';
 import { fromDb, Money, parseAmount, toDb, toJson } from '../money.js';
 import type { FeesResponseDto, SetFeesDto } from './dto/account.dto.js';
 import { requireAccount } from './account-lookup.js';
@@ -12,7 +13,10 @@ import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 /** The fee an account is charged per movement: a FIXED amount in its currency, or a PERCENTAGE (at most 100). */
 @Injectable()
 export class AccountFeesService {
-  constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
+  constructor(
+    @InjectDataSource() private readonly dataSource: DataSource,
+    private readonly ledger: LedgerService,
+  ) {}
 
   async fees(principal: Principal, id: string): Promise<FeesResponseDto> {
     const account = await requireAccount(this.dataSource.manager, principal, id);
@@ -31,6 +35,9 @@ export class AccountFeesService {
   ): Promise<{ status: number; message: string }> {
     await this.dataSource.transaction(async (manager) => {
       const account = await requireAccount(manager, principal, id, true);
+      // Transfers read the fee under the account's ledger lock: a change takes it too (after the account's
+      // row, as close does), so it waits for a transfer that already read it (decision 0068).
+      await this.ledger.lockWallets(manager, [account.id]);
       let amount: Money;
       if (input.feeType === 'PERCENTAGE') {
         amount = parseAmount(input.amount, 'PERCENT', 'amount');

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import { LedgerService } from '../ledger/ledger.service.js';
 import { fromDb, Money, parseAmount, toDb, toJson } from '../money.js';
 import { periodsOf } from '../periods.js';
 import type { LimitsResponseDto, OperadoResponseDto, SetLimitsDto } from './dto/account.dto.js';
@@ -20,6 +21,7 @@ export class AccountLimitsService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly ledger: LedgerService,
   ) {}
 
   async limits(principal: Principal, id: string): Promise<LimitsResponseDto> {
@@ -44,6 +46,9 @@ export class AccountLimitsService {
   ): Promise<{ status: number; message: string }> {
     await this.dataSource.transaction(async (manager) => {
       const account = await requireAccount(manager, principal, id, true);
+      // Transfers read the limits under the account's ledger lock: a change takes it too (after the account's
+      // row, as close does), so it waits for a transfer that already read them (decision 0068).
+      await this.ledger.lockWallets(manager, [account.id]);
       const currency = account.currency;
       const wanted = {
         monthlyWithdrawLimit: parseAmount(input.monthlyWithdrawLimit, currency, 'monthlyWithdrawLimit'),

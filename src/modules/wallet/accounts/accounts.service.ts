@@ -142,8 +142,19 @@ export class AccountsService {
     try {
       await this.dataSource.transaction(async (manager) => {
         const account = await this.require(manager, principal, id, true);
+        const newStatus = input.status !== undefined && input.status !== account.status;
+        const ownerId = input.entityId?.toLowerCase();
+        const newOwner =
+          input.type !== undefined &&
+          ownerId !== undefined &&
+          (input.type !== account.ownerType || ownerId !== account.ownerId);
+        // Transfers and reversals read the status and the owner under the account's ledger lock: a new status or
+        // owner takes that lock too (after the account's row, as close does), so it waits for a transfer that
+        // already read the account, and commits after it (decision 0068). An alias, a name or a nationality
+        // changes nothing a transfer decides: no wait.
+        if (newStatus || newOwner) await this.ledger.lockWallets(manager, [account.id]);
         const changes: Partial<WalletAccountEntity> = {};
-        if (input.status !== undefined && input.status !== account.status) {
+        if (input.status !== undefined && newStatus) {
           if (!TRANSITIONS[account.status].includes(input.status)) {
             throw new ForbiddenError(
               'INVALID_STATE',
@@ -167,15 +178,14 @@ export class AccountsService {
         if (name !== undefined && name !== account.name) changes.name = name;
         if (input.nationality !== undefined && input.nationality !== account.nationality)
           changes.nationality = input.nationality;
-        if (input.type !== undefined && input.entityId !== undefined) {
+        if (input.type !== undefined && ownerId !== undefined) {
           if (principal.kind !== 'client') {
             throw new ForbiddenError(
               'INSUFFICIENT_PERMISSIONS',
               'only the application may move an account to another owner',
             );
           }
-          const ownerId = input.entityId.toLowerCase();
-          if (input.type !== account.ownerType || ownerId !== account.ownerId) {
+          if (newOwner) {
             await this.requireOwner(manager, principal, input.type, ownerId, 'entityId');
             changes.ownerType = input.type;
             changes.ownerId = ownerId;
