@@ -36,6 +36,7 @@ import { EventsAndAuditReads1763903300000 } from './1763903300000-EventsAndAudit
 import { WebhookAttemptUrls1763903400000 } from './1763903400000-WebhookAttemptUrls.js';
 import { LostCallAnswers1763903500000 } from './1763903500000-LostCallAnswers.js';
 import { ReversalOwnerUnderLedgerLock1763903600000 } from './1763903600000-ReversalOwnerUnderLedgerLock.js';
+import { ReversalEventsAfterTheOriginal1763903700000 } from './1763903700000-ReversalEventsAfterTheOriginal.js';
 
 /**
  * Every migration, oldest first. Append new ones; never change what one that has landed leaves in the schema (a
@@ -80,4 +81,5 @@ export const MIGRATIONS = [
   WebhookAttemptUrls1763903400000,
   LostCallAnswers1763903500000,
   ReversalOwnerUnderLedgerLock1763903600000,
+  ReversalEventsAfterTheOriginal1763903700000,
 ];

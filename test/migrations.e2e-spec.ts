@@ -277,6 +277,18 @@ describe('migrations and entities', () => {
     expect(await reverse()).toBe(after);
   });
 
+  it("ReversalEventsAfterTheOriginal down gives a reversal's events their own subject back, and up the original row's", async () => {
+    const reverse = () => liveDefinition('wallet_reverse_transfer');
+    const after = await reverse();
+    expect(after).toContain("SELECT uuidv7(), x.app_id, 'transfer_update', x.reversal_of::text,");
+    await undoUntil('ReversalOwnerUnderLedgerLock1763903600000');
+    const before = await reverse();
+    expect(before).toContain("SELECT uuidv7(), x.app_id, 'transfer_update', x.id::text,");
+    expect(before).not.toContain('x.reversal_of::text');
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await reverse()).toBe(after);
+  });
+
   it('WebhookEventsRoomToClaim fills the outbox to half (fillfactor 50); down gives the default back', async () => {
     const options = async () =>
       (

@@ -300,12 +300,15 @@ describe('reversals of settled transfers and returns from the rail (real databas
       { uuid: deposit.id, movementType: 'DEPOSIT', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
     ]);
     const eventApps = (await t.dataSource.query(
-      `SELECT subject, app_id, id::text AS id FROM webhook_events WHERE subject IN ($1, $2)`,
+      `SELECT payload->'data'->>'uuid' AS uuid, subject, app_id, id::text AS id FROM webhook_events
+        WHERE payload->'data'->>'uuid' IN ($1, $2)`,
       [part.uuid, deposit.id],
-    )) as { subject: string; app_id: string; id: string }[];
-    expect(Object.fromEntries(eventApps.map((row) => [row.subject, row.app_id]))).toStrictEqual({
-      [part.uuid]: appB.appId,
-      [deposit.id]: appA.appId,
+    )) as { uuid: string; subject: string; app_id: string; id: string }[];
+    // Each event's subject is the original row of the same application: delivered after the original's own events,
+    // which are ordered per subject (decision 0071).
+    expect(Object.fromEntries(eventApps.map((row) => [row.uuid, [row.app_id, row.subject]]))).toStrictEqual({
+      [part.uuid]: [appB.appId, original.d],
+      [deposit.id]: [appA.appId, original.w],
     });
     // The new rows, their journal entry and their events have time-ordered ids (decision 0050).
     const [entryId] = (await t.dataSource.query(
@@ -1205,8 +1208,11 @@ describe('reversals of settled transfers and returns from the rail (real databas
         { uuid: r1, movementType: 'DEPOSIT', backStatus: 'PENDING', newStatus: 'ACCEPTED' },
       ]);
       expect(
-        await t.dataSource.query(`SELECT app_id FROM webhook_events WHERE subject = $1`, [r1]),
-      ).toStrictEqual([{ app_id: appA.appId }]);
+        await t.dataSource.query(
+          `SELECT app_id, subject FROM webhook_events WHERE payload->'data'->>'uuid' = $1`,
+          [r1],
+        ),
+      ).toStrictEqual([{ app_id: appA.appId, subject: w }]);
       expect(
         await t.dataSource.query(
           `SELECT app_id, principal_type, action, outcome FROM audit_records

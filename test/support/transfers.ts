@@ -194,7 +194,7 @@ export interface TransferEvent {
 /** transfer_update payload data of the outbox rows about one transfer, oldest first. */
 export async function transferEvents(dataSource: DataSource, transferId: string): Promise<TransferEvent[]> {
   const rows = (await dataSource.query(
-    `SELECT payload FROM webhook_events WHERE event = 'transfer_update' AND subject = $1 ORDER BY seq`,
+    `SELECT payload FROM webhook_events WHERE event = 'transfer_update' AND payload->'data'->>'uuid' = $1 ORDER BY seq`,
     [transferId],
   )) as { payload: { event: string; data: TransferEvent } | string }[];
   return rows.map((row) => {

@@ -40,6 +40,9 @@
 --   the account that gave the money (the caller's WITHDRAW), or the returned DEPOSIT (also when its money went to
 --   UNCLAIMED_RETURNS); none for a refusal or a replay. actor goes on the journal entry, auditActor/route/requestId
 --   on the audit record.
+-- - each new row's transfer_update has the original row of its own account (its reversal_of, of the same
+--   application) as subject: delivery is ordered per subject (decision 0008), so an application hears of a
+--   reversal or a return only after every earlier event of the transfer it gives back (decision 0071);
 -- - no history rows: the new rows' creation (COMMITING → ACREDITADO) is implied by them (transfer_status_path,
 --   decision 0035);
 -- - the new rows' ids (both transfers, the events) are time-ordered, as a transfer's (decisions 0042, 0050): the row
@@ -310,9 +313,10 @@ BEGIN
             v_amount, w.currency, 0, 0, w.concept, NULL, p->>'reason', w.id);
   END IF;
 
-  -- A transfer_update for each new row, to the application of its account (as wallet_write_internal writes it).
+  -- A transfer_update for each new row, to the application of its account (as wallet_write_internal writes it),
+  -- its subject the original row of that account (reversal_of): delivered after the original's own events.
   INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at)
-  SELECT uuidv7(), x.app_id, 'transfer_update', x.id::text,
+  SELECT uuidv7(), x.app_id, 'transfer_update', x.reversal_of::text,
          jsonb_build_object('event', 'transfer_update', 'timestamp', floor(extract(epoch FROM now()))::bigint,
            'data', jsonb_build_object('uuid', x.id, 'movementType', x.movement_type,
                                       'backStatus', 'PENDING', 'newStatus', 'ACCEPTED')),
