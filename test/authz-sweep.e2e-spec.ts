@@ -17,6 +17,7 @@ import { DIRECTORY, transferBody } from './support/transfers.js';
 import { createOwner, openAccount, setBalance } from './support/wallet.js';
 import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
 import { freshKeyPair } from './support/keys.js';
+import { serverPath } from './support/openapi.js';
 import { cliActor } from '../src/modules/audit/audit-trail.js';
 
 /**
@@ -71,10 +72,12 @@ interface Outcome {
   body: unknown;
 }
 
-/** Every operation of the document, in document order. */
+/** Every operation of the document, in document order, its path with the server's before it (`/v1/users`). */
 function operationsOf(document: OpenAPIObject): Op[] {
   const ops: Op[] = [];
-  for (const [path, item] of Object.entries(document.paths)) {
+  const base = serverPath(document);
+  for (const [relative, item] of Object.entries(document.paths)) {
+    const path = `${base}${relative}`;
     for (const method of HTTP_METHODS) {
       const operation = item[method];
       if (!operation) continue;
@@ -188,14 +191,14 @@ const pathParameters = (op: Op): { name: string; schema: Schema }[] =>
     .map((parameter) => ({ name: parameter.name, schema: parameter.schema ?? {} }));
 
 /** Replaces every `{param}` of the path; a placeholder without a value is an error naming the operation. */
-function fill(base: string, op: Op, value: (name: string, schema: Schema) => string): string {
+function fill(op: Op, value: (name: string, schema: Schema) => string): string {
   const parameters = pathParameters(op);
   const path = op.path.replace(/\{([^}]+)\}/g, (_match, name: string) => {
     const parameter = parameters.find((candidate) => candidate.name === name);
     if (!parameter) throw new Error(`${op.name}: path placeholder {${name}} is not a documented parameter`);
     return encodeURIComponent(value(name, parameter.schema));
   });
-  return `${base}${path}`;
+  return path;
 }
 
 async function pool<T, R>(items: readonly T[], worker: (item: T) => Promise<R>): Promise<R[]> {
@@ -272,7 +275,6 @@ describe('authorization sweep generated from the OpenAPI document', () => {
   let t: TestApp;
   let document: OpenAPIObject;
   let ops: Op[];
-  let base: string;
   let appA: TestClient;
   let appB: TestClient;
   let tokenA: string;
@@ -330,8 +332,9 @@ describe('authorization sweep generated from the OpenAPI document', () => {
   /** The path with the resource uuid for `{uuid}` and a valid value for every other parameter. */
   function resourcePath(op: Op): string {
     const resource = resourceFor(op);
-    return fill(base, op, (name, schema) => {
+    return fill(op, (name, raw) => {
       if (name === 'uuid') return resource.uuid;
+      const schema = resolve(document, raw);
       const value = Array.isArray(schema.enum) && schema.enum.length ? schema.enum[0] : undefined;
       if (typeof value !== 'string') throw new Error(`${op.name}: no value for the path parameter {${name}}`);
       return value;
@@ -355,9 +358,6 @@ describe('authorization sweep generated from the OpenAPI document', () => {
     t = await startTestApp({ runWorker: false });
     document = t.openApi;
     ops = operationsOf(document);
-    const server = document.servers?.[0]?.url;
-    if (!server) throw new Error('the document declares no server');
-    base = new URL(server, TEST_BASE_URL).pathname.replace(/\/$/, '');
 
     appA = await registerClient(t.app, 'sweep-a');
     appB = await registerClient(t.app, 'sweep-b');
@@ -523,7 +523,7 @@ describe('authorization sweep generated from the OpenAPI document', () => {
           op,
           await call(
             op,
-            fill(base, op, () => randomUUID()),
+            fill(op, () => randomUUID()),
             attack.authorization(),
             'attack',
           ),
@@ -545,7 +545,7 @@ describe('authorization sweep generated from the OpenAPI document', () => {
 
   /** The owned resource's path when the operation takes one, else the plain path. */
   function resourceOrRandomPath(op: Op): string {
-    return pathParameters(op).length ? resourcePath(op) : fill(base, op, () => randomUUID());
+    return pathParameters(op).length ? resourcePath(op) : fill(op, () => randomUUID());
   }
 
   it('control: the owner reaches every read of a resource (so the 404s below are tenancy, not typos)', async () => {

@@ -665,7 +665,7 @@ describe('identity: companies (real database)', () => {
     });
 
     it('documents the 403 of PATCH /v1/companies/{uuid} and PATCH /v1/users/{uuid}', () => {
-      for (const path of ['/v1/companies/{uuid}', '/v1/users/{uuid}']) {
+      for (const path of ['/companies/{uuid}', '/users/{uuid}']) {
         const operation = t.openApi.paths[path]?.patch;
         expect({ path, forbidden: operation?.responses['403'] }).toStrictEqual({
           path,

@@ -144,7 +144,7 @@ describe('events feed (worker in process)', () => {
   });
 
   it('documents the query of the list once each: type, after, limit, cursor', () => {
-    const parameters = (t.openApi.paths['/v1/events']?.get?.parameters ?? []) as {
+    const parameters = (t.openApi.paths['/events']?.get?.parameters ?? []) as {
       name: string;
       in: string;
     }[];

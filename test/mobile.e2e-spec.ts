@@ -319,9 +319,9 @@ describe('SMS and SIM swap with the simulators (worker in process)', () => {
     it('documents the three routes with both schemes, their bodies and the text/html errors', () => {
       const paths = t.openApi.paths;
       const operations = [
-        paths['/v1/mobile/sms']?.post,
-        paths['/v1/mobile/sms/{uuid}']?.get,
-        paths['/v1/mobile/simSwap']?.post,
+        paths['/mobile/sms']?.post,
+        paths['/mobile/sms/{uuid}']?.get,
+        paths['/mobile/simSwap']?.post,
       ];
       for (const operation of operations) {
         expect(operation).toBeDefined();
@@ -335,21 +335,25 @@ describe('SMS and SIM swap with the simulators (worker in process)', () => {
       const schemas = t.openApi.components!.schemas!;
       expect(Object.keys(schemas)).toEqual(
         expect.arrayContaining([
-          'SmsSendRequestDto',
-          'SmsSendResponseDto',
-          'SmsStatusResponseDto',
-          'SmsStatusNotFoundResponseDto',
-          'SimSwapRequestDto',
-          'SimSwapResponseDto',
+          'SMSSendRequest',
+          'SMSSendResponse',
+          'SMSStatusResponse',
+          'SMSStatusNotFoundResponse',
+          'SimSwapRequest',
+          'SimSwapResponse',
         ]),
       );
-      expect(schemas.SmsSendRequestDto).toMatchObject({
+      expect(schemas.SMSSendRequest).toMatchObject({
         required: ['dnis', 'message'],
         properties: { dnis: { pattern: '^[0-9]{12}$' }, message: { minLength: 1, maxLength: 64 } },
       });
-      expect(Object.keys((schemas.SmsStatusResponseDto as { properties: object }).properties).sort()).toEqual(
-        ['delivery_time', 'error_code', 'mccmnc', 'status', 'system_delivery_time'],
-      );
+      expect(Object.keys((schemas.SMSStatusResponse as { properties: object }).properties).sort()).toEqual([
+        'delivery_time',
+        'error_code',
+        'mccmnc',
+        'status',
+        'system_delivery_time',
+      ]);
     });
   });
 });

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { QUEUES } from '../src/common/queue/queue-names.js';
 import { RouteCatalog } from '../src/common/http/route-catalog.js';
+import { serverPath } from './support/openapi.js';
 import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
 
 const METRICS_TOKEN = 'operator-token-for-tests';
@@ -79,6 +80,7 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
     expect(response.status).toBe(200);
     const document = response.body as {
       openapi: string;
+      servers: { url: string }[];
       info: { version: string };
       components: { securitySchemes: Record<string, unknown> };
       paths: Record<
@@ -97,12 +99,17 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
     expect(document.components.securitySchemes.OAuth2ClientCredentials).toEqual({
       type: 'oauth2',
       flows: { clientCredentials: { tokenUrl: `${TEST_BASE_URL}oauth/token`, scopes: {} } },
+      description: expect.stringContaining('private_key_jwt'),
     });
     expect(document.components.securitySchemes.BearerAuth).toEqual({
       type: 'http',
       scheme: 'bearer',
       bearerFormat: 'JWT',
+      description: expect.stringContaining('`sub` = the user'),
     });
+    // Paths are relative to the server, {base_url}.
+    expect(document.servers).toEqual([{ url: TEST_BASE_URL.replace(/\/$/, ''), description: '{base_url}' }]);
+    const base = serverPath(document);
     // Every documented operation declares exactly the schemes its policy accepts.
     const expected: Record<string, string[][]> = {
       either: [['OAuth2ClientCredentials'], ['BearerAuth']],
@@ -111,7 +118,9 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
     };
     for (const route of t.app.get(RouteCatalog).all()) {
       const operation =
-        document.paths[route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')]?.[route.method.toLowerCase()];
+        document.paths[route.path.slice(base.length).replace(/:([A-Za-z0-9_]+)/g, '{$1}')]?.[
+          route.method.toLowerCase()
+        ];
       if (route.policy === 'ops') {
         expect(operation).toBeUndefined(); // metrics are not part of the public document
         continue;

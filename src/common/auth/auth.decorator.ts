@@ -15,7 +15,6 @@ export const AUTH_POLICY_KEY = 'wallet:auth-policy';
 
 export const CC_SCHEME = 'OAuth2ClientCredentials';
 export const BEARER_SCHEME = 'BearerAuth';
-export const OPS_SCHEME = 'OperatorToken';
 
 /** Client credentials or bearer user token. */
 export const AuthEither = () =>
@@ -31,6 +30,5 @@ export const AuthClient = () => applyDecorators(SetMetadata(AUTH_POLICY_KEY, 'cc
 /** No credentials. */
 export const Public = () => SetMetadata(AUTH_POLICY_KEY, 'public');
 
-/** The operator token (METRICS_TOKEN). */
-export const AuthOperator = () =>
-  applyDecorators(SetMetadata(AUTH_POLICY_KEY, 'ops'), ApiBearerAuth(OPS_SCHEME));
+/** The operator token (METRICS_TOKEN). Its routes are not in the OpenAPI document, nor is its scheme. */
+export const AuthOperator = () => SetMetadata(AUTH_POLICY_KEY, 'ops');

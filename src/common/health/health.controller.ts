@@ -1,11 +1,11 @@
 import { Controller, Get, Inject, Optional } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiServiceUnavailableResponse, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { within } from '../async/within.js';
 import { Public } from '../auth/auth.decorator.js';
 import { ServiceUnavailableError } from '../errors/domain-errors.js';
-import { ErrorResponseDto } from '../http/openapi.js';
+import { ServiceUnavailableResponse } from '../http/openapi.js';
 import { PinoLogger } from '../logging/pino-logger.js';
 import { RepeatThrottle } from '../logging/repeat-throttle.js';
 import { QueueFactory } from '../queue/queue.factory.js';
@@ -55,7 +55,7 @@ export class HealthController {
 
   @Get('live')
   @Public()
-  @ApiOperation({ summary: 'Liveness: the process answers' })
+  @ApiOperation({ summary: 'Liveness: the process answers', operationId: 'getLiveness' })
   @ApiOkResponse({
     description: '{"status":"ok"}',
     schema: {
@@ -70,7 +70,10 @@ export class HealthController {
 
   @Get('ready')
   @Public()
-  @ApiOperation({ summary: 'Readiness: the database and the queue backend answer' })
+  @ApiOperation({
+    summary: 'Readiness: the database and the queue backend answer',
+    operationId: 'getReadiness',
+  })
   @ApiOkResponse({
     description: '{"status":"ok","checks":{…}}',
     schema: {
@@ -94,12 +97,10 @@ export class HealthController {
       required: ['status', 'checks'],
     },
   })
-  @ApiServiceUnavailableResponse({
-    description:
-      "A dependency is down: ServiceUnavailableError, detail.checks as in the 200 answer (a failed check's message " +
+  @ServiceUnavailableResponse(
+    "A dependency is down: ServiceUnavailableError, detail.checks as in the 200 answer (a failed check's message " +
       'says only how it failed)',
-    type: ErrorResponseDto,
-  })
+  )
   async ready(): Promise<{ status: 'ok'; checks: Record<string, CheckResult> }> {
     const checks: Record<string, CheckResult> = {
       database: await timed('database', () => this.dataSource.query('SELECT 1'), this.report),

@@ -4,10 +4,11 @@ import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swag
 import helmet from 'helmet';
 import { PinoLogger } from '../logging/pino-logger.js';
 import type { AppConfig } from '#config/app-config.js';
-import { BEARER_SCHEME, CC_SCHEME, OPS_SCHEME } from '../auth/auth.decorator.js';
+import { BEARER_SCHEME, CC_SCHEME } from '../auth/auth.decorator.js';
 import { MetricsRegistry } from '../metrics/metrics.registry.js';
 import { mountQueueDashboard } from '../queue/queue-dashboard.js';
 import { httpObservability, recordHeaders } from './http-observability.js';
+import { SERVER_ERROR_RESPONSES, SHARED_STRING_TYPES } from './openapi.js';
 import { NEXT_CURSOR_HEADER } from './pagination.js';
 import { createValidationPipe } from './validation.js';
 
@@ -117,51 +118,79 @@ function applyServerTimeouts(server: Server, config: AppConfig): void {
 }
 
 export function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIObject {
-  const origin = new URL(config.publicBaseUrl).origin;
+  // Paths are relative to {base_url} as the interface writes them; the server is {base_url} itself (decision 0069).
+  const server = config.publicBaseUrl.replace(/\/$/, '');
   const builder = new DocumentBuilder()
     .setTitle('Digital Wallet, Identity and Messaging Service')
     .setDescription(
-      'Interface v1. Errors use the ErrorResponse body (name, message, detail); the token endpoint uses its own body. ' +
-        'See the README for authentication (client assertions, user tokens) and webhooks.',
+      'Interface v1. Paths are relative to the server URL, `{base_url}` (PUBLIC_BASE_URL, ending in `/v1/`). ' +
+        'Each error status has its own body (name, message and the detail of that status); the token endpoints ' +
+        'and the SMS and SIM swap operations answer their 4xx as described on them. Any operation may answer 500 ' +
+        'and 503 (with Retry-After). See the README for authentication (client assertions, user tokens) and webhooks.',
     )
     .setVersion('1.0.0')
-    .addServer(origin)
+    .addServer(server, '{base_url}')
     .addOAuth2(
       {
         type: 'oauth2',
+        description:
+          'OAuth 2.0 client credentials with a signed client assertion (RFC 7523 `private_key_jwt`; there is no ' +
+          'client secret): a JWT signed ES256 with a key registered for the application (header `kid` = its key ' +
+          'id), `iss` = `sub` = the application id, `aud` = the token URL (`{base_url}oauth/token`, ' +
+          '`{base_url}oauth/app/token`) or `{base_url}`, `exp` - `iat` at most 3600 s, an optional `jti` for single ' +
+          'use. POST /oauth/token takes it as the RFC 6749 form (`client_assertion`), POST /oauth/app/token as the ' +
+          "interface's JSON body (`token`). The access token is sent as `Authorization: Bearer <token>`.",
         flows: { clientCredentials: { tokenUrl: `${config.publicBaseUrl}oauth/token`, scopes: {} } },
       },
       CC_SCHEME,
     )
-    .addBearerAuth({ type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, BEARER_SCHEME)
     .addBearerAuth(
-      { type: 'http', scheme: 'bearer', bearerFormat: 'opaque', description: 'METRICS_TOKEN' },
-      OPS_SCHEME,
-    );
-  return completeDocument(SwaggerModule.createDocument(app, builder.build()));
+      {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+        description:
+          'A user token the application signs for one of its users or companies: a JWT signed ES256 with a key ' +
+          'registered for the application (header `kid` = its key id), `iss` = the application id, `sub` = the ' +
+          "user's or company's uuid, `aud` = `{base_url}`, `exp` - `iat` at most 3600 s. It sees and changes only " +
+          'what its `sub` owns (anything else is 404); operations that accept only OAuth2ClientCredentials answer ' +
+          'it 401.',
+      },
+      BEARER_SCHEME,
+    )
+    .addGlobalResponse(...SERVER_ERROR_RESPONSES);
+  const base = builder.build();
+  base.components = { ...base.components, schemas: { ...SHARED_STRING_TYPES } };
+  return completeDocument(SwaggerModule.createDocument(app, base, { ignoreGlobalPrefix: true }));
 }
 
 type Operation = {
   parameters?: { name: string; in: string; schema?: Record<string, unknown> }[];
   responses?: Record<string, { headers?: Record<string, unknown> }>;
+  security?: unknown[];
 };
 
 /**
  * What every operation shares, written once here rather than on each route: objects are closed, a `{uuid}` path
- * parameter is a uuid (the routes answer 400 otherwise), and a list that takes `cursor` sends the next page's in
- * `X-Next-Cursor`.
+ * parameter is a uuid (the routes answer 400 otherwise), a list that takes `cursor` sends the next page's in
+ * `X-Next-Cursor`, and a public operation says so with `security: []`. Nest cannot write the last one (it drops an
+ * empty list), nor keep a property's description off a shared enum component (enumName copies the first
+ * property's): these two are done here.
  */
 function completeDocument(document: OpenAPIObject): OpenAPIObject {
-  // Objects are closed (the interface's rule; the validation pipe refuses any other property and answers carry
-  // none): each schema with properties that does not say otherwise (a free-form object says so) gets
-  // additionalProperties false.
   for (const schema of Object.values(document.components?.schemas ?? {})) {
-    const object = schema as { type?: string; properties?: object; additionalProperties?: unknown };
+    const object = schema as Record<string, unknown> & { properties?: object; enum?: unknown[] };
+    // Objects are closed (the interface's rule; the validation pipe refuses any other property and answers carry
+    // none): each schema with properties that does not say otherwise (a free-form object says so) gets
+    // additionalProperties false.
     if (object.properties && object.additionalProperties === undefined) object.additionalProperties = false;
+    if (object.enum) for (const key of ['description', 'x-enumNames']) delete object[key];
   }
   for (const item of Object.values(document.paths)) {
     for (const operation of Object.values(item as Record<string, Operation>)) {
       if (typeof operation !== 'object' || operation === null || !('responses' in operation)) continue;
+      // Every route declares its policy (the route catalog refuses to start otherwise): no scheme means public.
+      operation.security ??= [];
       const parameters = operation.parameters ?? [];
       for (const parameter of parameters) {
         if (parameter.in === 'path' && parameter.name === 'uuid')

@@ -88,8 +88,11 @@ export function microsInstant(micros: bigint): string {
   );
 }
 
+/** An RFC 3339 date-time with its offset as a query parameter (a statement's period, `at`, the audit trail's). */
+export const DATE_TIME_QUERY_SCHEMA = { type: 'string', format: 'date-time', maxLength: 64 } as const;
+
 /** A date (YYYY-MM-DD, midnight UTC) or a UTC date-time (YYYY-MM-DDThh:mm[:ss[.fraction]]Z) that exists. */
-const DATE_OR_UTC_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(T(\d{2}):(\d{2})(:(\d{2})(\.\d+)?)?Z)?$/;
+export const DATE_OR_UTC_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(T(\d{2}):(\d{2})(:(\d{2})(\.\d+)?)?Z)?$/;
 
 /**
  * Whether `value` is a date or UTC date-time the transaction list's `from`/`to` take: the form, and a day, hour,

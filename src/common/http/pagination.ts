@@ -135,6 +135,17 @@ export class PageInterceptor<T> implements NestInterceptor<Page<T>, T[]> {
   }
 }
 
+/** `limit` of a list: an integer 1-MAX_PAGE_SIZE, DEFAULT_PAGE_SIZE when absent. */
+export const PAGE_LIMIT_SCHEMA = {
+  type: 'integer',
+  minimum: 1,
+  maximum: MAX_PAGE_SIZE,
+  default: DEFAULT_PAGE_SIZE,
+} as const;
+
+/** A cursor as the service wrote it (opaque; at most 200 characters). */
+export const CURSOR_SCHEMA = { type: 'string', maxLength: 200 } as const;
+
 /** A list route: plain array body, `limit`/`cursor` query, `X-Next-Cursor` header. */
 export const Paginated = () =>
   applyDecorators(
@@ -143,10 +154,12 @@ export const Paginated = () =>
       name: 'limit',
       required: false,
       description: `page size, 1-${MAX_PAGE_SIZE} (default ${DEFAULT_PAGE_SIZE})`,
+      schema: PAGE_LIMIT_SCHEMA,
     }),
     ApiQuery({
       name: 'cursor',
       required: false,
       description: `the ${NEXT_CURSOR_HEADER} response header of the previous page (absent on the last page)`,
+      schema: CURSOR_SCHEMA,
     }),
   );

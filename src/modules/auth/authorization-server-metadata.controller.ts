@@ -21,6 +21,7 @@ export class AuthorizationServerMetadataController {
   @Header('Cache-Control', 'public, max-age=300')
   @ApiOperation({
     summary: 'OAuth 2.0 authorization server metadata (RFC 8414)',
+    operationId: 'getAuthorizationServerMetadata',
     description:
       "Also served at RFC 8414's own address, the suffix before the issuer's path: " +
       '`/.well-known/oauth-authorization-server/v1` (with the prefix of `PUBLIC_BASE_URL`).',

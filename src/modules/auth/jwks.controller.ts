@@ -14,7 +14,10 @@ export class JwksController {
   // Short enough that a verifier honouring it, and then jose's 30 s refetch cooldown, sees a rotated key before it
   // signs (SIGNING_KEY_ACTIVATION_SECONDS, 120 by default: decision 0006's amendment).
   @Header('Cache-Control', 'public, max-age=60')
-  @ApiOperation({ summary: 'Public keys that sign access tokens and webhooks (JWKS)' })
+  @ApiOperation({
+    summary: 'Public keys that sign access tokens and webhooks (JWKS)',
+    operationId: 'getJwks',
+  })
   @ApiOkResponse({
     description: 'A JSON Web Key Set',
     schema: {

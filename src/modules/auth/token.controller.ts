@@ -1,18 +1,19 @@
 import { applyDecorators, Controller, HttpCode, Post } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
-  ApiExtraModels,
+  ApiBody,
+  ApiConsumes,
   ApiOkResponse,
   ApiOperation,
   ApiPayloadTooLargeResponse,
   ApiTooManyRequestsResponse,
   ApiTags,
   ApiUnauthorizedResponse,
-  getSchemaPath,
 } from '@nestjs/swagger';
 import { Public } from '#common/auth/auth.decorator.js';
 import { UseErrorStyle } from '#common/errors/error-style.js';
 import { AcceptsFormBody } from '#common/http/form-body.js';
+import { RETRY_AFTER } from '#common/http/openapi.js';
 import {
   OAuthErrorDto,
   OAuthTokenFormDto,
@@ -20,53 +21,50 @@ import {
   TokenErrorDto,
   TokenRequestDto,
   TokenResponseDto,
+  TokenValidationErrorDto,
 } from './dto/token.dto.js';
 import { TokenRequestBody, type TokenRequest } from './token-request.js';
 import { TokenService } from './token.service.js';
 
 type Model = new (...args: never[]) => unknown;
 
-/** Either shape of an answer: the interface's for a JSON request, RFC 6749's for a form. */
-const eitherOf = (json: Model, form: Model, description: string) => ({
-  description,
-  schema: { oneOf: [{ $ref: getSchemaPath(json) }, { $ref: getSchemaPath(form) }] },
-});
+/** Public, a JSON body or a form (docs/decisions/0024), 200. */
+const TokenEndpoint = () => applyDecorators(Public(), AcceptsFormBody(), HttpCode(200));
 
-const errors = (description: string) => eitherOf(TokenErrorDto, OAuthErrorDto, description);
-
-/** Public, JSON or form (docs/decisions/0024), 200, both shapes documented. */
-const TokenEndpoint = (summary: string) =>
+/**
+ * What one route documents: one request body and the answers to it. OpenAPI cannot tie an answer's shape to the
+ * request's content type, so each route documents one body (decision 0069): /oauth/app/token the interface's JSON,
+ * /oauth/token the RFC 6749 form its security scheme names. Both routes take both.
+ */
+const TokenDocs = (docs: {
+  summary: string;
+  operationId: string;
+  description: string;
+  body: Model;
+  form: boolean;
+  ok: Model;
+  badRequest: Model;
+  error: Model;
+}) =>
   applyDecorators(
-    Public(),
-    AcceptsFormBody(),
-    HttpCode(200),
-    ApiExtraModels(
-      TokenRequestDto,
-      OAuthTokenFormDto,
-      TokenResponseDto,
-      OAuthTokenResponseDto,
-      TokenErrorDto,
-      OAuthErrorDto,
-    ),
-    ApiOperation({
-      summary,
-      description:
-        'A JSON body (the interface) is answered with TokenResponse and the token error body; a form ' +
-        '(RFC 6749 §4.4 with an RFC 7523 client assertion, as standard OAuth 2.0 clients send it) with ' +
-        'RFC 6749 §5.1 and §5.2. The assertion rules are the same for both.',
-      requestBody: {
-        required: true,
-        content: {
-          'application/json': { schema: { $ref: getSchemaPath(TokenRequestDto) } },
-          'application/x-www-form-urlencoded': { schema: { $ref: getSchemaPath(OAuthTokenFormDto) } },
-        },
-      },
+    ApiOperation({ summary: docs.summary, operationId: docs.operationId, description: docs.description }),
+    ...(docs.form ? [ApiConsumes('application/x-www-form-urlencoded')] : []),
+    ApiBody({ type: docs.body }),
+    ApiOkResponse({ type: docs.ok, description: 'The access token' }),
+    ApiBadRequestResponse({
+      type: docs.badRequest,
+      description: 'Invalid request, unsupported grant type or scope',
     }),
-    ApiOkResponse(eitherOf(TokenResponseDto, OAuthTokenResponseDto, 'The access token')),
-    ApiBadRequestResponse(errors('Invalid request, unsupported grant type or scope')),
-    ApiUnauthorizedResponse(errors('The client assertion was refused (invalid_client)')),
-    ApiPayloadTooLargeResponse(errors('Body over BODY_LIMIT')),
-    ApiTooManyRequestsResponse(errors('TOKEN_RATE_LIMIT_PER_MINUTE exceeded')),
+    ApiUnauthorizedResponse({
+      type: docs.error,
+      description: 'The client assertion was refused (invalid_client)',
+    }),
+    ApiPayloadTooLargeResponse({ type: docs.error, description: 'Body over BODY_LIMIT' }),
+    ApiTooManyRequestsResponse({
+      type: docs.error,
+      description: 'TOKEN_RATE_LIMIT_PER_MINUTE exceeded (rate_limited)',
+      headers: { 'Retry-After': RETRY_AFTER },
+    }),
   );
 
 @ApiTags('Token')
@@ -76,13 +74,39 @@ export class TokenController {
   constructor(private readonly tokens: TokenService) {}
 
   @Post('app/token')
-  @TokenEndpoint('Exchange a signed client assertion for an access token (client credentials)')
+  @TokenEndpoint()
+  @TokenDocs({
+    summary: 'Exchange a signed client assertion for an access token (client credentials)',
+    operationId: 'issueToken',
+    description:
+      "The interface's JSON body, answered with TokenResponse or the token error body. The route also takes the " +
+      'RFC 6749 form of POST /oauth/token and answers it as that route does.',
+    body: TokenRequestDto,
+    form: false,
+    ok: TokenResponseDto,
+    badRequest: TokenValidationErrorDto,
+    error: TokenErrorDto,
+  })
   token(@TokenRequestBody() request: TokenRequest): Promise<TokenResponseDto | OAuthTokenResponseDto> {
     return this.answer(request);
   }
 
   @Post('token')
-  @TokenEndpoint('The same, at the token URL the OAuth2ClientCredentials scheme declares')
+  @TokenEndpoint()
+  @TokenDocs({
+    summary:
+      'The same, at the token URL the OAuth2ClientCredentials scheme declares, for standard OAuth 2.0 clients',
+    operationId: 'issueOAuthToken',
+    description:
+      'The form of RFC 6749 §4.4 with an RFC 7523 client assertion (`private_key_jwt`), answered as RFC 6749 §5.1 ' +
+      'and §5.2 say, with `Pragma: no-cache`. The assertion rules are those of POST /oauth/app/token, whose JSON ' +
+      'body this route also takes and answers as that route does.',
+    body: OAuthTokenFormDto,
+    form: true,
+    ok: OAuthTokenResponseDto,
+    badRequest: OAuthErrorDto,
+    error: OAuthErrorDto,
+  })
   tokenAtSchemeUrl(
     @TokenRequestBody() request: TokenRequest,
   ): Promise<TokenResponseDto | OAuthTokenResponseDto> {

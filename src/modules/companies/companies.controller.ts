@@ -1,14 +1,8 @@
 import { Body, Controller, Get, Param, Patch, Post, Query } from '@nestjs/common';
-import {
-  ApiCreatedResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import { ApiNotFound, ErrorResponses } from '#common/http/openapi.js';
 import { PageQueryDto, type Page } from '#common/http/pagination.js';
 import {
   DeleteOwnerRoute,
@@ -32,7 +26,10 @@ export class CompaniesController {
 
   @Post()
   @AuthEither()
-  @ApiOperation({ summary: 'Register a company (a user token registers the company it names)' })
+  @ApiOperation({
+    summary: 'Register a company (a user token registers the company it names)',
+    operationId: 'createCompany',
+  })
   @ApiCreatedResponse({ type: CompanyResponseDto })
   create(
     @CurrentPrincipal() principal: Principal,
@@ -41,7 +38,7 @@ export class CompaniesController {
     return this.companies.create(principal, body);
   }
 
-  @ListOwnersRoute("The application's companies, oldest first", CompanyResponseDto)
+  @ListOwnersRoute("The application's companies, oldest first", CompanyResponseDto, 'listCompanies')
   list(
     @CurrentPrincipal() principal: Principal,
     @Query() query: PageQueryDto,
@@ -51,9 +48,9 @@ export class CompaniesController {
 
   @Get(':uuid')
   @AuthEither()
-  @ApiOperation({ summary: 'A company' })
+  @ApiOperation({ summary: 'A company', operationId: 'getCompany' })
   @ApiOkResponse({ type: CompanyResponseDto })
-  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown company' })
+  @ApiNotFound('Unknown company')
   get(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
@@ -65,6 +62,7 @@ export class CompaniesController {
   @AuthEither()
   @ApiOperation({
     summary: "Replace one section of the company's KYC data (UpdateKYCDataRequest)",
+    operationId: 'updateCompanyKycData',
     description:
       'With a user token (the company itself), datosBasicos and estructuraCorporativa are refused once they hold ' +
       'data and the new data differs (403 INSUFFICIENT_PERMISSIONS, nothing applied): what KYC verified is the ' +
@@ -73,7 +71,7 @@ export class CompaniesController {
   })
   @ApiOkResponse({ type: CompanyKycDataDto, description: 'The company KYC data after the change' })
   @OwnIdentityForbiddenResponse('datosBasicos or estructuraCorporativa once given')
-  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown company' })
+  @ApiNotFound('Unknown company')
   updateKyc(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
@@ -82,7 +80,7 @@ export class CompaniesController {
     return this.kyc.updateSection(principal, uuid, body.dataSection, body.data);
   }
 
-  @DeleteOwnerRoute('company')
+  @DeleteOwnerRoute('company', 'deleteCompany')
   async remove(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,

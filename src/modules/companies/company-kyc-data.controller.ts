@@ -12,8 +12,7 @@ import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 /**
  * A company's KYC data (docs/decisions/0009-identity.md); a section is replaced through PATCH
- * /companies/{uuid} (CompaniesController). The operation ids are those of the controller users and
- * companies shared before decision 0026.
+ * /companies/{uuid} (CompaniesController).
  */
 @ApiTags('Companies')
 @Controller()
@@ -25,7 +24,7 @@ export class CompanyKycDataController {
   @AuthEither()
   @ApiOperation({
     summary: "Create a company's KYC datosBasicos section (CreateCompanyKYCDataRequest)",
-    operationId: 'KycDataController_createCompany',
+    operationId: 'createCompanyKycData',
   })
   @ApiCreatedResponse({ type: CompanyKycDataDto })
   create(
@@ -40,7 +39,7 @@ export class CompanyKycDataController {
   @AuthEither()
   @ApiOperation({
     summary: "A company's KYC data, the four sections",
-    operationId: 'KycDataController_getCompany',
+    operationId: 'getCompanyKycData',
   })
   @ApiOkResponse({ type: CompanyKycDataDto })
   get(
@@ -50,7 +49,7 @@ export class CompanyKycDataController {
     return this.kyc.get(principal, uuid);
   }
 
-  @KycHistoryRoute('companies/:uuid/kyc-data/history', 'company', 'KycDataController_companyHistory')
+  @KycHistoryRoute('companies/:uuid/kyc-data/history', 'company', 'listCompanyKycHistory')
   history(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,

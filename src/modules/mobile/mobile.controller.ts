@@ -4,7 +4,6 @@ import {
   ApiExtraModels,
   ApiOkResponse,
   ApiOperation,
-  ApiServiceUnavailableResponse,
   ApiTags,
   ApiUnauthorizedResponse,
   getSchemaPath,
@@ -12,7 +11,7 @@ import {
 import { AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
 import { UseErrorStyle } from '#common/errors/error-style.js';
-import { ErrorResponseDto } from '#common/http/openapi.js';
+import { RETRY_AFTER, ServiceUnavailableResponse } from '#common/http/openapi.js';
 import { SimSwapRequestDto, SimSwapResponseDto } from './dto/sim-swap.dto.js';
 import {
   SmsSendRequestDto,
@@ -25,11 +24,24 @@ import { SmsService } from './sms/sms.service.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 const NO_ROUTES = { 'text/html': { schema: { type: 'string', example: 'NO ROUTES' } } } as const;
+const LIMIT_RETRY_AFTER = {
+  'Retry-After': {
+    ...RETRY_AFTER,
+    description: 'sent when a rate limit refused it: seconds until a place frees',
+  },
+};
 
-/** The interface's error rule 5: 400 and 401 are the text `NO ROUTES` as text/html. */
-const TextErrors = (badRequest: string) =>
+/**
+ * The interface's error rule 5: 400 and 401 are the text `NO ROUTES` as text/html. A route with rate limits sends
+ * Retry-After with the 400 of a limit (decision 0058).
+ */
+const TextErrors = (badRequest: string, limited = false) =>
   applyDecorators(
-    ApiBadRequestResponse({ description: badRequest, content: NO_ROUTES }),
+    ApiBadRequestResponse({
+      description: badRequest,
+      content: NO_ROUTES,
+      headers: limited ? LIMIT_RETRY_AFTER : undefined,
+    }),
     ApiUnauthorizedResponse({
       description: 'Missing or invalid credentials: `NO ROUTES`',
       content: NO_ROUTES,
@@ -49,9 +61,9 @@ export class MobileController {
   @Post('sms')
   @AuthEither()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Send an SMS' })
+  @ApiOperation({ summary: 'Send an SMS', operationId: 'sendSms' })
   @ApiOkResponse({ type: SmsSendResponseDto })
-  @TextErrors('Invalid request, no route to the destination, or a rate limit reached: `NO ROUTES`')
+  @TextErrors('Invalid request, no route to the destination, or a rate limit reached: `NO ROUTES`', true)
   async send(
     @Body() body: SmsSendRequestDto,
     @CurrentPrincipal() principal: Principal,
@@ -62,7 +74,10 @@ export class MobileController {
 
   @Get('sms/:uuid')
   @AuthEither()
-  @ApiOperation({ summary: 'Delivery status of an SMS this application (or this user) sent' })
+  @ApiOperation({
+    summary: 'Delivery status of an SMS this application (or this user) sent',
+    operationId: 'getSmsStatus',
+  })
   @ApiExtraModels(SmsStatusResponseDto, SmsStatusNotFoundResponseDto)
   @ApiOkResponse({
     description: 'The status, or status UNKNOWN with empty strings for an id this caller never sent',
@@ -85,13 +100,19 @@ export class MobileController {
   @Post('simSwap')
   @AuthEither()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Whether the SIM of a phone number was swapped recently (CAMARA SIM Swap check)' })
-  @ApiOkResponse({ type: SimSwapResponseDto })
-  @TextErrors('Invalid request, or the provider cannot check this number: `NO ROUTES`')
-  @ApiServiceUnavailableResponse({
-    type: ErrorResponseDto,
-    description: 'The SIM swap provider failed (JSON error body)',
+  @ApiOperation({
+    summary: 'Whether the SIM of a phone number was swapped recently (CAMARA SIM Swap check)',
+    operationId: 'checkSimSwap',
   })
+  @ApiOkResponse({ type: SimSwapResponseDto })
+  @TextErrors(
+    'Invalid request, the provider cannot check this number, or a rate limit reached: `NO ROUTES`',
+    true,
+  )
+  @ServiceUnavailableResponse(
+    'The SIM swap provider failed (detail.checks), or a service the request needs is out of reach ' +
+      '(detail.trackingId, Retry-After): a JSON error body',
+  )
   async check(
     @Body() body: SimSwapRequestDto,
     @CurrentPrincipal() principal: Principal,

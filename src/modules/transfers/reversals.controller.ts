@@ -1,18 +1,11 @@
 import { Body, Controller, Get, Param, Post } from '@nestjs/common';
-import {
-  ApiCreatedResponse,
-  ApiForbiddenResponse,
-  ApiHeader,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import { ApiForbidden, ErrorResponses } from '#common/http/openapi.js';
 import { CreateReversalDto, ReversalInfoDto, ReversalsSummaryDto } from './dto/reversal.dto.js';
 import { ReversalsService } from './reversals.service.js';
-import { IdempotencyKey } from './idempotency-key.decorator.js';
+import { IdempotencyKey, IdempotencyKeyHeader } from './idempotency-key.decorator.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 /** Reversals of settled transfers (docs/decisions/0031-reversals.md). */
@@ -27,21 +20,16 @@ export class ReversalsController {
   @ApiOperation({
     summary:
       'Give money back along a settled internal transfer (by the application of the account that received it, or with a user token by its owner): a new transfer linked to it',
+    operationId: 'createReversal',
   })
-  @ApiHeader({
-    name: 'Idempotency-Key',
-    required: false,
-    description: 'retries with the same key and body get the first answer; kept at least 24 h',
-  })
+  @IdempotencyKeyHeader()
   @ApiCreatedResponse({
     type: ReversalInfoDto,
     description: 'the new WITHDRAW of the account that gives back',
   })
-  @ApiForbiddenResponse({
-    type: ErrorResponseDto,
-    description:
-      "INVALID_STATE: not ACREDITADO, a reversal itself, external, fully reversed, or an account not ACTIVE; FORBIDDEN: the receiving account is another application's (with a user token, another owner's)",
-  })
+  @ApiForbidden(
+    "INVALID_STATE: not ACREDITADO, a reversal itself, external, fully reversed, or an account not ACTIVE; FORBIDDEN: the receiving account is another application's (with a user token, another owner's)",
+  )
   create(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
@@ -55,6 +43,7 @@ export class ReversalsController {
   @AuthEither()
   @ApiOperation({
     summary: 'What was given back for a transfer (reversals, returns from the rail) and what is left',
+    operationId: 'getTransactionReversals',
   })
   @ApiOkResponse({ type: ReversalsSummaryDto })
   summary(

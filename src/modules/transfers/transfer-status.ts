@@ -1,3 +1,5 @@
+import type { TransferUpdateStatus } from '#modules/webhooks/webhook-events.js';
+
 /**
  * The transfer status machine (docs/decisions/0013-transfers.md):
  *   COMMITING → INICIADO → EN_CURSO → ACREDITADO
@@ -37,7 +39,7 @@ export function isFinal(status: TransferStatus): boolean {
 }
 
 /** The webhook vocabulary (transfer_update backStatus/newStatus): PENDING, ACCEPTED, REJECTED. */
-export function webhookStatus(status: TransferStatus): 'PENDING' | 'ACCEPTED' | 'REJECTED' {
+export function webhookStatus(status: TransferStatus): TransferUpdateStatus {
   if (status === 'ACREDITADO') return 'ACCEPTED';
   if ((FAILURE_STATUSES as readonly string[]).includes(status)) return 'REJECTED';
   return 'PENDING';

@@ -1,42 +1,44 @@
-import { Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
-import {
-  ApiCreatedResponse,
-  ApiForbiddenResponse,
-  ApiHeader,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiQuery,
-  ApiTags,
-} from '@nestjs/swagger';
+import { applyDecorators, Body, Controller, Get, Param, Post, Query } from '@nestjs/common';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import { AuthClient, AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import { ApiForbidden, ApiNotFound, ErrorResponses } from '#common/http/openapi.js';
 import { Paginated, type Page } from '#common/http/pagination.js';
 import {
   CreateTransactionDto,
   CreateTransactionResponseDto,
+  MOVEMENT_TYPE_ENUM,
+  TRANSACTION_STATUS_ENUM,
   TransactionInfoDto,
   TransactionListQueryDto,
 } from './dto/transfer.dto.js';
+import { DATE_OR_UTC_INSTANT } from '#common/http/instant.js';
 import { TransfersService } from './transfers.service.js';
-import { IdempotencyKey } from './idempotency-key.decorator.js';
+import { IdempotencyKey, IdempotencyKeyHeader } from './idempotency-key.decorator.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
 
-const ListFilters = () => (target: object, key: string | symbol, descriptor: PropertyDescriptor) => {
-  ApiQuery({ name: 'status', required: false })(target, key, descriptor);
-  ApiQuery({ name: 'movementType', required: false, enum: ['DEPOSIT', 'WITHDRAW'] })(target, key, descriptor);
-  ApiQuery({ name: 'from', required: false, description: 'created at or after (ISO date)' })(
-    target,
-    key,
-    descriptor,
+/** A date (midnight UTC) or a UTC date-time ending in Z, as the transfer lists take `from` and `to`. */
+const DATE_OR_INSTANT_SCHEMA = { type: 'string', pattern: DATE_OR_UTC_INSTANT.source } as const;
+const DATE_OR_INSTANT =
+  'a date (YYYY-MM-DD, midnight UTC) or a UTC date-time (YYYY-MM-DDThh:mm[:ss[.fraction]]Z)';
+
+const ListFilters = () =>
+  applyDecorators(
+    ApiQuery({ name: 'status', required: false, ...TRANSACTION_STATUS_ENUM }),
+    ApiQuery({ name: 'movementType', required: false, ...MOVEMENT_TYPE_ENUM }),
+    ApiQuery({
+      name: 'from',
+      required: false,
+      description: `created at or after: ${DATE_OR_INSTANT}`,
+      schema: DATE_OR_INSTANT_SCHEMA,
+    }),
+    ApiQuery({
+      name: 'to',
+      required: false,
+      description: `created before: ${DATE_OR_INSTANT}`,
+      schema: DATE_OR_INSTANT_SCHEMA,
+    }),
   );
-  ApiQuery({ name: 'to', required: false, description: 'created before (ISO date)' })(
-    target,
-    key,
-    descriptor,
-  );
-};
 
 @ApiTags('Transfers')
 @Controller()
@@ -48,7 +50,7 @@ export class TransfersController {
   @AuthClient()
   @Paginated()
   @ListFilters()
-  @ApiOperation({ summary: "The application's transfers, newest first" })
+  @ApiOperation({ summary: "The application's transfers, newest first", operationId: 'listTransactions' })
   @ApiOkResponse({ type: [TransactionInfoDto] })
   all(
     @CurrentPrincipal() principal: Principal,
@@ -61,17 +63,11 @@ export class TransfersController {
   @AuthEither()
   @ApiOperation({
     summary: 'Create a transfer (internal: settled at once; external: held and sent to the clearing rail)',
+    operationId: 'createTransaction',
   })
-  @ApiHeader({
-    name: 'Idempotency-Key',
-    required: false,
-    description: 'retries with the same key and body get the first answer; kept at least 24 h',
-  })
+  @IdempotencyKeyHeader()
   @ApiCreatedResponse({ type: CreateTransactionResponseDto })
-  @ApiForbiddenResponse({
-    type: ErrorResponseDto,
-    description: 'INVALID_STATE: the account (or the receiving one) is not ACTIVE',
-  })
+  @ApiForbidden('INVALID_STATE: the account (or the receiving one) is not ACTIVE')
   create(
     @CurrentPrincipal() principal: Principal,
     @Body() body: CreateTransactionDto,
@@ -82,9 +78,9 @@ export class TransfersController {
 
   @Get('wallet/transactions/:uuid')
   @AuthEither()
-  @ApiOperation({ summary: 'A transfer' })
+  @ApiOperation({ summary: 'A transfer', operationId: 'getTransaction' })
   @ApiOkResponse({ type: TransactionInfoDto })
-  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown transfer' })
+  @ApiNotFound('Unknown transfer')
   get(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
@@ -96,9 +92,12 @@ export class TransfersController {
   @AuthEither()
   @Paginated()
   @ListFilters()
-  @ApiOperation({ summary: "An account's transfers (both sides of internal ones), newest first" })
+  @ApiOperation({
+    summary: "An account's transfers (both sides of internal ones), newest first",
+    operationId: 'listAccountTransactions',
+  })
   @ApiOkResponse({ type: [TransactionInfoDto] })
-  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown account' })
+  @ApiNotFound('Unknown account')
   ofAccount(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,

@@ -1,15 +1,8 @@
 import { Body, Controller, Get, Param, Patch, Post, Query } from '@nestjs/common';
-import {
-  ApiCreatedResponse,
-  ApiForbiddenResponse,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiCreatedResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import { ApiForbidden, ApiNotFound, ErrorResponses } from '#common/http/openapi.js';
 import { PageQueryDto, type Page } from '#common/http/pagination.js';
 import type { KycHistoryEntryDto } from '#modules/kyc/history/kyc-history.dto.js';
 import { KycHistoryRoute } from '#modules/kyc/history/kyc-history.js';
@@ -17,10 +10,7 @@ import { CreateUserKycDataDto, UpdateUserKycDataDto, UserKycDataDto } from './dt
 import { UserKycDataService } from './user-kyc-data.service.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
 
-/**
- * A user's KYC data (the interface defines the data, not the routes: docs/decisions/0009-identity.md). The
- * operation ids are those of the controller users and companies shared before decision 0026.
- */
+/** A user's KYC data (the interface defines the data, not the routes: docs/decisions/0009-identity.md). */
 @ApiTags('Users')
 @Controller()
 @ErrorResponses()
@@ -31,10 +21,10 @@ export class UserKycDataController {
   @AuthEither()
   @ApiOperation({
     summary: "Create a user's KYC data (CreateUserKYCDataRequest)",
-    operationId: 'KycDataController_createUser',
+    operationId: 'createUserKycData',
   })
   @ApiCreatedResponse({ type: UserKycDataDto })
-  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
+  @ApiNotFound('Unknown user')
   create(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
@@ -47,7 +37,7 @@ export class UserKycDataController {
   @AuthEither()
   @ApiOperation({
     summary: "A user's KYC data (uuid null and fields null until created)",
-    operationId: 'KycDataController_getUser',
+    operationId: 'getUserKycData',
   })
   @ApiOkResponse({ type: UserKycDataDto })
   get(
@@ -61,13 +51,10 @@ export class UserKycDataController {
   @AuthEither()
   @ApiOperation({
     summary: "Modify a user's KYC data (isBlackListed: client credentials only)",
-    operationId: 'KycDataController_updateUser',
+    operationId: 'updateUserKycData',
   })
   @ApiOkResponse({ type: UserKycDataDto })
-  @ApiForbiddenResponse({
-    type: ErrorResponseDto,
-    description: 'INSUFFICIENT_PERMISSIONS: isBlackListed sent with a user token',
-  })
+  @ApiForbidden('INSUFFICIENT_PERMISSIONS: isBlackListed sent with a user token')
   update(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
@@ -76,7 +63,7 @@ export class UserKycDataController {
     return this.kyc.update(principal, uuid, body);
   }
 
-  @KycHistoryRoute('users/:uuid/kyc-data/history', 'user', 'KycDataController_userHistory')
+  @KycHistoryRoute('users/:uuid/kyc-data/history', 'user', 'listUserKycHistory')
   history(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,

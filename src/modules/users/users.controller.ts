@@ -2,15 +2,13 @@ import { Body, Controller, Get, Param, Patch, Post, Query } from '@nestjs/common
 import {
   ApiBadRequestResponse,
   ApiCreatedResponse,
-  ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
   ApiTags,
-  ApiUnauthorizedResponse,
 } from '@nestjs/swagger';
 import { AuthClient, AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import { ApiNotFound, ErrorResponses, ValidationErrorResponseDto } from '#common/http/openapi.js';
 import { PageQueryDto, type Page } from '#common/http/pagination.js';
 import {
   DeleteOwnerRoute,
@@ -29,17 +27,20 @@ export class UsersController {
 
   @Post()
   @AuthEither()
-  @ApiOperation({ summary: 'Register a natural-person user (a user token registers the user it names)' })
-  @ApiCreatedResponse({ type: UserResponseDto })
+  @ApiOperation({
+    summary: 'Register a natural-person user (a user token registers the user it names)',
+    operationId: 'createUser',
+  })
+  @ApiCreatedResponse({ type: UserResponseDto, description: 'CreateUserResponse: the fields of User' })
   @ApiBadRequestResponse({
-    type: ErrorResponseDto,
+    type: ValidationErrorResponseDto,
     description: 'Validation error (duplicate tax id: type duplicate)',
   })
   create(@CurrentPrincipal() principal: Principal, @Body() body: CreateUserDto): Promise<UserResponseDto> {
     return this.users.create(principal, body);
   }
 
-  @ListOwnersRoute("The application's users, oldest first", UserResponseDto)
+  @ListOwnersRoute("The application's users, oldest first", UserResponseDto, 'listUsers')
   list(
     @CurrentPrincipal() principal: Principal,
     @Query() query: PageQueryDto,
@@ -49,9 +50,9 @@ export class UsersController {
 
   @Get(':uuid')
   @AuthClient()
-  @ApiOperation({ summary: 'A user' })
+  @ApiOperation({ summary: 'A user', operationId: 'getUser' })
   @ApiOkResponse({ type: UserResponseDto })
-  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user (or another application’s)' })
+  @ApiNotFound('Unknown user (or another application’s)')
   get(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
@@ -63,6 +64,7 @@ export class UsersController {
   @AuthEither()
   @ApiOperation({
     summary: 'Modify a user',
+    operationId: 'updateUser',
     description:
       'With a user token, firstName, lastName, birthday and taxId are refused when they change (403 ' +
       "INSUFFICIENT_PERMISSIONS, nothing applied): what KYC verified is the application's to change. The values " +
@@ -70,7 +72,7 @@ export class UsersController {
   })
   @ApiOkResponse({ type: UserResponseDto })
   @OwnIdentityForbiddenResponse('firstName, lastName, birthday or taxId')
-  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown user' })
+  @ApiNotFound('Unknown user')
   update(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
@@ -79,8 +81,7 @@ export class UsersController {
     return this.users.update(principal, uuid, body);
   }
 
-  @DeleteOwnerRoute('user')
-  @ApiUnauthorizedResponse({ type: ErrorResponseDto })
+  @DeleteOwnerRoute('user', 'deleteUser')
   async remove(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,

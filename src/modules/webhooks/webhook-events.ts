@@ -7,6 +7,10 @@ export const WEBHOOK_EVENTS = {
 
 export type WebhookEventName = (typeof WEBHOOK_EVENTS)[keyof typeof WEBHOOK_EVENTS];
 
+/** backStatus and newStatus of a transfer_update. */
+export const TRANSFER_UPDATE_STATUSES = ['PENDING', 'ACCEPTED', 'REJECTED'] as const;
+export type TransferUpdateStatus = (typeof TRANSFER_UPDATE_STATUSES)[number];
+
 /** The NOTIFY channel the outbox trigger speaks on; payload `<eventId>.<generation>`. */
 export const WEBHOOK_NOTIFY_CHANNEL = 'webhook_events';
 

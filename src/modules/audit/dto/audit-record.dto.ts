@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { IsOptional, IsString } from 'class-validator';
 import { MaxLength } from '#common/http/validators.js';
 import { PageQueryDto } from '#common/http/pagination.js';
@@ -54,6 +54,7 @@ export const AUDIT_OUTCOMES = [
 ].join(' ');
 
 /** One audit record: ids and route templates, never personal data. */
+@ApiSchema({ name: 'AuditRecord' })
 export class AuditRecordDto {
   @ApiProperty({ description: 'the record number (decimal text), in order of writing' }) id: string;
   @ApiProperty({ format: 'date-time', description: 'when the change (its transaction) happened' }) at: string;

@@ -1,6 +1,8 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
+import { GRANT_TYPE_ENUM } from './token.dto.js';
 
 /** RFC 8414 §2: what a standard OAuth 2.0 client needs to get a token here (docs/decisions/0024). */
+@ApiSchema({ name: 'AuthorizationServerMetadata' })
 export class AuthorizationServerMetadataDto {
   @ApiProperty({ description: '{base_url}: the iss of every access token' })
   issuer: string;
@@ -11,7 +13,7 @@ export class AuthorizationServerMetadataDto {
   @ApiProperty({ description: '{base_url}.well-known/jwks.json: the keys that sign access tokens' })
   jwks_uri: string;
 
-  @ApiProperty({ type: [String], enum: ['client_credentials'] })
+  @ApiProperty({ type: [String], ...GRANT_TYPE_ENUM })
   grant_types_supported: string[];
 
   @ApiProperty({ type: [String], enum: ['private_key_jwt'] })

@@ -1,7 +1,14 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { IsNotEmpty, IsOptional, IsString } from 'class-validator';
+import { ErrorItemDto } from '#common/http/openapi.js';
 import { MaxLength } from '#common/http/validators.js';
 
+/** The grant type and token type of both token bodies: one component each. */
+export const GRANT_TYPE_ENUM = { enum: ['client_credentials'], enumName: 'GrantType' };
+const TOKEN_TYPE_ENUM = { enum: ['Bearer'], enumName: 'TokenType' };
+
+/** The interface's token request (POST /oauth/app/token). */
+@ApiSchema({ name: 'TokenRequest' })
 export class TokenRequestDto {
   @ApiProperty({ description: 'The application id (equal to its clientId)', format: 'uuid' })
   @IsString()
@@ -15,14 +22,15 @@ export class TokenRequestDto {
   @MaxLength(8192)
   token: string;
 
-  @ApiProperty({ enum: ['client_credentials'] })
+  @ApiProperty(GRANT_TYPE_ENUM)
   @IsString()
   @IsNotEmpty()
   grantType: string;
 }
 
+@ApiSchema({ name: 'TokenResponse' })
 export class TokenResponseDto {
-  @ApiProperty({ enum: ['Bearer'] })
+  @ApiProperty(TOKEN_TYPE_ENUM)
   type: 'Bearer';
 
   @ApiProperty()
@@ -32,12 +40,8 @@ export class TokenResponseDto {
   expiresIn: number;
 }
 
-export class TokenErrorItemDto {
-  @ApiProperty() path: string;
-  @ApiProperty() message: string;
-  @ApiProperty({ enum: ['required', 'invalid', 'notfound', 'duplicate'] }) type: string;
-}
-
+/** The interface's token error body (401, 413, 429). */
+@ApiSchema({ name: 'TokenError' })
 export class TokenErrorDto {
   @ApiProperty({
     description: 'OAuth 2.0 error code (invalid_request, invalid_client, unsupported_grant_type)',
@@ -49,9 +53,13 @@ export class TokenErrorDto {
 
   @ApiProperty()
   message: string;
+}
 
-  @ApiProperty({ type: [TokenErrorItemDto], required: false, description: 'Present on 400' })
-  detail?: TokenErrorItemDto[];
+/** The token error body of a 400: with the refused parts. */
+@ApiSchema({ name: 'TokenValidationError' })
+export class TokenValidationErrorDto extends TokenErrorDto {
+  @ApiProperty({ type: [ErrorItemDto] })
+  detail: ErrorItemDto[];
 }
 
 /** RFC 7523 §2.2: the client assertion type of a JWT client assertion. */
@@ -61,8 +69,9 @@ export const JWT_BEARER_ASSERTION_TYPE = 'urn:ietf:params:oauth:client-assertion
  * The form a standard OAuth 2.0 client sends (RFC 6749 §4.4.2 with RFC 7523 client authentication). Other
  * parameters are ignored (RFC 6749 §3.2); one sent without a value counts as absent (§3.1).
  */
+@ApiSchema({ name: 'OAuthTokenRequest' })
 export class OAuthTokenFormDto {
-  @ApiProperty({ enum: ['client_credentials'] })
+  @ApiProperty(GRANT_TYPE_ENUM)
   @IsString()
   @IsNotEmpty()
   @MaxLength(100)
@@ -100,18 +109,20 @@ export class OAuthTokenFormDto {
 }
 
 /** RFC 6749 §5.1, the answer to a form. */
+@ApiSchema({ name: 'OAuthTokenResponse' })
 export class OAuthTokenResponseDto {
   @ApiProperty()
   access_token: string;
 
-  @ApiProperty({ enum: ['Bearer'] })
+  @ApiProperty(TOKEN_TYPE_ENUM)
   token_type: 'Bearer';
 
-  @ApiProperty({ description: 'Lifetime of the access token in seconds' })
+  @ApiProperty({ type: 'integer', description: 'Lifetime of the access token in seconds' })
   expires_in: number;
 }
 
 /** RFC 6749 §5.2, the error answer to a form. */
+@ApiSchema({ name: 'OAuthError' })
 export class OAuthErrorDto {
   @ApiProperty({
     description:

@@ -1,4 +1,4 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { IsDefined, IsIn, IsObject, IsString } from 'class-validator';
 
 export const KYC_SECTIONS = [
@@ -10,6 +10,7 @@ export const KYC_SECTIONS = [
 export type KycSection = (typeof KYC_SECTIONS)[number];
 
 /** CreateCompanyKYCDataRequest: the datosBasicos section. */
+@ApiSchema({ name: 'CreateCompanyKYCDataRequest' })
 export class CreateCompanyKycDataDto {
   @ApiProperty({ type: 'object', additionalProperties: true }) @IsObject() @IsDefined() data: Record<
     string,
@@ -18,6 +19,7 @@ export class CreateCompanyKycDataDto {
 }
 
 /** UpdateKYCDataRequest. */
+@ApiSchema({ name: 'UpdateKYCDataRequest' })
 export class UpdateKycDataDto {
   @ApiProperty({ enum: KYC_SECTIONS }) @IsIn(KYC_SECTIONS) @IsString() dataSection: KycSection;
   @ApiProperty({ type: 'object', additionalProperties: true }) @IsObject() @IsDefined() data: Record<
@@ -27,6 +29,7 @@ export class UpdateKycDataDto {
 }
 
 /** A company's KYC data, the four sections (null until given). */
+@ApiSchema({ name: 'CompanyKYCData' })
 export class CompanyKycDataDto {
   @ApiProperty({ format: 'uuid' }) companyId: string;
   @ApiProperty({ type: 'object', additionalProperties: true, nullable: true }) datosBasicos: Record<

@@ -1,12 +1,16 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsString } from 'class-validator';
 import { IsCountryCode, IsRequiredNested, MaxLength } from '#common/http/validators.js';
+import { sharedType } from '#common/http/openapi.js';
 import { LegalAddressDto } from '#modules/kyc/dto/legal-address.dto.js';
+import { TAX_CONDITION_ENUM } from '#modules/kyc/dto/owner-enums.js';
 
 export const COMPANY_TAX_TYPES = ['CUIT', 'CNPJ', 'cuit', 'cnpj'] as const;
 export const COMPANY_TAX_CONDITIONS = ['VAT_REGISTERED', 'OTHERS', 'vatRegistered', 'others'] as const;
+const TAX_TYPE_ENUM = { enum: ['CUIT', 'CNPJ'], enumName: 'TaxType' };
 
 /** CreateCompanyRequest (closed, all required). */
+@ApiSchema({ name: 'CreateCompanyRequest' })
 export class CreateCompanyDto {
   @ApiProperty({ maxLength: 200 }) @MaxLength(200) @IsNotEmpty() @IsString() name: string;
   @ApiProperty({ maxLength: 200 }) @MaxLength(200) @IsNotEmpty() @IsString() legalName: string;
@@ -17,7 +21,7 @@ export class CreateCompanyDto {
   @IsString()
   companyType: string;
 
-  @ApiProperty({ enum: ['CUIT', 'CNPJ'], description: 'case-insensitive' })
+  @ApiProperty({ ...TAX_TYPE_ENUM, description: 'case-insensitive' })
   @IsIn(COMPANY_TAX_TYPES)
   @IsString()
   taxType: string;
@@ -28,12 +32,12 @@ export class CreateCompanyDto {
   @IsString()
   taxValue: string;
 
-  @ApiProperty({ enum: ['VAT_REGISTERED', 'OTHERS'], description: 'also accepted: vatRegistered, others' })
+  @ApiProperty({ ...TAX_CONDITION_ENUM, description: 'also accepted: vatRegistered, others' })
   @IsIn(COMPANY_TAX_CONDITIONS)
   @IsString()
   taxCondition: string;
 
-  @ApiProperty({ description: 'ISO 3166-1 alpha-2', example: 'AR' })
+  @ApiProperty(sharedType('CountryCode'))
   @IsCountryCode()
   operationCountry: string;
 
@@ -42,13 +46,15 @@ export class CreateCompanyDto {
   legalAddress: LegalAddressDto;
 }
 
+@ApiSchema({ name: 'TaxInformation' })
 export class TaxInformationDto {
-  @ApiProperty({ enum: ['CUIT', 'CNPJ'] }) type: 'CUIT' | 'CNPJ';
+  @ApiProperty(TAX_TYPE_ENUM) type: 'CUIT' | 'CNPJ';
   @ApiProperty() value: string;
-  @ApiProperty({ enum: ['VAT_REGISTERED', 'OTHERS'] }) condition: 'VAT_REGISTERED' | 'OTHERS';
+  @ApiProperty(TAX_CONDITION_ENUM) condition: 'VAT_REGISTERED' | 'OTHERS';
 }
 
 /** Company (the response field is spelled taxInfomation, as the interface spells it). */
+@ApiSchema({ name: 'Company' })
 export class CompanyResponseDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
   @ApiProperty() name: string;

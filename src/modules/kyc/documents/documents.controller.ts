@@ -14,16 +14,19 @@ import {
   ApiBody,
   ApiConsumes,
   ApiCreatedResponse,
-  ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
   ApiPayloadTooLargeResponse,
-  ApiTooManyRequestsResponse,
   ApiTags,
 } from '@nestjs/swagger';
 import { AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import {
+  ApiNotFound,
+  ApiTooManyRequests,
+  ErrorResponses,
+  PayloadTooLargeErrorResponseDto,
+} from '#common/http/openapi.js';
 import { Paginated, PageQueryDto, type Page } from '#common/http/pagination.js';
 import { DocumentsService, type UploadedFile as File } from './documents.service.js';
 import { DocumentResponseDto, UploadDocumentDto, UploadDocumentFormDto } from './dto/document.dto.js';
@@ -31,10 +34,13 @@ import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 /** The owner's uploads of the last 24 hours reached DOCUMENT_UPLOADS_PER_OWNER_PER_DAY (decision 0054). */
 const UploadLimitResponse = () =>
-  ApiTooManyRequestsResponse({
-    type: ErrorResponseDto,
-    description: 'DOCUMENT_UPLOADS_PER_OWNER_PER_DAY reached; Retry-After says when a place frees',
-    headers: { 'Retry-After': { description: 'seconds', schema: { type: 'integer' } } },
+  ApiTooManyRequests('DOCUMENT_UPLOADS_PER_OWNER_PER_DAY reached; Retry-After says when a place frees');
+
+/** The 413 of an upload: the file over DOCUMENT_MAX_BYTES. */
+const FileTooLargeResponse = () =>
+  ApiPayloadTooLargeResponse({
+    type: PayloadTooLargeErrorResponseDto,
+    description: 'file over DOCUMENT_MAX_BYTES',
   });
 
 @ApiTags('KYC')
@@ -46,11 +52,14 @@ export class DocumentsController {
   @Post('users/:uuid/documents')
   @AuthEither()
   @UseInterceptors(FileInterceptor('file'))
-  @ApiOperation({ summary: 'Upload a document of a user (multipart: name, documentType, file)' })
+  @ApiOperation({
+    summary: 'Upload a document of a user (multipart: name, documentType, file)',
+    operationId: 'uploadUserDocument',
+  })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: UploadDocumentFormDto })
   @ApiCreatedResponse({ type: DocumentResponseDto })
-  @ApiPayloadTooLargeResponse({ type: ErrorResponseDto, description: 'file over DOCUMENT_MAX_BYTES' })
+  @FileTooLargeResponse()
   @UploadLimitResponse()
   uploadForUser(
     @CurrentPrincipal() principal: Principal,
@@ -64,7 +73,7 @@ export class DocumentsController {
   @Get('users/:uuid/documents')
   @AuthEither()
   @Paginated()
-  @ApiOperation({ summary: "A user's documents, oldest first" })
+  @ApiOperation({ summary: "A user's documents, oldest first", operationId: 'listUserDocuments' })
   @ApiOkResponse({ type: [DocumentResponseDto] })
   listForUser(
     @CurrentPrincipal() principal: Principal,
@@ -77,11 +86,14 @@ export class DocumentsController {
   @Post('companies/:uuid/documents')
   @AuthEither()
   @UseInterceptors(FileInterceptor('file'))
-  @ApiOperation({ summary: 'Upload a document of a company (multipart: name, documentType, file)' })
+  @ApiOperation({
+    summary: 'Upload a document of a company (multipart: name, documentType, file)',
+    operationId: 'uploadCompanyDocument',
+  })
   @ApiConsumes('multipart/form-data')
   @ApiBody({ type: UploadDocumentFormDto })
   @ApiCreatedResponse({ type: DocumentResponseDto })
-  @ApiPayloadTooLargeResponse({ type: ErrorResponseDto, description: 'file over DOCUMENT_MAX_BYTES' })
+  @FileTooLargeResponse()
   @UploadLimitResponse()
   uploadForCompany(
     @CurrentPrincipal() principal: Principal,
@@ -95,7 +107,7 @@ export class DocumentsController {
   @Get('companies/:uuid/documents')
   @AuthEither()
   @Paginated()
-  @ApiOperation({ summary: "A company's documents, oldest first" })
+  @ApiOperation({ summary: "A company's documents, oldest first", operationId: 'listCompanyDocuments' })
   @ApiOkResponse({ type: [DocumentResponseDto] })
   listForCompany(
     @CurrentPrincipal() principal: Principal,
@@ -107,9 +119,9 @@ export class DocumentsController {
 
   @Get('documents/:uuid')
   @AuthEither()
-  @ApiOperation({ summary: "A document's metadata" })
+  @ApiOperation({ summary: "A document's metadata", operationId: 'getDocument' })
   @ApiOkResponse({ type: DocumentResponseDto })
-  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown document' })
+  @ApiNotFound('Unknown document')
   get(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
@@ -119,7 +131,7 @@ export class DocumentsController {
 
   @Get('documents/:uuid/content')
   @AuthEither()
-  @ApiOperation({ summary: 'Download a document' })
+  @ApiOperation({ summary: 'Download a document', operationId: 'getDocumentContent' })
   // The bytes' types on the 200 only: the errors stay JSON (ApiProduces would retype them all).
   @ApiOkResponse({
     description: 'the bytes as uploaded',
@@ -130,7 +142,7 @@ export class DocumentsController {
       ]),
     ),
   })
-  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown document' })
+  @ApiNotFound('Unknown document')
   async content(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,

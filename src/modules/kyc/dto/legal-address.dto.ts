@@ -1,8 +1,10 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { IsNotEmpty, IsString } from 'class-validator';
+import { sharedType } from '#common/http/openapi.js';
 import { IsCountryCode, MaxLength } from '#common/http/validators.js';
 
 /** LegalAddress: all nine fields required (closed). */
+@ApiSchema({ name: 'LegalAddress' })
 export class LegalAddressDto {
   @ApiProperty({ maxLength: 200 }) @MaxLength(200) @IsNotEmpty() @IsString() streetName: string;
   @ApiProperty({ maxLength: 20 }) @MaxLength(20) @IsNotEmpty() @IsString() streetNumber: string;
@@ -12,7 +14,7 @@ export class LegalAddressDto {
   @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotEmpty() @IsString() neighborhood: string;
   @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotEmpty() @IsString() city: string;
   @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotEmpty() @IsString() region: string;
-  @ApiProperty({ description: 'ISO 3166-1 alpha-2', example: 'AR' }) @IsCountryCode() country: string;
+  @ApiProperty(sharedType('CountryCode')) @IsCountryCode() country: string;
 }
 
 export type LegalAddress = {

@@ -2,8 +2,6 @@ import { Body, Controller, Get, HttpCode, Param, Post } from '@nestjs/common';
 import {
   ApiAcceptedResponse,
   ApiCreatedResponse,
-  ApiForbiddenResponse,
-  ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
   ApiParam,
@@ -11,9 +9,13 @@ import {
 } from '@nestjs/swagger';
 import { AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
-import { CreateKycSessionDto, KycSessionDto, SubmitKycStepDto } from './dto/kyc-session.dto.js';
-import { KYC_STEPS } from './entities/kyc-session.entity.js';
+import { ApiForbidden, ApiNotFound, ErrorResponses } from '#common/http/openapi.js';
+import {
+  CreateKycSessionDto,
+  KYC_STEP_ENUM,
+  KycSessionDto,
+  SubmitKycStepDto,
+} from './dto/kyc-session.dto.js';
 import { KycSessionsService } from './kyc-sessions.service.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
 
@@ -25,7 +27,10 @@ export class KycSessionsController {
 
   @Post()
   @AuthEither()
-  @ApiOperation({ summary: 'Start a KYC session for a user or company (every step PENDING)' })
+  @ApiOperation({
+    summary: 'Start a KYC session for a user or company (every step PENDING)',
+    operationId: 'createKycSession',
+  })
   @ApiCreatedResponse({ type: KycSessionDto })
   start(@CurrentPrincipal() principal: Principal, @Body() body: CreateKycSessionDto): Promise<KycSessionDto> {
     return this.sessions.start(principal, body.ownerType, body.ownerId);
@@ -33,9 +38,9 @@ export class KycSessionsController {
 
   @Get(':uuid')
   @AuthEither()
-  @ApiOperation({ summary: 'A KYC session with its steps' })
+  @ApiOperation({ summary: 'A KYC session with its steps', operationId: 'getKycSession' })
   @ApiOkResponse({ type: KycSessionDto })
-  @ApiNotFoundResponse({ type: ErrorResponseDto, description: 'Unknown session' })
+  @ApiNotFound('Unknown session')
   get(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
@@ -52,13 +57,11 @@ export class KycSessionsController {
       'DOCUMENT_FRONT, DOCUMENT_BACK and SELFIE need documentUuid (an uploaded document of the owner); ' +
       'GOVERNMENTAL_CHECK_SELFIE checks the SELFIE and needs it submitted first. Simulator: a document whose ' +
       'name starts with FAIL fails its step.',
+    operationId: 'submitKycStep',
   })
-  @ApiParam({ name: 'step', enum: KYC_STEPS })
+  @ApiParam({ name: 'step', ...KYC_STEP_ENUM })
   @ApiAcceptedResponse({ type: KycSessionDto })
-  @ApiForbiddenResponse({
-    type: ErrorResponseDto,
-    description: 'INVALID_STATE: session finished, step already submitted, SELFIE missing',
-  })
+  @ApiForbidden('INVALID_STATE: session finished, step already submitted, SELFIE missing')
   submit(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,

@@ -1,7 +1,8 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { IsString, Matches } from 'class-validator';
 
 /** SimSwapRequest (closed). */
+@ApiSchema({ name: 'SimSwapRequest' })
 export class SimSwapRequestDto {
   @ApiProperty({
     description: 'Phone number: exactly 12 digits (country code and national number, no +)',
@@ -13,6 +14,7 @@ export class SimSwapRequestDto {
   phoneNumber: string;
 }
 
+@ApiSchema({ name: 'SimSwapResponse' })
 export class SimSwapResponseDto {
   @ApiProperty({
     description:

@@ -1,8 +1,9 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { IsString, Matches } from 'class-validator';
 import { Length } from '#common/http/validators.js';
 
 /** SMSSendRequest (closed). */
+@ApiSchema({ name: 'SMSSendRequest' })
 export class SmsSendRequestDto {
   @ApiProperty({
     description: 'Destination number: exactly 12 digits (country code and national number, no +)',
@@ -26,12 +27,14 @@ export class SmsSendRequestDto {
 }
 
 /** SMSSendResponse. */
+@ApiSchema({ name: 'SMSSendResponse' })
 export class SmsSendResponseDto {
   @ApiProperty({ description: 'Id of the message in this service (uuid)', format: 'uuid' })
   message_id: string;
 }
 
 /** SMSStatusResponse. */
+@ApiSchema({ name: 'SMSStatusResponse' })
 export class SmsStatusResponseDto {
   @ApiProperty({
     description:
@@ -67,6 +70,7 @@ export class SmsStatusResponseDto {
 }
 
 /** SMSStatusNotFoundResponse: an id this application (or this user) never sent. */
+@ApiSchema({ name: 'SMSStatusNotFoundResponse' })
 export class SmsStatusNotFoundResponseDto {
   @ApiProperty({ enum: ['UNKNOWN'], example: 'UNKNOWN' })
   status: string;

@@ -1,7 +1,7 @@
 import { Body, Controller, HttpCode, Post } from '@nestjs/common';
-import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { AuthClient } from '#common/auth/auth.decorator.js';
-import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
+import { ApiNotFound, ErrorResponses } from '#common/http/openapi.js';
 import { CounterpartyService } from './counterparty.service.js';
 import { CounterpartyRequestDto, CounterpartyResponseDto } from './dto/counterparty.dto.js';
 
@@ -16,12 +16,10 @@ export class CounterpartyController {
   @HttpCode(200)
   @ApiOperation({
     summary: 'Who is behind an alias or a CBU/CVU (this service’s accounts and other institutions’)',
+    operationId: 'lookupCounterparty',
   })
   @ApiOkResponse({ type: CounterpartyResponseDto })
-  @ApiNotFoundResponse({
-    type: ErrorResponseDto,
-    description: 'Unknown alias or number (detail.item names it)',
-  })
+  @ApiNotFound('Unknown alias or number (detail.item names it)')
   async lookup(@Body() body: CounterpartyRequestDto): Promise<CounterpartyResponseDto> {
     const found = await this.counterparties.lookup(body.destinatario);
     return {

@@ -1,9 +1,11 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { IsNotEmpty, IsNumber, IsOptional, IsString } from 'class-validator';
+import { sharedType } from '#common/http/openapi.js';
 import { MaxLength } from '#common/http/validators.js';
 import { TransactionInfoDto } from './transfer.dto.js';
 
 /** POST /wallet/transactions/{uuid}/reversals (closed). */
+@ApiSchema({ name: 'CreateReversalRequest' })
 export class CreateReversalDto {
   @ApiPropertyOptional({
     description:
@@ -21,6 +23,7 @@ export class CreateReversalDto {
 }
 
 /** A reversal or a return from the rail: TransactionInfo of the new transfer, and the row it gives back for. */
+@ApiSchema({ name: 'ReversalInfo' })
 export class ReversalInfoDto extends TransactionInfoDto {
   @ApiProperty({
     format: 'uuid',
@@ -31,10 +34,11 @@ export class ReversalInfoDto extends TransactionInfoDto {
 }
 
 /** GET /wallet/transactions/{uuid}/reversals: what was given back for a transfer, and what is left. */
+@ApiSchema({ name: 'ReversalsSummary' })
 export class ReversalsSummaryDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
   @ApiProperty({ description: 'the original amount' }) amount: number;
-  @ApiProperty() currency: string;
+  @ApiProperty(sharedType('CurrencyCode')) currency: string;
   @ApiProperty({ description: 'the sum of the reversals (or returns) so far' }) reversed: number;
   @ApiProperty({
     description:

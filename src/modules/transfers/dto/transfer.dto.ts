@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { IsDateOrUtcInstant } from '#common/http/instant.js';
 import { PageQueryDto } from '#common/http/pagination.js';
 import { Type } from 'class-transformer';
@@ -14,7 +14,10 @@ import {
   Matches,
   ValidateNested,
 } from 'class-validator';
+import { sharedType } from '#common/http/openapi.js';
 import { MaxLength } from '#common/http/validators.js';
+import { OWNER_TYPE_ENUM } from '#modules/kyc/dto/owner-enums.js';
+import { TRANSFER_STATUSES } from '../transfer-status.js';
 
 export const CONCEPTS = [
   'VAR',
@@ -36,7 +39,14 @@ export const CONCEPTS = [
   'SON',
 ] as const;
 
+/** The enums of transfers, each one component of the document (enumName). */
+export const CONCEPT_ENUM = { enum: [...CONCEPTS], enumName: 'TransactionConcept' };
+export const TRANSACTION_STATUS_ENUM = { enum: [...TRANSFER_STATUSES], enumName: 'TransactionStatus' };
+export const MOVEMENT_TYPE_ENUM = { enum: ['DEPOSIT', 'WITHDRAW'], enumName: 'MovementType' };
+const IDENTIFIER_TYPE_ENUM = { enum: ['CBU', 'CVU'], enumName: 'IdentifierType' };
+
 /** CreateTransactionRequest.counterParty (closed, all required). */
+@ApiSchema({ name: 'CreateTransactionCounterParty' })
 export class CreateCounterPartyDto {
   @ApiProperty({ description: 'legal name preferred', maxLength: 200 })
   @MaxLength(200)
@@ -48,11 +58,11 @@ export class CreateCounterPartyDto {
   @IsNotEmpty()
   @IsString()
   cValue: string;
-  @ApiProperty({ enum: ['CBU', 'CVU'] }) @IsIn(['CBU', 'CVU']) @IsString() identifierType: 'CBU' | 'CVU';
+  @ApiProperty(IDENTIFIER_TYPE_ENUM) @IsIn(['CBU', 'CVU']) @IsString() identifierType: 'CBU' | 'CVU';
   @ApiProperty({
-    pattern: '^\\d{22}$',
+    ...sharedType('AccountCXU'),
     example: '0110599590000001234568',
-    description: '22 digits, valid check digits; a CVU starts with 000',
+    description: 'valid check digits; a CVU starts with 000',
   })
   @Matches(/^\d{22}$/, { message: 'identifier must be 22 digits' })
   @IsString()
@@ -62,9 +72,10 @@ export class CreateCounterPartyDto {
 }
 
 /** CreateTransactionRequest (closed). */
+@ApiSchema({ name: 'CreateTransactionRequest' })
 export class CreateTransactionDto {
   @ApiProperty({ format: 'uuid' }) @IsUUID() @IsString() accountUUID: string;
-  @ApiProperty({ enum: ['DEPOSIT', 'WITHDRAW'] }) @IsIn(['DEPOSIT', 'WITHDRAW']) @IsString() movementType:
+  @ApiProperty(MOVEMENT_TYPE_ENUM) @IsIn(['DEPOSIT', 'WITHDRAW']) @IsString() movementType:
     'DEPOSIT' | 'WITHDRAW';
 
   @ApiProperty({ type: CreateCounterPartyDto })
@@ -82,20 +93,9 @@ export class CreateTransactionDto {
   @IsNumber({ allowNaN: false, allowInfinity: false })
   amount: number;
 
-  @ApiProperty({ enum: CONCEPTS }) @IsIn(CONCEPTS) @IsString() concept: (typeof CONCEPTS)[number];
+  @ApiProperty(CONCEPT_ENUM) @IsIn(CONCEPTS) @IsString() concept: (typeof CONCEPTS)[number];
   @ApiPropertyOptional({ maxLength: 200 }) @IsOptional() @MaxLength(200) @IsString() summary?: string;
 }
-
-/** The transaction status values of the interface. */
-const TRANSACTION_STATUSES = [
-  'COMMITING',
-  'INICIADO',
-  'EN_CURSO',
-  'ERROR_DATOS',
-  'SIN_GARANTIA',
-  'ERROR_ACREDITACION',
-  'ACREDITADO',
-];
 
 export class PartyDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
@@ -104,32 +104,38 @@ export class PartyDto {
   @ApiPropertyOptional() cuil?: string;
 }
 
+/** TransactionInternalParty. */
+@ApiSchema({ name: 'TransactionInternalParty' })
 export class InternalPartyDto extends PartyDto {
-  @ApiProperty({ enum: ['USER', 'COMPANY'] }) type: 'USER' | 'COMPANY';
-  @ApiPropertyOptional({ description: 'exactly one of cvu or cbu' }) cvu?: string;
-  @ApiPropertyOptional() cbu?: string;
+  @ApiProperty(OWNER_TYPE_ENUM) type: 'USER' | 'COMPANY';
+  @ApiPropertyOptional({ ...sharedType('AccountCXU'), description: 'exactly one of cvu or cbu' })
+  cvu?: string;
+  @ApiPropertyOptional(sharedType('AccountCXU')) cbu?: string;
 }
 
+/** TransactionCounterParty. */
+@ApiSchema({ name: 'TransactionCounterParty' })
 export class CounterPartyDto extends PartyDto {
   @ApiProperty({ enum: ['INTERNAL', 'EXTERNAL'] }) type: 'INTERNAL' | 'EXTERNAL';
   @ApiProperty({ enum: ['Fisica', 'Juridica'] }) personType: 'Fisica' | 'Juridica';
-  @ApiProperty({ enum: ['CBU', 'CVU'] }) identifierType: 'CBU' | 'CVU';
-  @ApiProperty() identifier: string;
+  @ApiProperty(IDENTIFIER_TYPE_ENUM) identifierType: 'CBU' | 'CVU';
+  @ApiProperty({ ...sharedType('AccountCXU'), description: 'the CBU or CVU' }) identifier: string;
 }
 
 /** TransactionInfo. */
+@ApiSchema({ name: 'TransactionInfo' })
 export class TransactionInfoDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
   @ApiProperty({ type: String, nullable: true, description: 'the clearing house id (neutral name)' })
   clearingId: string | null;
-  @ApiProperty({ enum: ['DEPOSIT', 'WITHDRAW'] }) type: 'DEPOSIT' | 'WITHDRAW';
-  @ApiProperty({ enum: TRANSACTION_STATUSES }) status: string;
+  @ApiProperty(MOVEMENT_TYPE_ENUM) type: 'DEPOSIT' | 'WITHDRAW';
+  @ApiProperty(TRANSACTION_STATUS_ENUM) status: string;
 
   @ApiProperty({ type: InternalPartyDto }) account: InternalPartyDto;
   @ApiProperty({ type: CounterPartyDto }) counterParty: CounterPartyDto;
   @ApiProperty() amount: number;
-  @ApiProperty() currency: string;
-  @ApiProperty({ enum: CONCEPTS }) concept: string;
+  @ApiProperty(sharedType('CurrencyCode')) currency: string;
+  @ApiProperty(CONCEPT_ENUM) concept: string;
   @ApiProperty({ type: String, nullable: true }) summary: string | null;
   @ApiProperty({ type: String, nullable: true }) description: string | null;
   @ApiProperty({ type: Number, nullable: true }) taxes: number | null;
@@ -137,23 +143,26 @@ export class TransactionInfoDto {
   @ApiProperty({ format: 'date-time' }) createdAt: string;
 }
 
+/** AmountField. */
+@ApiSchema({ name: 'AmountField' })
 export class AmountDto {
   @ApiProperty({ minimum: 1 }) value: number;
-  @ApiProperty() currency: string;
+  @ApiProperty(sharedType('CurrencyCode')) currency: string;
 }
 
 /** CreateTransactionResponse: TransactionInfo with amount as an object, currency, movementType, created. */
+@ApiSchema({ name: 'CreateTransactionResponse' })
 export class CreateTransactionResponseDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
   @ApiProperty({ type: String, nullable: true }) clearingId: string | null;
-  @ApiProperty({ enum: ['DEPOSIT', 'WITHDRAW'] }) type: 'DEPOSIT' | 'WITHDRAW';
-  @ApiProperty({ enum: TRANSACTION_STATUSES }) status: string;
+  @ApiProperty(MOVEMENT_TYPE_ENUM) type: 'DEPOSIT' | 'WITHDRAW';
+  @ApiProperty(TRANSACTION_STATUS_ENUM) status: string;
   @ApiProperty({ type: InternalPartyDto }) account: InternalPartyDto;
   @ApiProperty({ type: CounterPartyDto }) counterParty: CounterPartyDto;
   @ApiProperty({ type: AmountDto }) amount: AmountDto;
-  @ApiProperty() currency: string;
-  @ApiProperty({ enum: ['DEPOSIT', 'WITHDRAW'] }) movementType: 'DEPOSIT' | 'WITHDRAW';
-  @ApiProperty({ enum: CONCEPTS }) concept: string;
+  @ApiProperty(sharedType('CurrencyCode')) currency: string;
+  @ApiProperty(MOVEMENT_TYPE_ENUM) movementType: 'DEPOSIT' | 'WITHDRAW';
+  @ApiProperty(CONCEPT_ENUM) concept: string;
   @ApiProperty({ type: String, nullable: true }) summary: string | null;
   @ApiProperty({ type: String, nullable: true }) description: string | null;
   @ApiProperty({ type: Number, nullable: true }) taxes: number | null;

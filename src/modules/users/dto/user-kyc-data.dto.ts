@@ -1,11 +1,14 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { IsBoolean, IsIn, IsOptional, IsString } from 'class-validator';
+import { nullableRef } from '#common/http/openapi.js';
 
 export const KYC_CIVIL_STATUSES = ['SINGLE', 'MARRIED', 'DIVORCED', 'WIDOWED', 'CONCUBINE'] as const;
+const KYC_CIVIL_STATUS_ENUM = { enum: [...KYC_CIVIL_STATUSES], enumName: 'KycCivilStatus' };
 
 /** CreateUserKYCDataRequest. */
+@ApiSchema({ name: 'CreateUserKYCDataRequest' })
 export class CreateUserKycDataDto {
-  @ApiProperty({ enum: KYC_CIVIL_STATUSES }) @IsIn(KYC_CIVIL_STATUSES) @IsString() civilStatus: string;
+  @ApiProperty(KYC_CIVIL_STATUS_ENUM) @IsIn(KYC_CIVIL_STATUSES) @IsString() civilStatus: string;
   @ApiProperty() @IsBoolean() isPep: boolean;
   @ApiProperty({ description: 'legally obliged subject (sujeto obligado ante la UIF)' })
   @IsBoolean()
@@ -13,8 +16,9 @@ export class CreateUserKycDataDto {
 }
 
 /** Changes of a user's KYC data; isBlackListed only with client credentials (compliance). */
+@ApiSchema({ name: 'UpdateUserKYCDataRequest' })
 export class UpdateUserKycDataDto {
-  @ApiPropertyOptional({ enum: KYC_CIVIL_STATUSES })
+  @ApiPropertyOptional(KYC_CIVIL_STATUS_ENUM)
   @IsOptional()
   @IsIn(KYC_CIVIL_STATUSES)
   @IsString()
@@ -28,10 +32,11 @@ export class UpdateUserKycDataDto {
 }
 
 /** UserKYCData. */
+@ApiSchema({ name: 'UserKYCData' })
 export class UserKycDataDto {
   @ApiProperty({ type: String, format: 'uuid', nullable: true }) uuid: string | null;
   @ApiProperty({ format: 'uuid' }) userId: string;
-  @ApiProperty({ type: String, enum: KYC_CIVIL_STATUSES, nullable: true }) civilStatus: string | null;
+  @ApiProperty(nullableRef('KycCivilStatus', 'string')) civilStatus: string | null;
   @ApiProperty({ type: Boolean, nullable: true }) isPep: boolean | null;
   @ApiProperty({ type: Boolean, nullable: true }) isSOAUIF: boolean | null;
   @ApiProperty({ type: Boolean, nullable: true }) isBlackListed: boolean | null;

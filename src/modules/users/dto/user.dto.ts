@@ -1,7 +1,9 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { IsBoolean, IsEmail, IsIn, IsNotEmpty, IsOptional, IsString } from 'class-validator';
 import { IsCountryCode, IsRealDate, IsRequiredNested, MaxLength } from '#common/http/validators.js';
+import { nullableRef, sharedType } from '#common/http/openapi.js';
 import { LegalAddressDto } from '#modules/kyc/dto/legal-address.dto.js';
+import { OWNER_TYPE_ENUM, TAX_CONDITION_ENUM } from '#modules/kyc/dto/owner-enums.js';
 
 export const TAX_ID_TYPES_IN = ['cuil', 'cuit'] as const;
 export const TAX_CONDITIONS_IN = ['vatRegistered', 'others'] as const;
@@ -9,8 +11,12 @@ export const CATEGORIES_IN = ['consumidorFinal', 'monotributista', 'responsableI
 export const CIVIL_STATUSES = ['single', 'married', 'divorced'] as const;
 export const SEXES = ['male', 'female', 'other'] as const;
 export const SEXES_SHORT = ['M', 'F', 'O'] as const;
+/** An account's status (AccountInfo, ModifyAccountRequest): one component of the document. */
+export const ACCOUNT_STATUS_ENUM = { enum: ['ACTIVE', 'INACTIVE', 'PENDING'], enumName: 'AccountStatus' };
+const CIVIL_STATUS_ENUM = { enum: [...CIVIL_STATUSES], enumName: 'CivilStatus' };
 
 /** UserLegalInformationRequest (closed, all required). */
+@ApiSchema({ name: 'UserLegalInformationRequest' })
 export class UserLegalInformationRequestDto {
   @ApiProperty({ enum: TAX_ID_TYPES_IN })
   @IsIn(TAX_ID_TYPES_IN)
@@ -40,6 +46,7 @@ export class UserLegalInformationRequestDto {
 }
 
 /** CreateUserRequest (closed). */
+@ApiSchema({ name: 'CreateUserRequest' })
 export class CreateUserDto {
   @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotEmpty() @IsString() firstName: string;
   @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotEmpty() @IsString() lastName: string;
@@ -48,11 +55,11 @@ export class CreateUserDto {
   @IsString()
   birthdate: string;
   @ApiProperty({ enum: SEXES }) @IsIn(SEXES) @IsString() sex: (typeof SEXES)[number];
-  @ApiProperty({ enum: CIVIL_STATUSES })
+  @ApiProperty(CIVIL_STATUS_ENUM)
   @IsIn(CIVIL_STATUSES)
   @IsString()
   civilStatus: (typeof CIVIL_STATUSES)[number];
-  @ApiProperty({ description: 'ISO 3166-1 alpha-2', example: 'AR' }) @IsCountryCode() nationality: string;
+  @ApiProperty(sharedType('CountryCode')) @IsCountryCode() nationality: string;
 
   @ApiProperty({ type: UserLegalInformationRequestDto })
   @IsRequiredNested(() => UserLegalInformationRequestDto)
@@ -64,6 +71,7 @@ export class CreateUserDto {
 }
 
 /** UpdateUserRequest: every field optional, names and types as the interface gives them. */
+@ApiSchema({ name: 'UpdateUserRequest' })
 export class UpdateUserDto {
   @ApiPropertyOptional({ format: 'email' })
   @IsOptional()
@@ -97,42 +105,47 @@ export class UpdateUserDto {
   @IsString()
   taxId?: string;
 
-  @ApiPropertyOptional({ description: 'ISO 3166-1 alpha-2' })
+  @ApiPropertyOptional(sharedType('CountryCode'))
   @IsOptional()
   @IsCountryCode()
   nationality?: string;
 }
 
+@ApiSchema({ name: 'UserLegalInformation' })
 export class UserLegalInformationDto {
   @ApiProperty({ enum: ['CUIL', 'CUIT'] }) taxIdType: 'CUIL' | 'CUIT';
   @ApiProperty() taxId: string;
-  @ApiProperty({ enum: ['VAT_REGISTERED', 'OTHERS'] }) taxCondition: 'VAT_REGISTERED' | 'OTHERS';
+  @ApiProperty(TAX_CONDITION_ENUM) taxCondition: 'VAT_REGISTERED' | 'OTHERS';
   @ApiProperty({ enum: ['Consumidor final', 'Monotributista', 'Responsable inscripto'] }) category: string;
   @ApiProperty() taxExempt: boolean;
 }
 
+/** AccountInfo. */
+@ApiSchema({ name: 'AccountInfo' })
 export class AccountInfoDto {
-  @ApiProperty({ enum: ['USER', 'COMPANY'] }) ownerType: string;
+  @ApiProperty(OWNER_TYPE_ENUM) ownerType: string;
   @ApiProperty({ format: 'uuid' }) uuid: string;
-  @ApiProperty({ enum: ['ACTIVE', 'INACTIVE', 'PENDING'] }) status: string;
+  @ApiProperty(ACCOUNT_STATUS_ENUM) status: string;
   @ApiProperty({ format: 'date-time' }) created: string;
   @ApiProperty({ format: 'date-time' }) updated: string;
-  @ApiProperty({ example: '0000003100000000000018' }) cvu: string;
-  @ApiProperty({ example: 'sol.rio.mate' }) alias: string;
-  @ApiProperty({ example: 'ARS' }) currency: string;
+  @ApiProperty(sharedType('AccountCXU')) cvu: string;
+  @ApiProperty(sharedType('AccountAlias')) alias: string;
+  @ApiProperty(sharedType('CurrencyCode')) currency: string;
   @ApiProperty() balance: number;
   @ApiProperty() monthlyDepositOperation: number;
   @ApiProperty() monthlyWithdrawOperation: number;
 }
 
-/** User (and CreateUserResponse). */
+/** User (and CreateUserResponse, which has the same fields). */
+@ApiSchema({ name: 'User' })
+@ApiExtraModels(AccountInfoDto)
 export class UserResponseDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
   @ApiProperty() firstName: string;
   @ApiProperty() lastName: string;
   @ApiProperty({ format: 'date' }) birthday: string;
-  @ApiProperty({ enum: CIVIL_STATUSES }) civilStatus: string;
+  @ApiProperty(CIVIL_STATUS_ENUM) civilStatus: string;
   @ApiProperty({ type: LegalAddressDto }) legalAddress: LegalAddressDto;
-  @ApiProperty({ type: AccountInfoDto, nullable: true }) account: AccountInfoDto | null;
+  @ApiProperty(nullableRef('AccountInfo', 'object')) account: AccountInfoDto | null;
   @ApiProperty({ type: UserLegalInformationDto }) legalInformation: UserLegalInformationDto;
 }

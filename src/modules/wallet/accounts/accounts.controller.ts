@@ -12,18 +12,23 @@ import {
 } from '@nestjs/common';
 import {
   ApiCreatedResponse,
-  ApiForbiddenResponse,
-  ApiNotFoundResponse,
+  ApiExtraModels,
   ApiOkResponse,
   ApiOperation,
-  ApiProduces,
   ApiQuery,
   ApiTags,
+  getSchemaPath,
 } from '@nestjs/swagger';
 import { AuthClient, AuthEither } from '#common/auth/auth.decorator.js';
 import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
-import { ErrorResponseDto, ErrorResponses } from '#common/http/openapi.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, NEXT_CURSOR_HEADER } from '#common/http/pagination.js';
+import { ApiForbidden, ErrorResponses } from '#common/http/openapi.js';
+import {
+  CURSOR_SCHEMA,
+  DEFAULT_PAGE_SIZE,
+  MAX_PAGE_SIZE,
+  NEXT_CURSOR_HEADER,
+  PAGE_LIMIT_SCHEMA,
+} from '#common/http/pagination.js';
 import type { OwnerAccountView } from '#modules/kyc/owners/owner-accounts.port.js';
 import { AccountInfoDto } from '#modules/users/dto/user.dto.js';
 import { AccountFeesService } from './account-fees.service.js';
@@ -33,6 +38,7 @@ import {
   BalanceResponseDto,
   CreateAccountDto,
   FeesResponseDto,
+  FullOperadoResponseDto,
   LimitsResponseDto,
   MessageResponseDto,
   ModifyAccountDto,
@@ -44,19 +50,16 @@ import {
   UpdateAccountAliasDto,
 } from './dto/account.dto.js';
 import { STATEMENT_AT_DESCRIPTION, StatementQueryDto, StatementResponseDto } from './dto/statement.dto.js';
-import { StatementInterceptor } from './statement-csv.js';
+import { CSV_HEADER, StatementInterceptor } from './statement-csv.js';
 import { StatementService, type StatementPage } from './statement.service.js';
+import { DATE_TIME_QUERY_SCHEMA } from '#common/http/instant.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 const Uuid = () => Param('uuid', UuidPipe);
 
 @ApiTags('Accounts')
 @Controller('wallet/accounts')
-@ErrorResponses()
-@ApiNotFoundResponse({
-  type: ErrorResponseDto,
-  description: 'Unknown account (or not reachable by the caller)',
-})
+@ErrorResponses('Unknown account (or not reachable by the caller)')
 export class AccountsController {
   constructor(
     private readonly accounts: AccountsService,
@@ -69,6 +72,7 @@ export class AccountsController {
   @AuthEither()
   @ApiOperation({
     summary: 'Open a wallet account for a user or company (issues a CVU and an alias)',
+    operationId: 'createAccount',
     description:
       'Opened with an application token the account is ACTIVE; opened with a user token it is PENDING until the ' +
       'application sets it ACTIVE (the user chose its limits and fee).',
@@ -83,7 +87,7 @@ export class AccountsController {
 
   @Get(':uuid')
   @AuthEither()
-  @ApiOperation({ summary: 'An account' })
+  @ApiOperation({ summary: 'An account', operationId: 'getAccount' })
   @ApiOkResponse({ type: AccountInfoDto })
   get(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<OwnerAccountView> {
     return this.accounts.get(principal, uuid);
@@ -93,12 +97,10 @@ export class AccountsController {
   @AuthEither()
   @ApiOperation({
     summary: 'Modify an account (status changes follow the state machine: docs/decisions/0011)',
+    operationId: 'modifyAccount',
   })
   @ApiOkResponse({ type: AccountInfoDto })
-  @ApiForbiddenResponse({
-    type: ErrorResponseDto,
-    description: 'INVALID_STATE: a status change the state machine does not allow',
-  })
+  @ApiForbidden('INVALID_STATE: a status change the state machine does not allow')
   modify(
     @CurrentPrincipal() principal: Principal,
     @Uuid() uuid: string,
@@ -110,19 +112,19 @@ export class AccountsController {
   @Delete(':uuid')
   @AuthEither()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Delete an account (it is kept in a deleted state; its CVU is never reused)' })
-  @ApiOkResponse({ type: MessageResponseDto })
-  @ApiForbiddenResponse({
-    type: ErrorResponseDto,
-    description: 'INVALID_STATE: it holds money or has transfers in flight',
+  @ApiOperation({
+    summary: 'Delete an account (it is kept in a deleted state; its CVU is never reused)',
+    operationId: 'deleteAccount',
   })
+  @ApiOkResponse({ type: MessageResponseDto })
+  @ApiForbidden('INVALID_STATE: it holds money or has transfers in flight')
   remove(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<{ message: string }> {
     return this.accounts.remove(principal, uuid);
   }
 
   @Patch(':uuid/alias')
   @AuthEither()
-  @ApiOperation({ summary: 'Change the alias (unique, case-insensitive)' })
+  @ApiOperation({ summary: 'Change the alias (unique, case-insensitive)', operationId: 'updateAccountAlias' })
   @ApiOkResponse({ type: AccountInfoDto })
   changeAlias(
     @CurrentPrincipal() principal: Principal,
@@ -136,11 +138,13 @@ export class AccountsController {
   @AuthEither()
   @ApiOperation({
     summary: 'The balance available; with `at`, the balance at that instant (docs/decisions/0030)',
+    operationId: 'getAccountBalance',
   })
   @ApiQuery({
     name: 'at',
     required: false,
     description: `${STATEMENT_AT_DESCRIPTION}. Before the account existed: 0; in the future: the balance now`,
+    schema: DATE_TIME_QUERY_SCHEMA,
   })
   @ApiOkResponse({ type: BalanceResponseDto })
   balance(
@@ -164,18 +168,26 @@ export class AccountsController {
       `the movements are paged (limit 1-${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}), the opening, closing ` +
       `and totals are the whole period's on every page: the cursor keeps page 1's period, \`to\` included ` +
       `when it was now. docs/decisions/0030, 0063.`,
+    operationId: 'getAccountStatement',
   })
   @ApiQuery({
     name: 'from',
     required: false,
     description: `${STATEMENT_AT_DESCRIPTION}; default 1970-01-01T00:00:00Z (the whole history)`,
+    schema: DATE_TIME_QUERY_SCHEMA,
   })
   @ApiQuery({
     name: 'to',
     required: false,
     description: `${STATEMENT_AT_DESCRIPTION}; not before from; default now`,
+    schema: DATE_TIME_QUERY_SCHEMA,
   })
-  @ApiQuery({ name: 'limit', required: false, description: `movements per page, 1-${MAX_PAGE_SIZE}` })
+  @ApiQuery({
+    name: 'limit',
+    required: false,
+    description: `movements per page, 1-${MAX_PAGE_SIZE}`,
+    schema: PAGE_LIMIT_SCHEMA,
+  })
   @ApiQuery({
     name: 'cursor',
     required: false,
@@ -183,10 +195,19 @@ export class AccountsController {
       `the ${NEXT_CURSOR_HEADER} response header of the previous page (absent on the last page). It holds the ` +
       `account and page 1's from and to (now, when to was left out): a from or to given with it must name the ` +
       `same instant, one left out is page 1's; otherwise 400 at cursor`,
+    schema: CURSOR_SCHEMA,
   })
-  @ApiProduces('application/json', 'text/csv')
+  // The CSV on the 200 only: the errors stay JSON (ApiProduces would retype them all).
+  @ApiExtraModels(StatementResponseDto)
   @ApiOkResponse({
-    type: StatementResponseDto,
+    description: 'JSON, or CSV with `Accept: text/csv`',
+    content: {
+      'application/json': { schema: { $ref: getSchemaPath(StatementResponseDto) } },
+      'text/csv': {
+        schema: { type: 'string', description: 'RFC 4180, CRLF line ends, a header row' },
+        example: `${CSV_HEADER.join(',')}\r\n`,
+      },
+    },
     headers: {
       [NEXT_CURSOR_HEADER]: {
         description: 'the cursor of the next page (absent on the last page)',
@@ -205,7 +226,10 @@ export class AccountsController {
   @Post(':uuid/balance')
   @AuthClient()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Set the balance (the difference is posted as an adjustment entry)' })
+  @ApiOperation({
+    summary: 'Set the balance (the difference is posted as an adjustment entry)',
+    operationId: 'setAccountBalance',
+  })
   @ApiOkResponse({ type: MessageResponseDto })
   setBalance(
     @CurrentPrincipal() principal: Principal,
@@ -217,7 +241,10 @@ export class AccountsController {
 
   @Patch(':uuid/balance')
   @AuthClient()
-  @ApiOperation({ summary: 'Set the balance (the difference is posted as an adjustment entry)' })
+  @ApiOperation({
+    summary: 'Set the balance (the difference is posted as an adjustment entry)',
+    operationId: 'updateAccountBalance',
+  })
   @ApiOkResponse({ type: MessageResponseDto })
   patchBalance(
     @CurrentPrincipal() principal: Principal,
@@ -229,7 +256,7 @@ export class AccountsController {
 
   @Get(':uuid/limits')
   @AuthClient()
-  @ApiOperation({ summary: 'Deposit and withdraw limits' })
+  @ApiOperation({ summary: 'Deposit and withdraw limits', operationId: 'getAccountLimits' })
   @ApiOkResponse({ type: LimitsResponseDto })
   limits(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<LimitsResponseDto> {
     return this.accountLimits.limits(principal, uuid);
@@ -238,7 +265,7 @@ export class AccountsController {
   @Post(':uuid/limits')
   @AuthClient()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Set the limits' })
+  @ApiOperation({ summary: 'Set the limits', operationId: 'setAccountLimits' })
   @ApiOkResponse({ type: StatusMessageResponseDto })
   setLimits(
     @CurrentPrincipal() principal: Principal,
@@ -250,7 +277,7 @@ export class AccountsController {
 
   @Patch(':uuid/limits')
   @AuthClient()
-  @ApiOperation({ summary: 'Set the limits' })
+  @ApiOperation({ summary: 'Set the limits', operationId: 'updateAccountLimits' })
   @ApiOkResponse({ type: StatusMessageResponseDto })
   patchLimits(
     @CurrentPrincipal() principal: Principal,
@@ -262,7 +289,10 @@ export class AccountsController {
 
   @Get(':uuid/fees')
   @AuthClient()
-  @ApiOperation({ summary: 'The fee charged per movement (FIXED amount or PERCENTAGE)' })
+  @ApiOperation({
+    summary: 'The fee charged per movement (FIXED amount or PERCENTAGE)',
+    operationId: 'getAccountFees',
+  })
   @ApiOkResponse({ type: FeesResponseDto })
   fees(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<FeesResponseDto> {
     return this.accountFees.fees(principal, uuid);
@@ -270,7 +300,7 @@ export class AccountsController {
 
   @Patch(':uuid/fees')
   @AuthClient()
-  @ApiOperation({ summary: 'Set the fee (feeType FIXED or PERCENTAGE)' })
+  @ApiOperation({ summary: 'Set the fee (feeType FIXED or PERCENTAGE)', operationId: 'updateAccountFees' })
   @ApiOkResponse({ type: StatusMessageResponseDto })
   setFees(
     @CurrentPrincipal() principal: Principal,
@@ -284,6 +314,7 @@ export class AccountsController {
   @AuthClient()
   @ApiOperation({
     summary: 'Deposited and withdrawn this month and this year (OPERATIONS_TIME_ZONE calendar)',
+    operationId: 'getAccountOperado',
   })
   @ApiOkResponse({ type: OperadoResponseDto })
   operado(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<OperadoResponseDto> {
@@ -292,8 +323,11 @@ export class AccountsController {
 
   @Get(':uuid/fulloperado')
   @AuthClient()
-  @ApiOperation({ summary: 'The operated amounts (same fields as operado)' })
-  @ApiOkResponse({ type: OperadoResponseDto })
+  @ApiOperation({
+    summary: 'The operated amounts (same fields as operado)',
+    operationId: 'getAccountFullOperado',
+  })
+  @ApiOkResponse({ type: FullOperadoResponseDto })
   fullOperado(@CurrentPrincipal() principal: Principal, @Uuid() uuid: string): Promise<OperadoResponseDto> {
     return this.accountLimits.operado(principal, uuid);
   }

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { IsNotEmpty, IsOptional, IsString, Matches } from 'class-validator';
 import { MaxLength } from '#common/http/validators.js';
 
@@ -17,13 +17,15 @@ export class UploadDocumentDto {
   documentType: string;
 }
 
-/** The multipart form as documented (the file part is taken by the upload interceptor, not validated here). */
+/** UploadDocumentRequest: the multipart form as documented (the file part is taken by the upload interceptor). */
+@ApiSchema({ name: 'UploadDocumentRequest' })
 export class UploadDocumentFormDto extends UploadDocumentDto {
   @ApiProperty({ type: 'string', format: 'binary', description: 'PDF, JPEG or PNG (checked from the bytes)' })
   file: unknown;
 }
 
 /** Document. */
+@ApiSchema({ name: 'Document' })
 export class DocumentResponseDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
   @ApiProperty() name: string;

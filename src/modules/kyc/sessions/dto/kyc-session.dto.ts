@@ -1,13 +1,19 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, IsUUID } from 'class-validator';
+import { OWNER_TYPE_ENUM } from '../../dto/owner-enums.js';
 import { KYC_STEPS } from '../entities/kyc-session.entity.js';
 
+/** A KYC step's name, and a step's status (also the values of the kyc_steep_update webhook). */
+export const KYC_STEP_ENUM = { enum: [...KYC_STEPS], enumName: 'KycStep' };
+const KYC_STEP_STATUS_ENUM = { enum: ['PENDING', 'SUCCESS', 'FAILED'], enumName: 'KycStepStatus' };
+
+@ApiSchema({ name: 'CreateKycSessionRequest' })
 export class CreateKycSessionDto {
-  @ApiProperty({ enum: ['USER', 'COMPANY'] }) @IsIn(['USER', 'COMPANY']) @IsString() ownerType:
-    'USER' | 'COMPANY';
+  @ApiProperty(OWNER_TYPE_ENUM) @IsIn(['USER', 'COMPANY']) @IsString() ownerType: 'USER' | 'COMPANY';
   @ApiProperty({ format: 'uuid', description: 'the user or company' }) @IsUUID() @IsString() ownerId: string;
 }
 
+@ApiSchema({ name: 'SubmitKycStepRequest' })
 export class SubmitKycStepDto {
   @ApiPropertyOptional({
     format: 'uuid',
@@ -19,18 +25,20 @@ export class SubmitKycStepDto {
   documentUuid?: string;
 }
 
+@ApiSchema({ name: 'KycSessionStep' })
 export class KycStepDto {
-  @ApiProperty({ enum: KYC_STEPS }) step: string;
-  @ApiProperty({ enum: ['PENDING', 'SUCCESS', 'FAILED'] }) status: string;
+  @ApiProperty(KYC_STEP_ENUM) step: string;
+  @ApiProperty(KYC_STEP_STATUS_ENUM) status: string;
   @ApiProperty({ type: String, format: 'uuid', nullable: true }) documentUuid: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) submittedAt: string | null;
   @ApiProperty({ type: String, format: 'date-time', nullable: true }) completedAt: string | null;
   @ApiProperty({ type: String, nullable: true }) failureReason: string | null;
 }
 
+@ApiSchema({ name: 'KycSession' })
 export class KycSessionDto {
   @ApiProperty({ format: 'uuid' }) uuid: string;
-  @ApiProperty({ enum: ['USER', 'COMPANY'] }) ownerType: string;
+  @ApiProperty(OWNER_TYPE_ENUM) ownerType: string;
   @ApiProperty({ format: 'uuid' }) ownerId: string;
   @ApiProperty({ enum: ['PENDING', 'IN_PROGRESS', 'APPROVED', 'REJECTED'] }) status: string;
   @ApiProperty({ type: [KycStepDto] }) steps: KycStepDto[];

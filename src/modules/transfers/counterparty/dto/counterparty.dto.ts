@@ -1,8 +1,10 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { IsNotEmpty, IsString } from 'class-validator';
+import { sharedType } from '#common/http/openapi.js';
 import { MaxLength } from '#common/http/validators.js';
 
 /** CounterpartyRequest. */
+@ApiSchema({ name: 'CounterpartyRequest' })
 export class CounterpartyRequestDto {
   @ApiProperty({
     description: 'the alias, or the 22-digit CBU/CVU, of the counterparty',
@@ -14,7 +16,8 @@ export class CounterpartyRequestDto {
   destinatario: string;
 }
 
-/** CounterpartyResponse (a). */
+/** CounterpartyResponse (a); the service answers an unknown alias or number 404, never (b). */
+@ApiSchema({ name: 'CounterpartyResponse' })
 export class CounterpartyResponseDto {
   @ApiProperty({ description: 'the CVU, or empty for a bank account' }) cvu: string;
   @ApiProperty({ description: 'the CBU, or empty for a CVU' }) cbu: string;
@@ -22,5 +25,5 @@ export class CounterpartyResponseDto {
     'CA' | 'CC';
   @ApiProperty({ description: 'the holder' }) titulares: string;
   @ApiProperty() entidadBancaria: string;
-  @ApiProperty({ example: 'ARS' }) moneda: string;
+  @ApiProperty(sharedType('CurrencyCode')) moneda: string;
 }

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import {
   IsIn,
   IsISO31661Alpha2,
@@ -9,16 +9,19 @@ import {
   IsUUID,
   Matches,
 } from 'class-validator';
+import { sharedType } from '#common/http/openapi.js';
 import { MaxLength } from '#common/http/validators.js';
+import { OWNER_TYPE_ENUM } from '#modules/kyc/dto/owner-enums.js';
+import { ACCOUNT_STATUS_ENUM } from '#modules/users/dto/user.dto.js';
 import { ALIAS_PATTERN } from '../../alias.js';
 
 const number = () => IsNumber({ allowNaN: false, allowInfinity: false });
 const ALIAS_MESSAGE = 'alias must be 6 to 20 letters, digits, dots or hyphens';
 
 /** CreateAccountRequest (all required). */
+@ApiSchema({ name: 'CreateAccountRequest' })
 export class CreateAccountDto {
-  @ApiProperty({ enum: ['USER', 'COMPANY'] }) @IsIn(['USER', 'COMPANY']) @IsString() ownerType:
-    'USER' | 'COMPANY';
+  @ApiProperty(OWNER_TYPE_ENUM) @IsIn(['USER', 'COMPANY']) @IsString() ownerType: 'USER' | 'COMPANY';
   @ApiProperty({ format: 'uuid', description: 'the user or company that owns the account' })
   @IsUUID()
   @IsString()
@@ -35,14 +38,15 @@ export class CreateAccountDto {
 }
 
 /** ModifyAccountRequest (none required). */
+@ApiSchema({ name: 'ModifyAccountRequest' })
 export class ModifyAccountDto {
-  @ApiPropertyOptional({ pattern: ALIAS_PATTERN.source })
+  @ApiPropertyOptional(sharedType('AccountAlias'))
   @IsOptional()
   @Matches(ALIAS_PATTERN, { message: ALIAS_MESSAGE })
   @IsString()
   alias?: string;
 
-  @ApiPropertyOptional({ enum: ['ACTIVE', 'INACTIVE', 'PENDING'] })
+  @ApiPropertyOptional(ACCOUNT_STATUS_ENUM)
   @IsOptional()
   @IsIn(['ACTIVE', 'INACTIVE', 'PENDING'])
   @IsString()
@@ -55,7 +59,7 @@ export class ModifyAccountDto {
   @IsString()
   name?: string;
 
-  @ApiPropertyOptional({ description: 'ISO 3166-1 alpha-2' })
+  @ApiPropertyOptional(sharedType('CountryCode'))
   @IsOptional()
   @Matches(/^[A-Z]{2}$/, { message: 'nationality must be two uppercase letters (ISO 3166-1 alpha-2)' })
   @IsISO31661Alpha2()
@@ -63,7 +67,7 @@ export class ModifyAccountDto {
   nationality?: string;
 
   @ApiPropertyOptional({
-    enum: ['USER', 'COMPANY'],
+    ...OWNER_TYPE_ENUM,
     description: 'with entityId: move the account to another owner',
   })
   @IsOptional()
@@ -75,13 +79,15 @@ export class ModifyAccountDto {
 }
 
 /** UpdateAccountAliasRequest. */
+@ApiSchema({ name: 'UpdateAccountAliasRequest' })
 export class UpdateAccountAliasDto {
-  @ApiProperty({ pattern: ALIAS_PATTERN.source })
+  @ApiProperty(sharedType('AccountAlias'))
   @Matches(ALIAS_PATTERN, { message: ALIAS_MESSAGE })
   @IsString()
   newAlias: string;
 }
 
+@ApiSchema({ name: 'SetBalanceRequest' })
 export class SetBalanceDto {
   @ApiProperty({
     description: 'the balance the account must have; the difference is posted as an adjustment',
@@ -91,6 +97,7 @@ export class SetBalanceDto {
 }
 
 /** SetLimitsRequest (closed, all required). */
+@ApiSchema({ name: 'SetLimitsRequest' })
 export class SetLimitsDto {
   @ApiProperty() @number() monthlyWithdrawLimit: number;
   @ApiProperty() @number() monthlyDepositLimit: number;
@@ -99,11 +106,13 @@ export class SetLimitsDto {
 }
 
 export const FEE_TYPES = ['FIXED', 'PERCENTAGE'] as const;
+const FEE_TYPE_ENUM = { enum: [...FEE_TYPES], enumName: 'FeeType' };
 
 /** SetFeesRequest (closed). */
+@ApiSchema({ name: 'SetFeesRequest' })
 export class SetFeesDto {
   @ApiProperty({
-    enum: FEE_TYPES,
+    ...FEE_TYPE_ENUM,
     description: 'FIXED: amount per movement; PERCENTAGE: amount % of each movement',
   })
   @IsIn(FEE_TYPES)
@@ -113,12 +122,14 @@ export class SetFeesDto {
   @ApiProperty() @number() amount: number;
 }
 
+@ApiSchema({ name: 'BalanceResponse' })
 export class BalanceResponseDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ format: 'uuid' }) accountId: string;
   @ApiProperty({ type: Number, nullable: true }) balance: number | null;
 }
 
+@ApiSchema({ name: 'LimitsData' })
 export class LimitsDataDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ format: 'uuid' }) accountId: string;
@@ -128,18 +139,21 @@ export class LimitsDataDto {
   @ApiProperty() annualDepositLimit: number;
 }
 
+@ApiSchema({ name: 'LimitsResponse' })
 export class LimitsResponseDto {
   @ApiProperty({ type: LimitsDataDto }) data: LimitsDataDto;
   @ApiProperty() statusCode: number;
 }
 
+@ApiSchema({ name: 'FeesResponse' })
 export class FeesResponseDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ format: 'uuid' }) accountId: string;
-  @ApiProperty({ enum: FEE_TYPES }) feeType: string;
+  @ApiProperty(FEE_TYPE_ENUM) feeType: string;
   @ApiProperty() amount: number;
 }
 
+@ApiSchema({ name: 'OperadoResponse' })
 export class OperadoResponseDto {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ format: 'uuid' }) accountUUID: string;
@@ -151,10 +165,16 @@ export class OperadoResponseDto {
   @ApiProperty({ format: 'date-time' }) updatedAt: string;
 }
 
+/** FullOperadoResponse: the same fields as OperadoResponse, under the interface's own name. */
+@ApiSchema({ name: 'FullOperadoResponse' })
+export class FullOperadoResponseDto extends OperadoResponseDto {}
+
+@ApiSchema({ name: 'MessageResponse' })
 export class MessageResponseDto {
   @ApiProperty() message: string;
 }
 
+@ApiSchema({ name: 'StatusMessageResponse' })
 export class StatusMessageResponseDto {
   @ApiProperty() status: number;
   @ApiProperty() message: string;

@@ -1,5 +1,6 @@
-import { ApiProperty } from '@nestjs/swagger';
+import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { IsOptional, IsString } from 'class-validator';
+import { sharedType } from '#common/http/openapi.js';
 import { MaxLength } from '#common/http/validators.js';
 import { PageQueryDto } from '#common/http/pagination.js';
 
@@ -17,6 +18,7 @@ export class StatementQueryDto extends PageQueryDto {
 }
 
 /** One posting on the account in the period, with the balance right after it. */
+@ApiSchema({ name: 'StatementMovement' })
 export class StatementMovementDto {
   @ApiProperty({ description: 'the posting id (ledger order within one instant)', example: '1042' })
   postingId: string;
@@ -37,9 +39,10 @@ export class StatementMovementDto {
 }
 
 /** An account's statement for the period (from, to]: opening at `from`, closing at `to`, the movements between. */
+@ApiSchema({ name: 'StatementResponse' })
 export class StatementResponseDto {
   @ApiProperty({ format: 'uuid' }) accountId: string;
-  @ApiProperty({ example: 'ARS' }) currency: string;
+  @ApiProperty(sharedType('CurrencyCode')) currency: string;
   @ApiProperty({ format: 'date-time', description: 'the period starts after this instant (UTC)' })
   from: string;
   @ApiProperty({
