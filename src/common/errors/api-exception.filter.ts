@@ -12,7 +12,6 @@ import { PinoLogger } from '../logging/pino-logger.js';
 import { isFormRequest } from '../http/form-body.js';
 import { RouteCatalog } from '../http/route-catalog.js';
 import {
-  ConflictError,
   DomainError,
   ForbiddenError,
   NotFoundError,
@@ -178,7 +177,6 @@ export class ApiExceptionFilter implements ExceptionFilter {
     if (error instanceof ForbiddenError) {
       return { status: 403, name: error.name, message: error.message, detail: { reason: error.reason } };
     }
-    if (error instanceof ConflictError) return { status: 409, name: error.name, message: error.message };
     if (error instanceof ServiceUnavailableError) {
       return { status: 503, name: error.name, message: error.message, detail: error.detail };
     }

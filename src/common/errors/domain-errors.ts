@@ -62,14 +62,6 @@ export class ForbiddenError extends DomainError {
   }
 }
 
-/** 409: the same idempotency key is being processed, or a conflicting concurrent change. */
-export class ConflictError extends DomainError {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ConflictError';
-  }
-}
-
 /** 429 */
 export class TooManyRequestsError extends DomainError {
   constructor(
