@@ -433,9 +433,24 @@ describe('clearing jobs and the directory in the worker process', () => {
     expect(output()).not.toContain('"msg":"worker running"');
     expect(await waitFor(() => worker.exitCode !== null, 10_000)).toBe(true);
     expect(worker.exitCode).toBe(1);
-    // Nest's own handler reports a provider that fails to build (before the process's log line could).
-    expect(output()).toContain(
-      `Error: ${file}: account ${DIRECTORY.errorDatos.number} (prueba.error.datos): "simulate" is "ERROR_DATO", not one of ERROR_DATOS, SIN_GARANTIA, ERROR_ACREDITACION`,
-    );
+    // A provider that fails to build reaches the process's own fatal line, in JSON like every other line.
+    const fatal = output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: number; msg: string; err?: { message?: string } })
+      .filter((line) => line.level === 60);
+    expect(fatal).toEqual([
+      expect.objectContaining({
+        msg: 'worker failed to start',
+        err: expect.objectContaining({
+          message: `${file}: account ${DIRECTORY.errorDatos.number} (prueba.error.datos): "simulate" is "ERROR_DATO", not one of ERROR_DATOS, SIN_GARANTIA, ERROR_ACREDITACION`,
+        }),
+      }),
+    ]);
+    expect(
+      output()
+        .split('\n')
+        .filter((line) => line !== '' && !line.startsWith('{')),
+    ).toEqual([]);
   });
 });

@@ -123,10 +123,11 @@ export class LoggingModule {
 /**
  * The options every entry point gives NestFactory: Nest's start-up lines are held until `useNestPinoLogger`
  * writes them as pino lines. A start that fails drops them instead of letting Nest print them in its own
- * coloured text format on stdout (its default on a failed start): the entry point's one JSON `fatal` line says
- * what failed.
+ * coloured text format on stdout (its default on a failed start), and a provider that fails to build is thrown
+ * to the entry point (`abortOnError: false`) instead of Nest ending the process itself: the entry point's one
+ * JSON `fatal` line says what failed, and it leaves the embedded database as on any failed start.
  */
-export const NEST_LOG_OPTIONS = { bufferLogs: true, autoFlushLogs: false } as const;
+export const NEST_LOG_OPTIONS = { bufferLogs: true, autoFlushLogs: false, abortOnError: false } as const;
 
 /** Nest's own lines as pino lines from now on, the start-up lines held so far included. */
 export function useNestPinoLogger(app: INestApplicationContext): void {
