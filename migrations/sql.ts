@@ -121,6 +121,14 @@ export async function createIndexConcurrently(
     [name],
   )) as { valid: boolean }[];
   if (existing?.valid) return;
-  if (existing) await query(`DROP INDEX CONCURRENTLY "${name}"`);
-  await query(`CREATE ${unique ? 'UNIQUE ' : ''}INDEX CONCURRENTLY "${name}" ${definition}`);
+  // A build on a large table takes minutes: the session's statement timeout (DB_STATEMENT_TIMEOUT_MS, 15 s by
+  // default, which the migration's connection has too) would cancel it and leave an invalid index that every
+  // write keeps up to date and no read uses. No limit for the build; the session's own afterwards.
+  await query(`SET statement_timeout = 0`);
+  try {
+    if (existing) await query(`DROP INDEX CONCURRENTLY "${name}"`);
+    await query(`CREATE ${unique ? 'UNIQUE ' : ''}INDEX CONCURRENTLY "${name}" ${definition}`);
+  } finally {
+    await query(`RESET statement_timeout`);
+  }
 }

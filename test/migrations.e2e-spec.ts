@@ -3,6 +3,7 @@ import pg from 'pg';
 import { DataSource } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
 import { createIndexConcurrently, functionDefinitions, sha256Of } from '../migrations/sql.js';
+import { migrateWithLock } from '../src/common/database/database-runtime.js';
 import { dataSourceOptions } from '../src/data-source.js';
 import { createTestDatabase } from './support/database.js';
 
@@ -442,6 +443,104 @@ describe('migrations and entities', () => {
       await writer.query('ROLLBACK').catch(() => undefined);
       await writer.end();
       await other.end();
+    }
+  });
+
+  it("two migration runs at once: the second waits its turn without a snapshot the first run's concurrent build would wait for (decision 0070)", async () => {
+    await undoUntil('EventsAndAuditReads1763903300000');
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    const writer = new pg.Client({ connectionString: database.url });
+    const monitor = new pg.Client({ connectionString: database.url });
+    const second = new DataSource(dataSourceOptions(database.url, 2, 'drift-second'));
+    await writer.connect();
+    await monitor.connect();
+    await second.initialize();
+    const seen = async (sql: string) => (await monitor.query<{ n: number }>(sql)).rows[0].n;
+    const until = async (sql: string, n: number) => {
+      while ((await seen(sql)) !== n) await new Promise((resolve) => setTimeout(resolve, 20));
+    };
+    let first: Promise<string[]> | undefined;
+    let other: Promise<string[]> | undefined;
+    try {
+      // The first run's build of the audit index waits for a transaction open on audit_records...
+      await writer.query('BEGIN');
+      await writer.query(
+        `INSERT INTO audit_records (principal_type, principal, action, resource_type, resource_id, outcome)
+         VALUES ('system', 'migrations test', 'test', 'test', 'open', 'created')`,
+      );
+      first = migrateWithLock(dataSource, database.url);
+      await until(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE query ~ 'CREATE INDEX CONCURRENTLY "idx_audit_records_at"' AND wait_event_type = 'Lock'`,
+        1,
+      );
+      // ...while a second run asks for the migration lock.
+      other = migrateWithLock(second, database.url);
+      await until(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE application_name = 'wallet-migrate-lock' AND query ~ 'advisory_lock'`,
+        2,
+      );
+      await writer.query('COMMIT');
+      const outcome = await Promise.race([
+        Promise.all([first, other]),
+        new Promise<'stuck'>((resolve) => setTimeout(resolve, 30_000, 'stuck')),
+      ]);
+      expect(outcome).toEqual([
+        allMigrations.slice(allMigrations.indexOf('EventsAndAuditReads1763903300000')),
+        [],
+      ]);
+      await expect(appliedMigrations(dataSource)).resolves.toEqual(allMigrations);
+      expect(await indexValid('idx_audit_records_at')).toBe(true);
+    } finally {
+      await writer.query('ROLLBACK').catch(() => undefined);
+      // Stuck (the earlier lock wait): end the waiting lock sessions so that both runs finish.
+      await monitor.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'wallet-migrate-lock'`,
+      );
+      await Promise.allSettled([first, other]);
+      await dataSource.runMigrations({ transaction: 'each' });
+      await second.destroy();
+      await writer.end();
+      await monitor.end();
+    }
+  }, 60_000);
+
+  it("createIndexConcurrently's build is not cut by the session's statement timeout, which holds again afterwards", async () => {
+    const short = new DataSource(dataSourceOptions(database.url, 1, 'drift-short', 200));
+    await short.initialize();
+    const writer = new pg.Client({ connectionString: database.url });
+    await writer.connect();
+    await dataSource.query(`CREATE TABLE concurrent_timeout_test (x int)`);
+    try {
+      await writer.query('BEGIN');
+      await writer.query(`INSERT INTO concurrent_timeout_test VALUES (1)`);
+      const runner = short.createQueryRunner();
+      const building = createIndexConcurrently(
+        (sql, params) => runner.query(sql, params),
+        'concurrent_timeout_test_x',
+        'ON concurrent_timeout_test (x)',
+      );
+      // The build waits for the open writer well past the session's 200 ms.
+      const waitedLong = async () =>
+        (
+          await dataSource.query<{ n: number }[]>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+              WHERE query ~ 'concurrent_timeout_test_x' AND wait_event_type = 'Lock'
+                AND now() - query_start > interval '600 milliseconds'`,
+          )
+        )[0].n === 1;
+      while (!(await waitedLong())) await new Promise((resolve) => setTimeout(resolve, 20));
+      await writer.query('COMMIT');
+      await expect(building).resolves.toBeUndefined();
+      expect(await indexValid('concurrent_timeout_test_x')).toBe(true);
+      expect(await runner.query(`SHOW statement_timeout`)).toEqual([{ statement_timeout: '200ms' }]);
+      await runner.release();
+    } finally {
+      await writer.query('ROLLBACK').catch(() => undefined);
+      await writer.end();
+      await short.destroy();
+      await dataSource.query(`DROP TABLE concurrent_timeout_test`);
     }
   });
 

@@ -12,6 +12,9 @@ export interface Backend {
 
 const backends = new WeakMap<pg.ClientBase, Backend>();
 
+/** How long a new connection's one statement may take before the connection fails. */
+const RECORD_BACKEND_TIMEOUT_MS = 5_000;
+
 /**
  * The pool's `onConnect` hook (the DataSource's pool, src/data-source.ts): reads the new connection's backend once,
  * one statement per connection, before the pool hands the connection out. Nothing is kept when the server's pid is
@@ -19,9 +22,12 @@ const backends = new WeakMap<pg.ClientBase, Backend>();
  * connection's backend cannot be named, so a call lost on it is not looked into (decision 0066).
  */
 export async function recordBackend(client: pg.ClientBase): Promise<void> {
-  const { rows } = await client.query<Backend>(
-    `SELECT pid, extract(epoch FROM backend_start)::text AS started FROM pg_stat_get_activity(pg_backend_pid())`,
-  );
+  // Bounded: pg-pool's connectionTimeoutMillis stops before this hook, and a connection whose first answer never
+  // comes (a link stalled after the handshake, a pooler queueing it) would hold the caller and a pool slot.
+  const { rows } = await client.query<Backend>({
+    text: `SELECT pid, extract(epoch FROM backend_start)::text AS started FROM pg_stat_get_activity(pg_backend_pid())`,
+    query_timeout: RECORD_BACKEND_TIMEOUT_MS,
+  } as pg.QueryConfig);
   const [backend] = rows;
   if (backend && backend.pid === (client as { processID?: unknown }).processID) backends.set(client, backend);
 }

@@ -35,9 +35,15 @@ export async function resolveDatabase(
   return { url: embedded.url, embedded };
 }
 
+/** How often a migration run that found the lock taken asks for it again. */
+const MIGRATION_LOCK_POLL_MS = 250;
+
 /**
  * Applies pending migrations under a cluster-wide advisory lock, so an API and
- * a CLI starting together never migrate twice.
+ * a CLI starting together never migrate twice. The lock is asked for with pg_try_advisory_lock between pauses,
+ * never waited for inside a statement: a statement waiting on the lock holds a snapshot, and an index built
+ * concurrently by the run holding the lock (decision 0070) waits for every snapshot older than it, so the two
+ * runs would wait for each other for good, a cycle PostgreSQL's deadlock detector does not see.
  */
 export async function migrateWithLock(dataSource: DataSource, url: string): Promise<string[]> {
   const lockClient = new pg.Client({ connectionString: url, application_name: 'wallet-migrate-lock' });
@@ -46,7 +52,15 @@ export async function migrateWithLock(dataSource: DataSource, url: string): Prom
   lockClient.on('error', () => undefined);
   await lockClient.connect();
   try {
-    await lockClient.query('SELECT pg_advisory_lock($1)', [ADVISORY_LOCKS.migration]);
+    while (
+      !(
+        await lockClient.query<{ locked: boolean }>('SELECT pg_try_advisory_lock($1) AS locked', [
+          ADVISORY_LOCKS.migration,
+        ])
+      ).rows[0].locked
+    ) {
+      await new Promise((resolve) => setTimeout(resolve, MIGRATION_LOCK_POLL_MS));
+    }
     const applied = await dataSource.runMigrations({ transaction: 'each' });
     return applied.map((migration) => migration.name);
   } finally {

@@ -5,6 +5,8 @@ import { decodeCursor, type CursorPosition } from '../http/pagination.js';
 /** The PostgreSQL error behind a TypeORM QueryFailedError (or the error itself, from pg directly). */
 export function pgErrorOf(error: unknown): {
   code?: string;
+  /** ERROR, FATAL or PANIC as the server words them (localized: with lc_messages in another language, other words). */
+  severity?: string;
   constraint?: string;
   detail?: string;
   hint?: string;

@@ -109,7 +109,9 @@ export class AppsService {
     await this.dataSource.transaction(async (manager) => {
       const app = await manager.findOne(ApplicationEntity, {
         where: { id: appId },
-        lock: { mode: 'pessimistic_write' },
+        // FOR NO KEY UPDATE: two set-webhook commands wait for each other; the application's new users, accounts
+        // and keys (whose keys reference this row) do not wait.
+        lock: { mode: 'for_no_key_update' },
       });
       const changed = app?.webhookUrl !== webhookUrl;
       if (changed) await manager.update(ApplicationEntity, { id: appId }, { webhookUrl });

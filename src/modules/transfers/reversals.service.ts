@@ -162,8 +162,10 @@ export class ReversalsService {
   }
 
   private async call(request: ReversalRequest) {
-    return this.writer.reverse(encodeReversalRequest(request), request.id).catch((error: unknown) => {
-      throw refusalOf(error) ?? error;
-    });
+    return this.writer
+      .reverse(encodeReversalRequest(request), request.id, request.subject)
+      .catch((error: unknown) => {
+        throw refusalOf(error) ?? error;
+      });
   }
 }

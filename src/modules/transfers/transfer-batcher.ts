@@ -16,6 +16,8 @@ interface Request {
   input: EncodedTransferRequest;
   /** Its id (TransferRequest.id): the new transfer's, by which a lost call's outcome is looked up. */
   id: string;
+  /** With a user token, that user (TransferRequest.subject): a lost call's row must still name them. */
+  subject: string | null;
   /** The sender's account id. */
   accountId: string;
   /** The counterparty's CBU/CVU. */
@@ -97,15 +99,15 @@ export class TransferBatcher {
     return { waiting, calls, transfers: items };
   }
 
-  /** `id` is the request's TransferRequest.id. */
+  /** `id` and `subject` are the request's TransferRequest.id and .subject. */
   create(
     input: EncodedTransferRequest,
-    id: string,
+    { id, subject }: { id: string; subject: string | null },
     accountId: string,
     identifier: string,
   ): Promise<TransferResult> {
     const keys = [accountId, this.accountOfCvu.get(identifier) ?? identifier];
-    return this.batcher.submit({ input, id, accountId, identifier, keys });
+    return this.batcher.submit({ input, id, subject, accountId, identifier, keys });
   }
 
   private learn(request: Request, result: TransferResult): void {
@@ -138,7 +140,7 @@ export class TransferBatcher {
     } catch (error) {
       if (!(error instanceof LostCall)) throw error;
       return batch.map((request) => {
-        const row = error.written.get(request.id);
+        const row = error.answerFor(request.id, request.subject);
         return row ? { value: { row, submit: row.route === 'EXTERNAL' } } : { error: error.cause };
       });
     }

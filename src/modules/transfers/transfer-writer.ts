@@ -46,6 +46,19 @@ export class LostCall extends Error {
   ) {
     super('a money call lost its connection; what it wrote was read', { cause });
   }
+
+  /**
+   * The row written for one request of the call, as its answer, or undefined (the request answers `cause`). The
+   * row is read after the call, so its account's owner may have changed since the call checked it (an account
+   * moved to another owner commits right after, decision 0068): a user token's request whose row now names
+   * another owner gets no row, never another user's name and tax id.
+   */
+  answerFor(id: string, subject: string | null): RowWithReversal | undefined {
+    const row = this.written.get(id);
+    return row && (subject === null || row.owner_id.toLowerCase() === subject.toLowerCase())
+      ? row
+      : undefined;
+  }
 }
 
 /**
@@ -102,11 +115,15 @@ export class TransferWriter {
    * is the request's (ReversalRequest.id): a call whose connection was lost answers the row written under it, as
    * the call would have, or throws the connection's error when there is none (or its outcome cannot be known).
    */
-  async reverse(request: EncodedReversalRequest, id: string): Promise<ReversalResult> {
+  async reverse(
+    request: EncodedReversalRequest,
+    id: string,
+    subject: string | null,
+  ): Promise<ReversalResult> {
     try {
       return await this.call<ReversalResult>('wallet_reverse_transfer', request, [id]);
     } catch (error) {
-      const row = error instanceof LostCall ? error.written.get(id) : undefined;
+      const row = error instanceof LostCall ? error.answerFor(id, subject) : undefined;
       if (row?.reversal_of) return { row: row as ReversalViewRow };
       throw error instanceof LostCall ? error.cause : error;
     }
@@ -136,10 +153,12 @@ export class TransferWriter {
       result = rows[0].result;
     } catch (error) {
       const lost = isDependencyUnavailable(error);
-      // The server's own answer (a refusal WT4xx, a deadlock retried, a statement timeout: a SQLSTATE outside the
-      // connection classes) leaves the connection as good as before, back to the pool; any other error takes it
-      // out (pool.query, used before, dropped it on every error: a refused reversal cost a new connection).
-      client.release(!lost && pgErrorOf(error).code !== undefined ? undefined : true);
+      // The server's own answer at ERROR level (a refusal WT4xx, a deadlock retried, a statement timeout: a
+      // SQLSTATE outside the connection classes) leaves the connection as good as before, back to the pool; any
+      // other error takes it out, a FATAL or PANIC one too (the server closes the connection after it, perhaps
+      // after the release). pool.query, used before, dropped it on every error: a refused reversal cost a new one.
+      const { code, severity } = pgErrorOf(error);
+      client.release(!lost && code !== undefined && severity === 'ERROR' ? undefined : true);
       if (!lost) throw error;
       const written = await this.whatWasWritten(backend, ids);
       this.logger.warn(

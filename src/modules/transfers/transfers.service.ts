@@ -130,7 +130,12 @@ export class TransfersService {
       idempotencyKey: idempotencyKey ?? null,
       requestHash: idempotencyKey === undefined ? null : requestHash(principal, input),
     });
-    const result = await this.batcher.create(parameters, id, accountId, counterParty.identifier);
+    const result = await this.batcher.create(
+      parameters,
+      { id, subject: principal.kind === 'subject' ? principal.subject : null },
+      accountId,
+      counterParty.identifier,
+    );
     if ('replay' in result) return createdView(result.replay);
     // After commit: should this hand-over fail or be late, the clearing recovery sweep submits the transfer.
     if (result.submit) {
