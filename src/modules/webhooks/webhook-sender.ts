@@ -16,6 +16,11 @@ export interface SenderOptions {
   timeoutMs: number;
   /** At most this much of the receiver's answer is read. */
   maxResponseBytes: number;
+  /**
+   * Connections per origin. A request beyond them waits in the pool's queue for one, its deadline running: the
+   * caller keeps the requests it sends to one origin within this (WebhookDeliveryService's slots per origin).
+   */
+  connectionsPerOrigin: number;
 }
 
 /** A webhook URL, parsed and checked once: where to send, or why it cannot be used. */
@@ -38,7 +43,7 @@ export class WebhookSender {
 
   constructor(private readonly options: SenderOptions) {
     this.agent = new Agent({
-      connections: 64,
+      connections: options.connectionsPerOrigin,
       pipelining: 1,
       keepAliveTimeout: 30_000,
       // Our own deadline (below) covers the whole exchange; these only back it up.
@@ -109,6 +114,12 @@ export class WebhookSender {
         },
       );
     });
+  }
+
+  /** The origin a URL is sent to (one connection pool each), or undefined when the URL cannot be used. */
+  origin(url: string): string | undefined {
+    const target = this.target(url);
+    return 'error' in target ? undefined : target.origin;
   }
 
   private target(url: string): Target {
