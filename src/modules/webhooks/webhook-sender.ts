@@ -1,6 +1,7 @@
 import type dns from 'node:dns';
 import net from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
+import { AnswerCap } from '#common/net/answer-cap.js';
 import { guardedLookup, isPublicAddress, PrivateAddressError } from '#common/net/public-address.js';
 
 export interface SendResult {
@@ -66,7 +67,7 @@ export class WebhookSender {
       let controller: Dispatcher.DispatchController | undefined;
       let statusCode: number | undefined;
       let retryAfterMs: number | undefined;
-      let read = 0;
+      const answer = new AnswerCap(maxResponseBytes, false);
       const finish = (result: Omit<SendResult, 'durationMs'>) => {
         if (settled) return;
         settled = true;
@@ -94,9 +95,8 @@ export class WebhookSender {
             }
           },
           onResponseData(current, chunk) {
-            read += chunk.length;
             // Enough: the status is what counts. The connection is closed rather than drained.
-            if (read > maxResponseBytes) {
+            if (!answer.take(chunk)) {
               finish({ statusCode, retryAfterMs });
               current.abort(new Error('answer larger than the cap'));
             }
