@@ -1,4 +1,4 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { createHmac, KeyObject, randomUUID } from 'node:crypto';
 import { Controller, Get, Module } from '@nestjs/common';
 import { DiscoveryModule, NestFactory } from '@nestjs/core';
 import { generateKeyPair, SignJWT, type JWTPayload } from 'jose';
@@ -9,6 +9,7 @@ import { SigningKeysService } from '../src/modules/auth/signing-keys.service.js'
 import {
   accessToken,
   clientAssertion,
+  handSignedJwt,
   registerClient,
   subjectToken,
   unsignedJwt,
@@ -141,11 +142,10 @@ describe('authentication and authorization on fixture routes', () => {
   });
 
   describe('access tokens signed with the service key (forged in-process, to isolate each check)', () => {
-    /** Signs access-token-like JWTs with the service's real current key. */
-    const serviceSigned = async (header: Record<string, unknown>, claims: JWTPayload = {}) => {
-      const key = await t.app.get(SigningKeysService).current();
+    /** An access token's claims, as the service writes them for application A. */
+    const accessClaims = (claims: JWTPayload = {}): JWTPayload => {
       const now = Math.floor(Date.now() / 1000);
-      return new SignJWT({
+      return {
         client_id: appA.appId,
         token_use: 'access',
         iss: TEST_BASE_URL,
@@ -155,7 +155,12 @@ describe('authentication and authorization on fixture routes', () => {
         exp: now + 300,
         jti: randomUUID(),
         ...claims,
-      })
+      };
+    };
+    /** Signs access-token-like JWTs with the service's real current key. */
+    const serviceSigned = async (header: Record<string, unknown>, claims: JWTPayload = {}) => {
+      const key = await t.app.get(SigningKeysService).current();
+      return new SignJWT(accessClaims(claims))
         .setProtectedHeader({ alg: 'ES256', kid: key.kid, ...header })
         .sign(key.privateKey);
     };
@@ -182,6 +187,17 @@ describe('authentication and authorization on fixture routes', () => {
       ]) {
         expectUnauthorized(await ccOnly(bearer(await serviceSigned({ typ: 'at+jwt' }, claims))));
       }
+    });
+
+    it('refuses a token whose header names a critical extension (crit)', async () => {
+      const key = await t.app.get(SigningKeysService).current();
+      const claims = accessClaims();
+      const signed = (header: Record<string, unknown>) =>
+        bearer(
+          handSignedJwt(KeyObject.from(key.privateKey), { kid: key.kid, typ: 'at+jwt', ...header }, claims),
+        );
+      expect((await ccOnly(signed({}))).status).toBe(200);
+      await expectRefusedEverywhere(signed({ crit: ['x-must'], 'x-must': 1 }));
     });
 
     it('refuses a token signed by another key under the service kid', async () => {
@@ -264,6 +280,24 @@ describe('authentication and authorization on fixture routes', () => {
       ]) {
         await expectRefusedEverywhere(bearer(await subjectToken(appA, ownerA1, options)));
       }
+    });
+
+    it('refuses an aud array, even one naming {base_url} (a token made for other services too)', async () => {
+      for (const aud of [
+        [TEST_BASE_URL, 'https://evil.example/'],
+        ['https://evil.example/', TEST_BASE_URL],
+        [TEST_BASE_URL],
+      ]) {
+        await expectRefusedEverywhere(bearer(await subjectToken(appA, ownerA1, { claims: { aud } })));
+      }
+    });
+
+    it('refuses a token whose header names a critical extension (crit), which jsonwebtoken ignores', async () => {
+      const signed = (header: Record<string, unknown>) =>
+        bearer(handSignedJwt(appA.key.privateKey, { kid: appA.keyId, ...header }, claimsOf(appA, ownerA1)));
+      expect((await echo(signed({}))).status).toBe(200);
+      await expectRefusedEverywhere(signed({ crit: ['x-must'], 'x-must': 1 }));
+      await expectRefusedEverywhere(signed({ crit: [] }));
     });
 
     it('refuses iss of another application', async () => {

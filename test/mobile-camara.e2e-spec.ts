@@ -4,6 +4,7 @@ import request from 'supertest';
 import { accessToken, registerClient } from './support/auth.js';
 import { freePort } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { pollUntil } from './support/webhook-receiver.js';
 
 const CAMARA_TOKEN = 'camara-two-legged-token';
 
@@ -20,11 +21,21 @@ type Reply = {
   raw?: string;
   delayMs?: number;
   headers?: Record<string, string>;
+  /** A JSON answer of this many bytes, written in 16 KiB chunks as fast as the client reads them. */
+  largeBytes?: number;
 };
+
+/** How a large answer went: the bytes written, and whether it was written whole or the client hung up first. */
+interface LargeAnswer {
+  bytesWritten: number;
+  complete: boolean;
+  closedEarly: boolean;
+}
 
 /** A CAMARA SIM Swap endpoint on 127.0.0.1 (node:http): records requests and answers as told. */
 class CamaraServer {
   readonly requests: SeenRequest[] = [];
+  readonly largeAnswers: LargeAnswer[] = [];
   reply: Reply = { status: 200, body: { swapped: false } };
 
   private constructor(private readonly server: http.Server) {}
@@ -46,6 +57,7 @@ class CamaraServer {
         const answer = () => {
           if (res.destroyed) return;
           res.writeHead(reply.status, { 'Content-Type': 'application/json', ...reply.headers });
+          if (reply.largeBytes !== undefined) return camara.writeLarge(res, reply.largeBytes);
           res.end(reply.raw ?? (reply.body === undefined ? '' : JSON.stringify(reply.body)));
         };
         if (reply.delayMs) setTimeout(answer, reply.delayMs).unref();
@@ -54,6 +66,34 @@ class CamaraServer {
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
     return camara;
+  }
+
+  /** `{"swapped":false,"pad":"xxx…"}` of `total` bytes, honouring back-pressure, until written or cut off. */
+  private writeLarge(res: http.ServerResponse, total: number): void {
+    const answer: LargeAnswer = { bytesWritten: 0, complete: false, closedEarly: false };
+    this.largeAnswers.push(answer);
+    const head = Buffer.from('{"swapped":false,"pad":"');
+    const tail = Buffer.from('"}');
+    const filler = Buffer.alloc(16 * 1024, 'x');
+    res.on('finish', () => (answer.complete = true));
+    res.on('close', () => (answer.closedEarly = !answer.complete));
+    const write = (chunk: Buffer) => {
+      answer.bytesWritten += chunk.length;
+      return res.write(chunk);
+    };
+    write(head);
+    const pump = () => {
+      while (!res.destroyed) {
+        const left = total - tail.length - answer.bytesWritten;
+        if (left <= 0) {
+          answer.bytesWritten += tail.length;
+          return void res.end(tail);
+        }
+        if (!write(left >= filler.length ? filler : filler.subarray(0, left)))
+          return void res.once('drain', pump);
+      }
+    };
+    pump();
   }
 
   url(path = '/sim-swap/v1'): string {
@@ -198,7 +238,8 @@ describe('SIM swap through a CAMARA SIM Swap endpoint', () => {
   });
 });
 
-describe('CAMARA settings: maximum age and the Argentine mobile format', () => {
+// The default timeout (5 s) here: time enough to read a whole large answer, so only the cap can cut it short.
+describe('CAMARA settings (maximum age, the Argentine mobile format) and answers larger than 64 KiB', () => {
   let camara: CamaraServer;
   let t: TestApp;
   let token: string;
@@ -221,12 +262,15 @@ describe('CAMARA settings: maximum age and the Argentine mobile format', () => {
     await camara?.close();
   });
 
-  it('sends the configured maxAge and the +54 9 mobile form, and says so in the message', async () => {
-    camara.reply = { status: 200, body: { swapped: true } };
-    const response = await request(t.http)
+  const check = () =>
+    request(t.http)
       .post('/v1/mobile/simSwap')
       .set('Authorization', `Bearer ${token}`)
       .send({ phoneNumber: '541123456789' });
+
+  it('sends the configured maxAge and the +54 9 mobile form, and says so in the message', async () => {
+    camara.reply = { status: 200, body: { swapped: true } };
+    const response = await check();
     expect(response.status).toBe(200);
     expect(response.body).toStrictEqual({
       message: 'The SIM card of this phone number was swapped within the last 24 hours.',
@@ -234,6 +278,31 @@ describe('CAMARA settings: maximum age and the Argentine mobile format', () => {
     expect(camara.requests.map((seen) => [seen.path, JSON.parse(seen.body)])).toEqual([
       ['/camara/sim-swap/v2/check', { phoneNumber: '+5491123456789', maxAge: 24 }],
     ]);
+  });
+
+  it('is not read past 64 KiB: the connection is closed while the provider is still writing (503)', async () => {
+    const total = 32 * 1024 * 1024;
+    camara.reply = { status: 200, largeBytes: total };
+    expectUnavailable(await check());
+    await pollUntil(
+      'the provider to see the connection end',
+      () =>
+        camara.largeAnswers.length === 1 &&
+        (camara.largeAnswers[0].complete || camara.largeAnswers[0].closedEarly),
+    );
+    const [answer] = camara.largeAnswers;
+    // What was written before the hang-up is the cap plus what the sockets' buffers took, far from the whole.
+    expect(answer).toEqual({ bytesWritten: expect.any(Number), complete: false, closedEarly: true });
+    expect(answer.bytesWritten).toBeLessThan(total / 2);
+  });
+
+  it('reads an answer just under 64 KiB as before', async () => {
+    camara.reply = { status: 200, largeBytes: 64 * 1024 - 10 };
+    const response = await check();
+    expect(response.status).toBe(200);
+    expect(response.body).toStrictEqual({
+      message: 'The SIM card of this phone number was not swapped within the last 24 hours.',
+    });
   });
 });
 

@@ -1,12 +1,19 @@
 import { createHmac } from 'node:crypto';
-import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { decodeJwt, decodeProtectedHeader, type JWTPayload } from 'jose';
 import request from 'supertest';
 import type { Job } from 'bullmq';
 import { JOBS } from '../src/common/queue/queue-names.js';
 import { AppsService } from '../src/modules/apps/apps.service.js';
 import { PruneUsedAssertionsProcessor } from '../src/modules/auth/prune-used-assertions.processor.js';
 import { cliActor } from '../src/modules/audit/audit-trail.js';
-import { clientAssertion, newKeyPair, registerClient, unsignedJwt, type TestClient } from './support/auth.js';
+import {
+  clientAssertion,
+  handSignedJwt,
+  newKeyPair,
+  registerClient,
+  unsignedJwt,
+  type TestClient,
+} from './support/auth.js';
 import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
 
 describe('POST /v1/oauth/app/token', () => {
@@ -127,6 +134,24 @@ describe('POST /v1/oauth/app/token', () => {
     );
   });
 
+  it('refuses an aud array, even one naming an accepted audience, with the body of any other wrong aud', async () => {
+    const wrong = await withAssertion(
+      await clientAssertion(client, { claims: { aud: 'https://elsewhere.example/v1/oauth/token' } }),
+    );
+    expectRefused(wrong);
+    for (const aud of [
+      [`${TEST_BASE_URL}oauth/token`, 'https://other-as.example/token'],
+      ['https://other-as.example/token', TEST_BASE_URL],
+      [`${TEST_BASE_URL}oauth/token`],
+    ]) {
+      const response = await withAssertion(await clientAssertion(client, { claims: { aud } }));
+      expect({ status: response.status, body: response.body }).toEqual({
+        status: wrong.status,
+        body: wrong.body,
+      });
+    }
+  });
+
   it('refuses iss or sub other than the appId', async () => {
     expectRefused(await withAssertion(await clientAssertion(client, { claims: { sub: 'someone-else' } })));
     expectRefused(await withAssertion(await clientAssertion(client, { claims: { iss: 'someone-else' } })));
@@ -177,6 +202,63 @@ describe('POST /v1/oauth/app/token', () => {
     const token = await clientAssertion(client, { claims: { jti: 'one-time-id' } });
     expect((await withAssertion(token)).status).toBe(200);
     expectRefused(await withAssertion(token));
+  });
+
+  it('refuses a jti that is not a string, so it cannot turn replay protection off', async () => {
+    for (const jti of [12345, true, null, { id: 'x' }, ['x']]) {
+      // jose types jti as a string; a client may sign any JSON.
+      const claims = { jti } as unknown as JWTPayload;
+      const response = await withAssertion(await clientAssertion(client, { claims }));
+      expectRefused(response);
+      expect(response.body.message).toBe('the assertion jti must be a string');
+    }
+  });
+
+  it('refuses a jti with a NUL or another control character, or a lone surrogate (401, not 500 or a collision)', async () => {
+    const kept = async () =>
+      ((await t.dataSource.query('SELECT count(*)::int AS n FROM used_assertions')) as { n: number }[])[0].n;
+    const before = await kept();
+    for (const jti of [
+      'nul\u0000here',
+      'bell\u0007',
+      'line\nbreak',
+      'del\u007f',
+      'c1\u0085',
+      'x\ud800',
+      'x\udbff',
+      '\udc00x',
+    ]) {
+      const response = await withAssertion(await clientAssertion(client, { claims: { jti } }));
+      expectRefused(response);
+      expect(response.body.message).toBe(
+        'the assertion jti must be well-formed text without control characters',
+      );
+    }
+    expect(await kept()).toBe(before);
+    // Other text still works once, a surrogate pair and a no-break space included.
+    const fine = await clientAssertion(client, { claims: { jti: 'ünïcode 😀 \u00a0 id' } });
+    expect((await withAssertion(fine)).status).toBe(200);
+    expectRefused(await withAssertion(fine));
+  });
+
+  it('refuses an assertion whose header names a critical extension, saying so', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const claims = {
+      iss: client.appId,
+      sub: client.appId,
+      aud: `${TEST_BASE_URL}oauth/token`,
+      iat: now,
+      exp: now + 300,
+    };
+    const control = handSignedJwt(client.key.privateKey, { kid: client.keyId }, claims);
+    expect((await withAssertion(control)).status).toBe(200);
+    for (const crit of [{ crit: ['x-must'], 'x-must': 1 }, { crit: ['b64'], b64: true }, { crit: [] }]) {
+      const response = await withAssertion(
+        handSignedJwt(client.key.privateKey, { kid: client.keyId, ...crit }, claims),
+      );
+      expectRefused(response);
+      expect(response.body.message).toBe('the assertion header names a critical extension (crit)');
+    }
   });
 
   it('keeps a used jti while its assertion is still accepted: until exp plus the clock tolerance', async () => {

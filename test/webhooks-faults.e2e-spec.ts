@@ -250,7 +250,7 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
     await waitForOutput(first, '"msg":"worker running"');
 
     // 1,500 events in one transaction: 30 batch jobs; the worker claims 1,000 of them (its bound) and POSTs
-    // 200 at a time to a receiver that answers each after 300 ms on 64 connections.
+    // 64 at a time (the receiver's connections) to a receiver that answers each after 300 ms.
     const webhooks = t.app.get(WebhooksService);
     const ids = await t.dataSource.transaction(async (manager) => {
       const emitted: string[] = [];
@@ -288,6 +288,72 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
     await expectAllDeliveredOnce(t, receiver, ids);
     expect(await stop(second, 'SIGTERM')).toEqual({ code: 0, signal: null });
   }, 150_000);
+
+  it("holds a receiver that never answers to its own connections: another application's event goes out past its backlog, and every attempt counted was sent", async () => {
+    // One application's receiver accepts requests and never answers; its application has 600 events (a tenant can
+    // make them cheaply, e.g. small transfers between its own accounts). Another application's receiver answers.
+    const t = await startTestApp({
+      runWorker: true,
+      env: {
+        WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+        WEBHOOK_TIMEOUT_MS: '5000',
+        WEBHOOK_RETRY_DELAYS: '1h',
+        ...isolatedRedisEnv(10),
+      },
+    });
+    apps.push(t);
+    const hanging = await receiverFor(() => 'hang');
+    const answering = await receiverFor(() => ({ status: 200 }));
+    const withReceiver = async (name: string, receiver: WebhookReceiver) => {
+      const { appId } = await registerClient(t.app, name);
+      await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
+      return appId;
+    };
+    const flooding = await withReceiver('hanging receiver', hanging);
+    const other = await withReceiver('answering receiver', answering);
+    const webhooks = t.app.get(WebhooksService);
+    await t.dataSource.transaction(async (manager) => {
+      for (let n = 0; n < 600; n++) {
+        await webhooks.emit(manager, {
+          appId: flooding,
+          event: WEBHOOK_EVENTS.test,
+          data: { message: `${n}` },
+        });
+      }
+    });
+    await pollUntil('the hanging receiver to hold 64 requests', () => hanging.requests.length >= 64, 30_000);
+
+    const [event] = await emitMany(t, other, 1, 'other');
+    await pollUntil(
+      "the other application's event",
+      () => answering.acknowledged(event).length === 1,
+      30_000,
+    );
+    // It went out while the hanging receiver still held open every request it had got, none of them timed out:
+    // the backlog held its origin's 64 slots, not the worker's 200 shared ones.
+    expect({
+      received: hanging.requests.length,
+      timedOut: hanging.requests.filter((request) => request.abandonedAt !== undefined).length,
+    }).toEqual({ received: 64, timedOut: 0 });
+
+    // Once the first attempts time out, each one recorded is one the receiver got: nothing waited for a connection
+    // until its deadline and was counted as sent.
+    const recorded = async () =>
+      (
+        (await t.dataSource.query(
+          `SELECT a.event_id AS id FROM webhook_attempts a JOIN webhook_events e ON e.id = a.event_id
+            WHERE e.app_id = $1`,
+          [flooding],
+        )) as { id: string }[]
+      ).map((row) => row.id);
+    await pollUntil('the first attempts to be recorded', async () => (await recorded()).length >= 64, 30_000);
+    const received = new Set(hanging.requests.map((request) => request.id));
+    const attempts = await recorded();
+    expect({ attempts: attempts.length, unsent: attempts.filter((id) => !received.has(id)).length }).toEqual({
+      attempts: expect.any(Number),
+      unsent: 0,
+    });
+  }, 90_000);
 
   it('never POSTs a claim whose lease may run out during the attempt; the next claim delivers it, once', async () => {
     // Two workers on one database, as the service's own (nothing in this process delivers by itself). The slow

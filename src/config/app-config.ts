@@ -60,7 +60,7 @@ export function loadConfig(env: Env = process.env): AppConfig {
     ...loadTransfersConfig(readers),
     ...loadDocumentsConfig(readers),
     ...loadKycConfig(readers),
-    mobile: loadMobileConfig(readers),
+    mobile: loadMobileConfig(readers, core),
   };
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);

@@ -1,4 +1,4 @@
-import { randomUUID, type KeyObject } from 'node:crypto';
+import { randomUUID, sign, type KeyObject } from 'node:crypto';
 import type { INestApplication } from '@nestjs/common';
 import { SignJWT, type JWTPayload } from 'jose';
 import request from 'supertest';
@@ -98,4 +98,19 @@ export function unsignedJwt(
 ): string {
   const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
   return `${part(header)}.${part(payload)}.${signature}`;
+}
+
+/**
+ * An ES256 JWS signed with node:crypto from the given header and claims as they are: jose refuses to sign what a
+ * verifier must refuse (a crit naming an extension it does not know).
+ */
+export function handSignedJwt(
+  privateKey: KeyObject,
+  header: Record<string, unknown>,
+  claims: Record<string, unknown>,
+): string {
+  const part = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const input = `${part({ alg: 'ES256', ...header })}.${part(claims)}`;
+  const signature = sign('sha256', Buffer.from(input), { key: privateKey, dsaEncoding: 'ieee-p1363' });
+  return `${input}.${signature.toString('base64url')}`;
 }

@@ -20,7 +20,10 @@ export interface ReceivedWebhook {
   finished: boolean;
   /** Body bytes written (an `endless` answer counts them until the sender hangs up). */
   bytesSent: number;
-  /** Date.now() when the connection closed before the answer was complete (the sender hung up). */
+  /**
+   * Date.now() when the connection closed before the answer was complete (the sender hung up, or, for a request
+   * left hanging, gave up).
+   */
   abandonedAt?: number;
 }
 
@@ -106,7 +109,10 @@ export class WebhookReceiver {
       const reply = this.responder(received, this);
       if (reply === 'hang') {
         this.hanging.add(res);
-        res.on('close', () => this.hanging.delete(res));
+        res.on('close', () => {
+          this.hanging.delete(res);
+          received.abandonedAt = Date.now();
+        });
         return;
       }
       const answer = () => {

@@ -221,7 +221,7 @@ export function parseStrictJson(text: string): unknown {
 export const MAX_JSON_DEPTH = 32;
 
 /** A UTF-16 surrogate without its pair: not Unicode, and validator.js's encodeURI throws on it. */
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
  * Keys that reach prototypes through class-transformer and slip past the whitelist, and the names of

@@ -1,4 +1,5 @@
 import type { EnvReaders } from '../env-readers.js';
+import type { CoreConfig } from './core.js';
 
 /** SMS and SIM swap providers, rate limits (docs/decisions/0010-messaging.md). */
 export interface MobileConfig {
@@ -42,7 +43,10 @@ export interface MobileConfig {
 }
 
 /** SMS and SIM swap settings: which provider, its connection, and the abuse limits. */
-export function loadMobileConfig({ str, int, url, choice, problems }: EnvReaders): MobileConfig {
+export function loadMobileConfig(
+  { str, int, url, choice, problems }: EnvReaders,
+  { nodeEnv }: Pick<CoreConfig, 'nodeEnv'>,
+): MobileConfig {
   const smsProvider = choice('SMS_PROVIDER', ['simulator', 'smpp'], 'simulator');
   const simSwapProvider = choice('SIM_SWAP_PROVIDER', ['simulator', 'camara'], 'simulator');
   const required = (name: string, when: boolean, because: string): string => {
@@ -66,6 +70,12 @@ export function loadMobileConfig({ str, int, url, choice, problems }: EnvReaders
   const isCamara = simSwapProvider === 'camara';
   if (isCamara && str('CAMARA_SIM_SWAP_URL') === undefined) {
     problems.push('CAMARA_SIM_SWAP_URL is required when SIM_SWAP_PROVIDER=camara');
+  }
+  // The check carries the access token and the subscriber's number, and its answer is a fraud signal: in
+  // production only TLS, as CAMARA's APIs are served (plain http stays for development and the tests' peer).
+  const camaraUrl = url('CAMARA_SIM_SWAP_URL', ['http:', 'https:'], { credentials: false });
+  if (nodeEnv === 'production' && camaraUrl !== undefined && new URL(camaraUrl).protocol !== 'https:') {
+    problems.push('CAMARA_SIM_SWAP_URL must be an https URL when NODE_ENV=production');
   }
   return {
     smsProvider,
@@ -92,10 +102,7 @@ export function loadMobileConfig({ str, int, url, choice, problems }: EnvReaders
     },
     simSwapProvider,
     camara: {
-      baseUrl: (url('CAMARA_SIM_SWAP_URL', ['http:', 'https:'], { credentials: false }) ?? '').replace(
-        /\/+$/,
-        '',
-      ),
+      baseUrl: (camaraUrl ?? '').replace(/\/+$/, ''),
       accessToken: bearerToken(
         required('CAMARA_ACCESS_TOKEN', isCamara, 'SIM_SWAP_PROVIDER=camara'),
         problems,

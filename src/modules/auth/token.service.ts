@@ -12,6 +12,7 @@ import {
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { TokenRequestError } from '#common/errors/domain-errors.js';
+import { LONE_SURROGATE } from '#common/http/json-body.middleware.js';
 import { AppsService } from '#modules/apps/apps.service.js';
 import { JWT_BEARER_ASSERTION_TYPE, type OAuthTokenFormDto } from './dto/token.dto.js';
 import { UsedAssertionEntity } from './entities/used-assertion.entity.js';
@@ -19,6 +20,8 @@ import { SigningKeysService } from './signing-keys.service.js';
 
 export const ACCESS_TOKEN_TYP = 'at+jwt';
 export const MAX_ASSERTION_LIFETIME_SECONDS = 3600;
+/** The longest jti kept (UTF-16 code units). */
+const MAX_JTI_LENGTH = 200;
 
 export interface IssuedToken {
   type: 'Bearer';
@@ -131,6 +134,9 @@ export class TokenService {
       throw refuse('the assertion is not a JWS in compact form');
     }
     if (header.alg !== 'ES256') throw refuse('the assertion must be signed with ES256');
+    // RFC 7515 §4.1.11: a critical extension the recipient does not understand makes the token invalid, and the
+    // service understands none (jose would refuse it too, but as a bad signature).
+    if (header.crit !== undefined) throw refuse('the assertion header names a critical extension (crit)');
     if (typeof header.kid !== 'string' || header.kid.length === 0)
       throw refuse('the assertion header has no kid');
     const keyId = header.kid;
@@ -153,6 +159,9 @@ export class TokenService {
       }
       throw refuse('the assertion signature is not valid');
     }
+    // jose takes an aud array when any one member is accepted: an assertion made for several servers, which any
+    // of them could replay here (draft-ietf-oauth-rfc7523bis). One value, one of ours.
+    if (typeof payload.aud !== 'string') throw refuse('the assertion claim aud is not valid');
     const now = Math.floor(Date.now() / 1000);
     const iat = payload.iat as number;
     const exp = payload.exp as number;
@@ -163,10 +172,18 @@ export class TokenService {
     return { payload, keyId };
   }
 
-  /** An assertion that carries a jti can be used once (RFC 7523 §3, item 7). */
+  /**
+   * An assertion that carries a jti can be used once (RFC 7523 §3, item 7). A jti of another type would turn that
+   * off, so it is refused; so is one PostgreSQL cannot store as sent (NUL), or would store as another's (a lone
+   * surrogate becomes U+FFFD), and any control character.
+   */
   private async rememberJti(appId: string, payload: JWTPayload): Promise<void> {
-    if (typeof payload.jti !== 'string') return;
-    if (payload.jti.length > 200) throw refuse('the assertion jti is too long');
+    if (payload.jti === undefined) return;
+    if (typeof payload.jti !== 'string') throw refuse('the assertion jti must be a string');
+    if (payload.jti.length > MAX_JTI_LENGTH) throw refuse('the assertion jti is too long');
+    if (LONE_SURROGATE.test(payload.jti) || /\p{Cc}/u.test(payload.jti)) {
+      throw refuse('the assertion jti must be well-formed text without control characters');
+    }
     const inserted = await this.dataSource
       .createQueryBuilder()
       .insert()

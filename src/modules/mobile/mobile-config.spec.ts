@@ -114,4 +114,22 @@ describe('SMS and SIM swap settings', () => {
       }).mobile.camara.accessToken,
     ).toBe('eyJhbGciOiJFUzI1NiJ9.e30.c2ln-_~+/==');
   });
+
+  it('takes only an https CAMARA URL when NODE_ENV=production (the check carries the token and the number)', () => {
+    const camara = { SIM_SWAP_PROVIDER: 'camara', CAMARA_ACCESS_TOKEN: 't' };
+    const production = { NODE_ENV: 'production', SIGNING_KEYS_FILE: '/keys.json', ...camara };
+    expect(
+      problemsOf({ ...production, CAMARA_SIM_SWAP_URL: 'http://operator.example/sim-swap/v1' }),
+    ).toContain('CAMARA_SIM_SWAP_URL must be an https URL when NODE_ENV=production');
+    expect(
+      loadConfig({ ...production, CAMARA_SIM_SWAP_URL: 'https://operator.example/sim-swap/v1' }).mobile.camara
+        .baseUrl,
+    ).toBe('https://operator.example/sim-swap/v1');
+    for (const NODE_ENV of ['development', 'test']) {
+      expect(
+        loadConfig({ NODE_ENV, ...camara, CAMARA_SIM_SWAP_URL: 'http://127.0.0.1:8080/sim-swap/v1' }).mobile
+          .camara.baseUrl,
+      ).toBe('http://127.0.0.1:8080/sim-swap/v1');
+    }
+  });
 });

@@ -1,4 +1,4 @@
-import { Slots } from './slots.js';
+import { KeyedSlots, Slots } from './slots.js';
 
 describe('Slots', () => {
   it('lets `size` holders in at once and the others in arrival order as slots are released', async () => {
@@ -25,5 +25,30 @@ describe('Slots', () => {
     await Promise.resolve();
     await Promise.resolve();
     expect(both).toBe(true);
+  });
+});
+
+describe('KeyedSlots', () => {
+  it('gives each key its own `size` slots, and forgets a key nobody holds or waits for', async () => {
+    const slots = new KeyedSlots(1);
+    const entered: string[] = [];
+    const take = (key: string, name: string) => slots.acquire(key).then(() => entered.push(name));
+    const a1 = take('a', 'a1');
+    const a2 = take('a', 'a2');
+    const b1 = take('b', 'b1');
+    await Promise.all([a1, b1]);
+    await Promise.resolve();
+    // a2 waits for a's one slot; b was not held up by it.
+    expect(entered).toEqual(['a1', 'b1']);
+    expect(slots.keys).toBe(2);
+
+    slots.release('b');
+    expect(slots.keys).toBe(1);
+    slots.release('a');
+    await a2;
+    expect(entered).toEqual(['a1', 'b1', 'a2']);
+    slots.release('a');
+    expect(slots.keys).toBe(0);
+    expect(() => slots.release('a')).toThrow('released a slot that was not taken');
   });
 });

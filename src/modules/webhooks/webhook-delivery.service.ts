@@ -17,7 +17,7 @@ import { MicroBatcher } from '#common/database/micro-batcher.js';
 import { PG_POOL } from '#common/database/pg-pool.js';
 import { WebhookSender, type SendResult } from './webhook-sender.js';
 import { WebhookSigner } from './webhook-signer.js';
-import { Slots } from './slots.js';
+import { KeyedSlots, Slots } from './slots.js';
 import { deliveryJobId } from './webhook-events.js';
 
 /** The content type the interface shows for webhook bodies (a compact JWS). */
@@ -84,12 +84,21 @@ const FRESH_BATCH = 50;
 export interface DeliveryLimits {
   /**
    * Deliveries in flight, from claim to record, and POSTs among them (as many as the 200 delivery jobs of one
-   * event each were). A claimed event waits for at most 800 POSTs ahead of it: 12.5 s at a receiver that answers
-   * in a second on its 64 connections, within its lease. Behind receivers that hang until WEBHOOK_TIMEOUT_MS it
-   * can wait longer than its lease allows (800 / 200 × 10 s): then its claim is given back unsent (deliver).
+   * event each were). A claimed event waits for at most 999 deliveries ahead of it, which go to one origin 64 at
+   * a time: 936 / 64 ≈ 15 s at a receiver that answers in a second, at the edge of what its lease allows (a whole
+   * attempt and the margin must be left). Behind a slower receiver, or one that hangs until WEBHOOK_TIMEOUT_MS,
+   * a claim that waited too long is given back unsent (deliver), and claimed again later.
    */
   readonly deliveriesInFlight: number;
   readonly postsInFlight: number;
+  /**
+   * POSTs in flight to one origin, taken before one of `postsInFlight`: also the sender's connections per origin,
+   * so every POST started has a connection to go out on. A receiver that hangs holds at most this many of the
+   * shared POST slots (until WEBHOOK_TIMEOUT_MS), and the other receivers' events go out past its backlog; without
+   * it, its backlog took every shared slot, most of them waiting in the connection pool's queue, where they timed
+   * out unsent yet counted as attempts (decision 0072).
+   */
+  readonly postsPerOrigin: number;
   /** The lease a claim takes, beyond WEBHOOK_TIMEOUT_MS. */
   readonly leaseExtraMs: number;
   /**
@@ -102,6 +111,7 @@ export interface DeliveryLimits {
 export const DEFAULT_DELIVERY_LIMITS: DeliveryLimits = {
   deliveriesInFlight: 1000,
   postsInFlight: 200,
+  postsPerOrigin: 64,
   leaseExtraMs: 20_000,
   leaseMarginMs: 5_000,
 };
@@ -134,6 +144,8 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
   private readonly records: MicroBatcher<Attempt, DeliveryOutcome>;
   private readonly deliveries: Slots;
   private readonly posts: Slots;
+  /** POST slots of each receiver's origin, taken before one of `posts`. */
+  private readonly postsToOrigin: KeyedSlots;
   /** Set once the worker stops: deliveries not yet POSTing end (see deliver). */
   private stopping = false;
 
@@ -146,17 +158,19 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
     @Optional() @Inject(WEBHOOK_DELIVERY_LIMITS) limits: Partial<DeliveryLimits> = {},
   ) {
     this.logger.setContext('WebhookDelivery');
-    const { deliveriesInFlight, postsInFlight, leaseExtraMs, leaseMarginMs } = {
+    const { deliveriesInFlight, postsInFlight, postsPerOrigin, leaseExtraMs, leaseMarginMs } = {
       ...DEFAULT_DELIVERY_LIMITS,
       ...limits,
     };
     if (leaseMarginMs >= leaseExtraMs) throw new Error('the lease margin must be less than the lease extra');
     this.deliveries = new Slots(deliveriesInFlight);
     this.posts = new Slots(postsInFlight);
+    this.postsToOrigin = new KeyedSlots(postsPerOrigin);
     this.sender = new WebhookSender({
       allowPrivate: config.webhookAllowPrivateUrls,
       timeoutMs: config.webhookTimeoutMs,
       maxResponseBytes: 64 * 1024,
+      connectionsPerOrigin: postsPerOrigin,
     });
     this.maxAttempts = config.webhookRetryDelaysMs.length + 1;
     this.leaseMs = config.webhookTimeoutMs + leaseExtraMs;
@@ -185,9 +199,9 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
   /**
    * One event's delivery: claim (batched), sign and POST, record (batched). In this process at most
    * `deliveriesInFlight` deliveries run at once, whatever the jobs that asked for them (a batch job asks for
-   * up to FRESH_BATCH), and at most `postsInFlight` of them POST: the claims and records of many jobs batch
-   * together, while a receiver gets no more requests queued for its connections than when each delivery was
-   * a job of its own (the deadline counts that wait).
+   * up to FRESH_BATCH), and at most `postsInFlight` of them POST, at most `postsPerOrigin` to one origin (as
+   * many as its connections): the claims and records of many jobs batch together, a POST never waits for a
+   * connection, and a receiver that hangs holds no more of the shared POST slots than its own connections.
    *
    * Once the worker is stopping, only the POSTs already started finish (as when each delivery was a job): an
    * event not yet claimed is skipped, and one claimed but not yet sent is given back (its lease and attempt
@@ -234,16 +248,33 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
       ? this.signer.sign(await this.signingKeys.current(), event.payload, { id: event.id, timestamp })
       : undefined;
     body?.catch(() => undefined); // its failure is the attempt's, below (not an unhandled rejection meanwhile)
-    await this.posts.acquire();
-    try {
+    return this.withPostSlot(event.url, async () => {
       if (this.stopping) return undefined;
       const signed = await body;
       const leaseLeftMs = event.leaseEndsAt - performance.now();
       if (leaseLeftMs >= this.leaseNeededMs) return await this.attempt(event, signed, timestamp);
       this.reportGivenBack(event, leaseLeftMs);
       return undefined;
+    });
+  }
+
+  /**
+   * Runs `post` holding a slot of the URL's origin and then one of the shared POST slots. The origin's slot comes
+   * first: while a receiver's backlog waits for it, the shared slots stay free for every other receiver. A claim
+   * without a usable URL (none set, or one the sender refuses) connects nowhere and takes no origin's slot.
+   */
+  private async withPostSlot<T>(url: string | null, post: () => Promise<T>): Promise<T> {
+    const origin = url === null ? undefined : this.sender.origin(url);
+    if (origin !== undefined) await this.postsToOrigin.acquire(origin);
+    try {
+      await this.posts.acquire();
+      try {
+        return await post();
+      } finally {
+        this.posts.release();
+      }
     } finally {
-      this.posts.release();
+      if (origin !== undefined) this.postsToOrigin.release(origin);
     }
   }
 

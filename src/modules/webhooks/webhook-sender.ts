@@ -1,6 +1,7 @@
 import type dns from 'node:dns';
 import net from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
+import { AnswerCap } from '#common/net/answer-cap.js';
 import { guardedLookup, isPublicAddress, PrivateAddressError } from '#common/net/public-address.js';
 
 export interface SendResult {
@@ -16,6 +17,11 @@ export interface SenderOptions {
   timeoutMs: number;
   /** At most this much of the receiver's answer is read. */
   maxResponseBytes: number;
+  /**
+   * Connections per origin. A request beyond them waits in the pool's queue for one, its deadline running: the
+   * caller keeps the requests it sends to one origin within this (WebhookDeliveryService's slots per origin).
+   */
+  connectionsPerOrigin: number;
 }
 
 /** A webhook URL, parsed and checked once: where to send, or why it cannot be used. */
@@ -38,7 +44,7 @@ export class WebhookSender {
 
   constructor(private readonly options: SenderOptions) {
     this.agent = new Agent({
-      connections: 64,
+      connections: options.connectionsPerOrigin,
       pipelining: 1,
       keepAliveTimeout: 30_000,
       // Our own deadline (below) covers the whole exchange; these only back it up.
@@ -61,7 +67,7 @@ export class WebhookSender {
       let controller: Dispatcher.DispatchController | undefined;
       let statusCode: number | undefined;
       let retryAfterMs: number | undefined;
-      let read = 0;
+      const answer = new AnswerCap(maxResponseBytes, false);
       const finish = (result: Omit<SendResult, 'durationMs'>) => {
         if (settled) return;
         settled = true;
@@ -89,9 +95,8 @@ export class WebhookSender {
             }
           },
           onResponseData(current, chunk) {
-            read += chunk.length;
             // Enough: the status is what counts. The connection is closed rather than drained.
-            if (read > maxResponseBytes) {
+            if (!answer.take(chunk)) {
               finish({ statusCode, retryAfterMs });
               current.abort(new Error('answer larger than the cap'));
             }
@@ -109,6 +114,12 @@ export class WebhookSender {
         },
       );
     });
+  }
+
+  /** The origin a URL is sent to (one connection pool each), or undefined when the URL cannot be used. */
+  origin(url: string): string | undefined {
+    const target = this.target(url);
+    return 'error' in target ? undefined : target.origin;
   }
 
   private target(url: string): Target {

@@ -45,7 +45,13 @@ export class ClientCredentialsStrategy extends PassportStrategy(Strategy, 'cc') 
         } catch {
           return done(new Error('malformed token'));
         }
-        if (header.alg !== 'ES256' || header.typ !== ACCESS_TOKEN_TYP || typeof header.kid !== 'string') {
+        // The service writes no crit (RFC 7515 §4.1.11: an extension we do not understand makes a token invalid).
+        if (
+          header.alg !== 'ES256' ||
+          header.typ !== ACCESS_TOKEN_TYP ||
+          typeof header.kid !== 'string' ||
+          header.crit !== undefined
+        ) {
           return done(new Error('not an access token'));
         }
         signingKeys.publicKey(header.kid).then(

@@ -12,6 +12,7 @@ import { UUID_PATTERN } from '#common/ids/uuid.js';
 interface SubjectTokenPayload {
   iss?: unknown;
   sub?: unknown;
+  aud?: unknown;
   iat?: unknown;
   exp?: unknown;
 }
@@ -45,6 +46,9 @@ export class SubjectTokenStrategy extends PassportStrategy(Strategy, 'subject') 
         try {
           const header = decodeProtectedHeader(rawJwt);
           if (header.alg !== 'ES256') return done(new Error('alg must be ES256'));
+          // jsonwebtoken ignores crit; RFC 7515 §4.1.11 says a token naming an extension we do not understand (we
+          // understand none) is invalid.
+          if (header.crit !== undefined) return done(new Error('crit is not supported'));
           kid = header.kid;
           iss = decodeJwt(rawJwt).iss;
         } catch {
@@ -64,7 +68,10 @@ export class SubjectTokenStrategy extends PassportStrategy(Strategy, 'subject') 
   }
 
   validate(payload: SubjectTokenPayload): SubjectPrincipal | false {
-    const { iss, sub, iat, exp } = payload;
+    const { iss, sub, aud, iat, exp } = payload;
+    // jsonwebtoken takes an aud array when any one member matches: a token made for several services, which any
+    // of them could replay here. Exactly {base_url}, as one value.
+    if (aud !== this.config.publicBaseUrl) return false;
     if (typeof iss !== 'string' || typeof sub !== 'string' || !UUID_PATTERN.test(sub)) return false;
     // uuids in the stored (lower-case) form, whatever the case the application signed them in.
     const appId = iss.toLowerCase();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { PinoLogger } from '#common/logging/pino-logger.js';
+import { readCappedText } from '#common/net/answer-cap.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { toE164 } from './phone-number.js';
 import { SimSwapLookupError, type SimSwapProvider } from './sim-swap.port.js';
@@ -94,10 +95,18 @@ export class CamaraSimSwapClient implements SimSwapProvider {
   }
 }
 
+/** The most of a provider's answer that is read: a CAMARA answer is a few hundred bytes. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+/**
+ * The answer's JSON object, read as a stream: an answer larger than MAX_ANSWER_BYTES is not read on (nor held in
+ * memory) and counts as malformed.
+ */
 async function readJson(response: Response): Promise<Record<string, unknown> | undefined> {
   try {
-    const text = await response.text();
-    const parsed: unknown = JSON.parse(text.slice(0, 64 * 1024));
+    const text = await readCappedText(response.body, MAX_ANSWER_BYTES);
+    if (text === undefined) return undefined;
+    const parsed: unknown = JSON.parse(text);
     return parsed && typeof parsed === 'object' && !Array.isArray(parsed)
       ? (parsed as Record<string, unknown>)
       : undefined;
