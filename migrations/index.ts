@@ -37,6 +37,7 @@ import { WebhookAttemptUrls1763903400000 } from './1763903400000-WebhookAttemptU
 import { LostCallAnswers1763903500000 } from './1763903500000-LostCallAnswers.js';
 import { ReversalOwnerUnderLedgerLock1763903600000 } from './1763903600000-ReversalOwnerUnderLedgerLock.js';
 import { ReversalEventsAfterTheOriginal1763903700000 } from './1763903700000-ReversalEventsAfterTheOriginal.js';
+import { TransferListFilters1763904000000 } from './1763904000000-TransferListFilters.js';
 
 /**
  * Every migration, oldest first. Append new ones; never change what one that has landed leaves in the schema (a
@@ -82,4 +83,5 @@ export const MIGRATIONS = [
   LostCallAnswers1763903500000,
   ReversalOwnerUnderLedgerLock1763903600000,
   ReversalEventsAfterTheOriginal1763903700000,
+  TransferListFilters1763904000000,
 ];

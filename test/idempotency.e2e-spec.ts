@@ -1,10 +1,17 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
 import request from 'supertest';
 import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
+import { PinoLogger } from '../src/common/logging/pino-logger.js';
+import { IdempotencyKeyPruner } from '../src/modules/transfers/idempotency-pruner.js';
 import { TransferBatcher } from '../src/modules/transfers/transfer-batcher.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
+import { holdTransaction } from './support/database.js';
+import { proxyWithStatementLog, type PgStatementLog } from './support/pg-statements.js';
+import type { TcpProxy } from './support/tcp-proxy.js';
 import { bearer, expectValidation } from './support/identity.js';
 import { waitFor } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -252,4 +259,94 @@ describe('idempotency keys: races and cut connections (real database)', () => {
     )) as { n: number }[];
     expect(n).toBe(15);
   }, 120_000);
+});
+
+/**
+ * The hourly pruner deletes in batches, each its own statement (decision 0075): a backlog larger than what one
+ * statement deletes within the statement timeout is still worked off, batch by batch.
+ */
+describe('IdempotencyKeyPruner: batches under the statement timeout (real database)', () => {
+  let t: TestApp;
+  let proxy: TcpProxy;
+  let statements: PgStatementLog;
+  let pruner: IdempotencyKeyPruner;
+  let prunerData: DataSource;
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    const proxied = await proxyWithStatementLog(t.databaseUrl);
+    proxy = proxied.proxy;
+    statements = proxied.log;
+    // The pruner's own connections, through the proxy that records its statements, with a tiny statement timeout.
+    prunerData = new DataSource({
+      type: 'postgres',
+      url: proxied.url,
+      extra: { options: '-c statement_timeout=300' },
+    });
+    await prunerData.initialize();
+    pruner = new IdempotencyKeyPruner(prunerData, await t.app.resolve(PinoLogger));
+  }, 120_000);
+  afterAll(async () => {
+    await prunerData?.destroy();
+    await proxy?.close();
+    await t?.close();
+  });
+
+  /** `count` keys of a new application, made `hoursAgo` hours ago; the application's id. */
+  const seed = async (count: number, hoursAgo: number): Promise<string> => {
+    const appId = randomUUID();
+    await t.dataSource.query(
+      `INSERT INTO idempotency_keys (app_id, key, request_hash, created_at)
+       SELECT $1, 'k' || i, 'h', now() - ($3::int * interval '1 hour') FROM generate_series(1, $2) i`,
+      [appId, count, hoursAgo],
+    );
+    return appId;
+  };
+  const keysOf = async (appId: string): Promise<number> => {
+    const [{ n }] = (await t.dataSource.query(
+      `SELECT count(*)::int AS n FROM idempotency_keys WHERE app_id = $1`,
+      [appId],
+    )) as { n: number }[];
+    return n;
+  };
+
+  it('removes more expired keys than one batch holds in several statements, and keeps the recent ones', async () => {
+    const expired = await seed(10, 49);
+    const recent = await seed(3, 1);
+    const before = statements.count('DELETE FROM idempotency_keys');
+
+    const deleted = await pruner.prune({ batch: 3 });
+
+    expect(deleted).toBe(10);
+    // 3 + 3 + 3 + 1: the fourth statement deletes fewer than a batch and ends the run.
+    expect(statements.count('DELETE FROM idempotency_keys') - before).toBe(4);
+    expect(await keysOf(expired)).toBe(0);
+    expect(await keysOf(recent)).toBe(3);
+  });
+
+  it('stops at the run budget and goes on at the next run', async () => {
+    const expired = await seed(10, 49);
+    expect(await pruner.prune({ batch: 3, maxBatches: 2 })).toBe(6);
+    expect(await keysOf(expired)).toBe(4);
+    expect(await pruner.prune({ batch: 3, maxBatches: 2 })).toBe(4);
+    expect(await keysOf(expired)).toBe(0);
+  });
+
+  it('makes progress when one statement over the whole backlog could not finish within the statement timeout', async () => {
+    const expired = await seed(10, 49);
+    // A transaction holds one expired key: one DELETE of every expired key waits for it until the 300 ms
+    // statement timeout cancels it, and deletes nothing. The batches skip the held key and take the others.
+    const held = await holdTransaction(t.dataSource, [
+      [`SELECT 1 FROM idempotency_keys WHERE app_id = $1 AND key = 'k1' FOR UPDATE`, [expired]],
+    ]);
+    try {
+      expect(await pruner.prune()).toBe(9);
+      expect(await keysOf(expired)).toBe(1);
+    } finally {
+      await held.release();
+    }
+    // Once the transaction ends, the next run takes the key it held.
+    expect(await pruner.prune()).toBe(1);
+    expect(await keysOf(expired)).toBe(0);
+  });
 });

@@ -428,6 +428,44 @@ describe('transfers: API (real database)', () => {
       expect(read['the big owner, its account'][1]).toBeLessThanOrEqual(101);
     }, 60_000);
 
+    it('a failure status or a movement type the application rarely has reads those rows, not its whole history (decision 0075)', async () => {
+      const rare = await registerClient(t.app, 'transfers-api-rare');
+      const rareToken = await accessToken(t.http, rare);
+      const account = await openAccount(t.http, rareToken, rare.appId, await createOwner(t.http, rareToken));
+      // 5,000 withdrawals credited, and three deposits refused, the oldest rows.
+      await t.dataSource.query(
+        `INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name,
+                                counterparty_tax_id, counterparty_identifier_type, counterparty_identifier, amount,
+                                currency, concept, created_at)
+         SELECT gen_random_uuid(), $1, $2, CASE WHEN i > 5000 THEN 'DEPOSIT' ELSE 'WITHDRAW' END,
+                CASE WHEN i > 5000 THEN 'ERROR_DATOS' ELSE 'ACREDITADO' END, 'EXTERNAL', 'Bulk',
+                '20123456786', 'CBU', '0110599520000001234561', 1, 'ARS', 'VAR', now() - make_interval(secs => i * 60)
+           FROM generate_series(1, 5003) AS i`,
+        [rare.appId, account.uuid],
+      );
+      await t.dataSource.query('ANALYZE transfers');
+      const app: Principal = { kind: 'client', appId: rare.appId };
+      const read: Record<string, number[]> = {};
+      for (const [label, filter] of [
+        ['a failure status', { status: 'ERROR_DATOS' }],
+        ['a movement type', { movementType: 'DEPOSIT' }],
+      ] as [string, TransferListFilter][]) {
+        read[label] = [];
+        for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
+          read[label].push((await planOf(app, filter, mode)).transferRowsRead);
+        }
+      }
+      // Three rows each (and the index's end); before, the application's 5,003 rows were read and thrown away.
+      expect(read).toStrictEqual({ 'a failure status': [3, 3], 'a movement type': [3, 3] });
+      const listed = await get(
+        '/v1/wallet/transactions/all?status=ERROR_DATOS&movementType=DEPOSIT',
+        rareToken,
+      );
+      expect(
+        (listed.body as { type: string; status: string }[]).map((item) => [item.type, item.status]),
+      ).toStrictEqual(Array.from({ length: 3 }, () => ['DEPOSIT', 'ERROR_DATOS']));
+    }, 60_000);
+
     it('through the API, to the application and to the owner: pages of every size are whole and in order whatever LIMIT the statement fetched', async () => {
       const listsToken = await accessToken(t.http, lists);
       const path = `/v1/wallet/accounts/${small.uuid}/transactions`;

@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type { Job } from 'bullmq';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
+import { deleteInBatches } from '#common/database/batched-delete.js';
 import { JobProcessor, type JobHandler } from '#common/queue/job-processor.js';
 import { JOBS, QUEUES } from '#common/queue/queue-names.js';
 import type { AppQueue } from '#common/queue/queue.factory.js';
@@ -28,18 +29,14 @@ export class PruneEventsProcessor implements JobHandler {
   }
 
   async prune(retentionDays = this.config.eventsRetentionDays): Promise<number> {
-    let deleted = 0;
-    for (;;) {
-      const [, count] = (await this.dataSource.query(
-        `DELETE FROM webhook_events WHERE id IN (
-           SELECT id FROM webhook_events
-            WHERE created_at < now() - ($1::int * interval '1 day') AND status <> 'pending'
-            LIMIT $2)`,
-        [retentionDays, BATCH],
-      )) as [unknown, number];
-      deleted += count;
-      if (count < BATCH) return deleted;
-    }
+    const { deleted } = await deleteInBatches(this.dataSource, {
+      table: 'webhook_events',
+      key: 'id',
+      where: `created_at < now() - ($1::int * interval '1 day') AND status <> 'pending'`,
+      params: [retentionDays],
+      batch: BATCH,
+    });
+    return deleted;
   }
 
   async schedule(queue: AppQueue): Promise<void> {

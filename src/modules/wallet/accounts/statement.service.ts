@@ -32,6 +32,22 @@ const balanceAt = (t: string) =>
   `a.balance - COALESCE((SELECT sum(p.amount) FROM postings p
                           WHERE p.account_id = a.id AND p.created_at > ${t}), 0)`;
 
+/**
+ * The balance at a point of the account's postings (`point`, compared with `key`; `at` its time), inside a query
+ * where `a` is its ledger account, summed from the nearer end (decision 0075): the postings up to the point when it
+ * lies nearer the account's first posting than its last, else the cached balance minus the postings after it. Both
+ * are exact (the cached balance is the sum of the postings, in the same snapshot); only the branch taken runs, so
+ * a statement from the start of the history no longer sums the whole history to find an opening of zero. The two
+ * ends are one index probe each (idx_postings_account_time).
+ */
+const balanceNearer = (point: string, key: string, at: string) =>
+  `CASE WHEN ${at} - (SELECT min(p.created_at) FROM postings p WHERE p.account_id = a.id)
+             < (SELECT max(p.created_at) FROM postings p WHERE p.account_id = a.id) - ${at}
+        THEN 0::numeric(24,6) + COALESCE((SELECT sum(p.amount) FROM postings p
+                                           WHERE p.account_id = a.id AND ${key} <= ${point}), 0)
+        ELSE a.balance - COALESCE((SELECT sum(p.amount) FROM postings p
+                                    WHERE p.account_id = a.id AND ${key} > ${point}), 0) END`;
+
 interface MovementRow {
   posting_id: string;
   posted_at: string;
@@ -99,12 +115,12 @@ export function statementQuery(
   const values: unknown[] = [accountId, principal.appId, ownerOf(principal), from, to];
   if (position) values.push(position.at, position.id);
   const after = position ? 'AND (p.created_at, p.id) > ($6::timestamptz, $7::bigint)' : '';
-  // Where the page starts: the balance at `from`, or, after a cursor, the balance after the cursor's posting
-  // (right only for a position inside (from, to]: statementWindow refuses any other).
+  // Where the page starts: the balance at `from` (page 1), or, after a cursor, the balance after the cursor's
+  // posting (right only for a position inside (from, to]: statementWindow refuses any other), read from the
+  // nearer end of the account's postings (decision 0075).
   const start = position
-    ? `a.balance - COALESCE((SELECT sum(p.amount) FROM postings p
-                              WHERE p.account_id = a.id AND (p.created_at, p.id) > ($6::timestamptz, $7::bigint)), 0)`
-    : balanceAt('$4::timestamptz');
+    ? balanceNearer('($6::timestamptz, $7::bigint)', '(p.created_at, p.id)', '$6::timestamptz')
+    : '(SELECT balance FROM opening)';
   const text = `WITH acc AS (SELECT a.* FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id),
             page AS (
               SELECT p.id, p.created_at, p.amount, p.entry_id
@@ -112,12 +128,13 @@ export function statementQuery(
                WHERE p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz ${after}
                ORDER BY p.created_at, p.id
                LIMIT ${listFetchSize(rows)}),
+            opening AS (SELECT ${balanceNearer('$4::timestamptz', 'p.created_at', '$4::timestamptz')} AS balance FROM acc a),
             start AS (SELECT ${start} AS balance FROM acc a)
        SELECT ($4::timestamptz > $5::timestamptz) AS reversed,
               a.currency, ${UTC_TEXT('$4::timestamptz')} AS from_text, ${UTC_TEXT('$5::timestamptz')} AS to_text,
-              (${balanceAt('$4::timestamptz')})::text AS opening,
-              (${balanceAt('$5::timestamptz')})::text AS closing,
-              totals.total_in, totals.total_out,
+              (SELECT balance FROM opening)::text AS opening,
+              ((SELECT balance FROM opening) + totals.total_in - totals.total_out)::text AS closing,
+              totals.total_in::text AS total_in, totals.total_out::text AS total_out,
               COALESCE((SELECT json_agg(m ORDER BY m.n) FROM (
                  SELECT row_number() OVER (ORDER BY pg.created_at, pg.id) AS n,
                         pg.id::text AS posting_id, ${UTC_TEXT('pg.created_at')} AS posted_at,
@@ -126,8 +143,8 @@ export function statementQuery(
                         e.id AS entry_id, e.kind, e.reference, e.description
                    FROM page pg JOIN journal_entries e ON e.id = pg.entry_id) m), '[]') AS movements
          FROM acc a,
-              LATERAL (SELECT COALESCE(sum(p.amount) FILTER (WHERE p.amount > 0), 0)::text AS total_in,
-                              COALESCE(-sum(p.amount) FILTER (WHERE p.amount < 0), 0)::text AS total_out
+              LATERAL (SELECT COALESCE(sum(p.amount) FILTER (WHERE p.amount > 0), 0) AS total_in,
+                              COALESCE(-sum(p.amount) FILTER (WHERE p.amount < 0), 0) AS total_out
                          FROM postings p
                         WHERE p.account_id = a.id
                           AND p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz) totals`;
