@@ -38,7 +38,6 @@ import type { TransferStatus } from '../transfer-status.js';
 @Index('idx_transfers_app_failed_created', ['appId', 'createdAt', 'id'], {
   where: `"status" IN ('ERROR_DATOS', 'SIN_GARANTIA', 'ERROR_ACREDITACION')`,
 })
-@Index('idx_transfers_app_type_created', ['appId', 'movementType', 'createdAt', 'id'])
 /** The reversals (and returns from the rail) of a transfer row: the reversed total and GET …/reversals. */
 @Index('idx_transfers_reversal_of', ['reversalOf'], { where: `"reversal_of" IS NOT NULL` })
 export class TransferEntity {
