@@ -162,6 +162,36 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
     }
   });
 
+  it('serialises each OpenAPI document once: later requests get the same bytes without serialising again', async () => {
+    const first = {
+      json: await request(t.http).get('/v1/openapi.json'),
+      yaml: await request(t.http).get('/v1/openapi.yaml'),
+    };
+    expect(first.json.status).toBe(200);
+    expect(first.yaml.status).toBe(200);
+    expect(first.yaml.headers['content-type']).toBe('text/yaml; charset=utf-8');
+    expect(first.yaml.text).toContain('openapi: 3.');
+    // A serialiser that ran again would show this change; the document does not change while the process runs.
+    const info = t.openApi.info;
+    const title = info.title;
+    info.title = 'changed after the first answer';
+    try {
+      for (const path of ['/v1/openapi.json', '/v1/openapi.yaml'] as const) {
+        const again = await request(t.http).get(path);
+        const before = path.endsWith('json') ? first.json : first.yaml;
+        expect(again.status).toBe(200);
+        expect(again.headers['content-type']).toBe(before.headers['content-type']);
+        expect(again.text).toBe(before.text);
+        expect(again.text).not.toContain('changed after the first answer');
+        expect((await request(t.http).head(path)).headers['content-length']).toBe(
+          before.headers['content-length'],
+        );
+      }
+    } finally {
+      info.title = title;
+    }
+  });
+
   it("the embedded server's log, which LOG_LEVEL=debug passes on, carries no row values and no statements", async () => {
     // The test server is started by the same code as the service's embedded one (startServer).
     const settings = (await t.dataSource.query(
