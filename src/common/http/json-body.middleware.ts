@@ -220,6 +220,13 @@ export function parseStrictJson(text: string): unknown {
 /** Deeper bodies are refused: no request of the interface nests more than a few levels. */
 export const MAX_JSON_DEPTH = 32;
 
+/**
+ * An object with more properties is refused before validation: no object of the interface comes near it (a free-form
+ * KYC section included), and each unknown property would otherwise cost a validation item (decision 0073). The
+ * query parser keeps at most 1,000 keys, so a query string never reaches it.
+ */
+export const MAX_JSON_PROPERTIES = 1000;
+
 /** A UTF-16 surrogate without its pair: not Unicode, and validator.js's encodeURI throws on it. */
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
@@ -265,7 +272,7 @@ function jsonPathOf(parent: Frame, key: string, inArray: boolean): string {
 /**
  * Refuses what PostgreSQL cannot store or what would exhaust the stack later:
  * a NUL character or a lone surrogate in any string or key, nesting deeper
- * than MAX_JSON_DEPTH, and prototype keys (refused at their path, as the
+ * than MAX_JSON_DEPTH, an object with more than MAX_JSON_PROPERTIES properties, and prototype keys (refused at their path, as the
  * whitelist refuses any unknown property). Walks iteratively, so the check
  * itself cannot overflow. Numbers, booleans and null are never pushed, and the
  * path is built only for the error that names it (decision 0073).
@@ -287,7 +294,17 @@ export function assertStorableJson(body: unknown): void {
       throw ValidationFailedError.single('', 'invalid', `JSON nesting deeper than ${MAX_JSON_DEPTH} levels`);
     }
     const array = Array.isArray(value);
-    for (const [key, child] of Object.entries(value)) {
+    const entries = Object.entries(value);
+    if (!array && entries.length > MAX_JSON_PROPERTIES) {
+      const path =
+        frame.parent && frame.key !== undefined ? jsonPathOf(frame.parent, frame.key, !!frame.inArray) : '';
+      throw ValidationFailedError.single(
+        path,
+        'invalid',
+        `an object may have at most ${MAX_JSON_PROPERTIES} properties`,
+      );
+    }
+    for (const [key, child] of entries) {
       if (key.includes('\u0000'))
         throw ValidationFailedError.single('', 'invalid', 'keys must not contain NUL characters');
       if (LONE_SURROGATE.test(key))
