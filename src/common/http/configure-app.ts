@@ -135,12 +135,14 @@ function answerOnce(app: NestExpressApplication, paths: readonly string[]): void
  * Slowloris protection: a client that has not sent its headers within HTTP_HEADERS_TIMEOUT_MS, or
  * the whole request within HTTP_REQUEST_TIMEOUT_MS, gets 408 and the connection is closed. Node
  * checks every connectionsCheckingInterval (30 s by default, read when the server starts listening),
- * so the check runs often enough for the timeouts to mean what they say.
+ * so the check runs often enough for the timeouts to mean what they say. At most MAX_CONNECTIONS connections are
+ * open at once: Node closes one past it as soon as it is accepted, and those already open go on (decision 0073).
  */
 function applyServerTimeouts(server: Server, config: AppConfig): void {
   server.headersTimeout = config.httpHeadersTimeoutMs;
   server.requestTimeout = config.httpRequestTimeoutMs;
   server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
+  server.maxConnections = config.maxConnections;
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.min(
     1000,
     Math.ceil(config.httpHeadersTimeoutMs / 4),
