@@ -550,4 +550,50 @@ describe('bodies PostgreSQL cannot store or that nest too deep', () => {
     expect(shallow.status).toBe(400); // refused by the DTO (unknown property a), not by the depth limit
     expect(shallow.body.detail.items[0].message).not.toContain('nesting');
   });
+
+  it('a 400 lists at most 20 items, the first ones found (decision 0073)', async () => {
+    const keys = Array.from({ length: 990 }, (_, i) => `unknown${i}`);
+    const response = await post(
+      JSON.stringify({ ...validEcho(), ...Object.fromEntries(keys.map((key) => [key, 1])) }),
+    );
+    expect(response.status).toBe(400);
+    expect(response.body).toEqual({
+      name: 'ValidationError',
+      message: 'Invalid request payload',
+      detail: {
+        items: keys
+          .slice(0, 20)
+          .map((key) => ({ path: key, message: `property ${key} is not allowed`, type: 'invalid' })),
+      },
+    });
+  });
+
+  it('refuses an object with more than 1000 properties before validation, at its path (decision 0073)', async () => {
+    const many = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, 1]));
+    const message = 'an object may have at most 1000 properties';
+    for (const [body, path] of [
+      [many(1001), ''],
+      [{ name: 'Ada', address: many(1001) }, 'address'],
+      [{ list: [1, { deep: many(5000) }] }, 'list[1].deep'],
+    ] as const) {
+      const response = await post(JSON.stringify(body));
+      expect(response.status).toBe(400);
+      expect(response.body).toEqual({
+        name: 'ValidationError',
+        message: 'Invalid request payload',
+        detail: { items: [{ path, message, type: 'invalid' }] },
+      });
+    }
+    // Without a token too: the check runs before authentication, on any route.
+    const anonymous = await request(t.http)
+      .post('/v1/nope')
+      .set('Content-Type', 'application/json')
+      .send(JSON.stringify(many(1001)));
+    expect(anonymous.status).toBe(400);
+    expect(anonymous.body.detail.items).toEqual([{ path: '', message, type: 'invalid' }]);
+    // 1000 is still read and validated: an item per unknown property, 20 answered.
+    const limit = await post(JSON.stringify(many(1000)));
+    expect(limit.status).toBe(400);
+    expect(limit.body.detail.items[0].message).toBe('property k0 is not allowed');
+  });
 });

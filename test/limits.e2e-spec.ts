@@ -498,6 +498,62 @@ describe('resource limits, each turned down on one application', () => {
   });
 });
 
+describe('MAX_CONNECTIONS (2 here, 10,000 by default; decision 0073)', () => {
+  let t: TestApp;
+  let port: number;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { MAX_CONNECTIONS: '2' } });
+    await new Promise<void>((resolve) => t.http.listen(0, '127.0.0.1', resolve));
+    port = (t.http.address() as AddressInfo).port;
+  });
+  afterAll(() => t?.close());
+
+  const live = 'GET /v1/health/live HTTP/1.1\r\nHost: wallet.test\r\n\r\n';
+  const answered = (answer: () => string, count: number) =>
+    new Promise<void>((resolve) => {
+      const check = setInterval(() => {
+        if ((answer().match(/HTTP\/1\.1 200 /g)?.length ?? 0) >= count) resolve(clearInterval(check));
+      }, 20);
+    });
+
+  it('closes a connection past the cap at once, while the open ones keep answering', async () => {
+    const first = await rawConnection(port);
+    const second = await rawConnection(port);
+    first.socket.write(live);
+    second.socket.write(live);
+    await Promise.all([answered(first.answer, 1), answered(second.answer, 1)]);
+
+    const third = await rawConnection(port);
+    const closed = closedWithin(third.socket, 5_000);
+    third.socket.write(live);
+    expect(await closed).toBeDefined();
+    expect(third.answer()).toBe('');
+
+    // The two open connections still answer, on the same sockets.
+    first.socket.write(live);
+    second.socket.write(live);
+    await Promise.all([answered(first.answer, 2), answered(second.answer, 2)]);
+    expect(first.socket.destroyed).toBe(false);
+
+    // Once one closes, a new connection is served again.
+    const firstClosed = closedWithin(first.socket, 5_000);
+    first.socket.destroy();
+    await firstClosed;
+    // The server counts the close on its side too.
+    const open = () =>
+      new Promise<number>((resolve, reject) =>
+        t.http.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+      );
+    while ((await open()) > 1) await new Promise((resolve) => setTimeout(resolve, 20));
+    const fourth = await rawConnection(port);
+    fourth.socket.write(live);
+    await answered(fourth.answer, 1);
+    expect(fourth.answer()).toMatch(/^HTTP\/1\.1 200 /);
+    second.socket.destroy();
+    fourth.socket.destroy();
+  });
+});
+
 describe('token endpoint rate limit (TOKEN_RATE_LIMIT_PER_MINUTE: 3 here, 60 by default)', () => {
   let t: TestApp;
   let client: TestClient;

@@ -1,4 +1,6 @@
+import { jest } from '@jest/globals';
 import request from 'supertest';
+import { DataSource } from 'typeorm';
 import { QUEUES } from '../src/common/queue/queue-names.js';
 import { RouteCatalog } from '../src/common/http/route-catalog.js';
 import { serverPath } from './support/openapi.js';
@@ -31,6 +33,26 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
         [queueCheck]: { status: 'up', latencyMs: expect.any(Number) },
       },
     });
+  });
+
+  it('GET /v1/health/ready checks at most once a second, and requests meanwhile share its answer (decision 0073)', async () => {
+    const dataSource = t.app.get(DataSource);
+    const query = jest.spyOn(dataSource, 'query'); // calls through: the real database answers
+    try {
+      const checks = () => query.mock.calls.filter(([sql]) => sql === 'SELECT 1').length;
+      await new Promise((resolve) => setTimeout(resolve, 1_100)); // past the previous test's answer
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => request(t.http).get('/v1/health/ready')),
+      );
+      expect(answers.map((answer) => answer.status)).toEqual(Array(20).fill(200));
+      for (const answer of answers) expect(answer.body).toEqual(answers[0].body);
+      expect(checks()).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      expect((await request(t.http).get('/v1/health/ready')).status).toBe(200);
+      expect(checks()).toBe(2);
+    } finally {
+      query.mockRestore();
+    }
   });
 
   it('/v1/metrics needs the operator token', async () => {
@@ -159,6 +181,36 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
         route: `${route.method} ${route.path}`,
         schemes: [...expected[route.policy!]].sort(),
       });
+    }
+  });
+
+  it('serialises each OpenAPI document once: later requests get the same bytes without serialising again', async () => {
+    const first = {
+      json: await request(t.http).get('/v1/openapi.json'),
+      yaml: await request(t.http).get('/v1/openapi.yaml'),
+    };
+    expect(first.json.status).toBe(200);
+    expect(first.yaml.status).toBe(200);
+    expect(first.yaml.headers['content-type']).toBe('text/yaml; charset=utf-8');
+    expect(first.yaml.text).toContain('openapi: 3.');
+    // A serialiser that ran again would show this change; the document does not change while the process runs.
+    const info = t.openApi.info;
+    const title = info.title;
+    info.title = 'changed after the first answer';
+    try {
+      for (const path of ['/v1/openapi.json', '/v1/openapi.yaml'] as const) {
+        const again = await request(t.http).get(path);
+        const before = path.endsWith('json') ? first.json : first.yaml;
+        expect(again.status).toBe(200);
+        expect(again.headers['content-type']).toBe(before.headers['content-type']);
+        expect(again.text).toBe(before.text);
+        expect(again.text).not.toContain('changed after the first answer');
+        expect((await request(t.http).head(path)).headers['content-length']).toBe(
+          before.headers['content-length'],
+        );
+      }
+    } finally {
+      info.title = title;
     }
   });
 

@@ -59,6 +59,7 @@ describe('loadConfig', () => {
       expect(config.apiHeapGrowthPercent).toBe(50);
       expect(config.eventsRetentionDays).toBe(30);
       expect(config.apiProcesses).toBe(1);
+      expect(config.maxConnections).toBe(10_000);
     });
 
     it('is silent by default under NODE_ENV=test', () => {
@@ -67,6 +68,12 @@ describe('loadConfig', () => {
   });
 
   describe('explicit settings', () => {
+    it('reads MAX_CONNECTIONS (1-1000000) and refuses 0 and text', () => {
+      expect(loadConfig({ MAX_CONNECTIONS: '2' }).maxConnections).toBe(2);
+      expect(configError({ MAX_CONNECTIONS: '0' }).message).toContain('MAX_CONNECTIONS');
+      expect(configError({ MAX_CONNECTIONS: 'all' }).message).toContain('MAX_CONNECTIONS');
+    });
+
     it('reads API_PROCESSES (1-64) and refuses 0 and text', () => {
       expect(loadConfig({ API_PROCESSES: '3' }).apiProcesses).toBe(3);
       expect(configError({ API_PROCESSES: '0' }).message).toContain('API_PROCESSES');

@@ -19,6 +19,7 @@ import {
   TokenRequestError,
   TooManyRequestsError,
   UnauthorizedError,
+  MAX_VALIDATION_ITEMS,
   ValidationFailedError,
   type ValidationItem,
 } from './domain-errors.js';
@@ -202,7 +203,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
 }
 
 function validation(items: ValidationItem[], message = 'Invalid request payload'): Problem {
-  return { status: 400, name: 'ValidationError', message, items };
+  return { status: 400, name: 'ValidationError', message, items: items.slice(0, MAX_VALIDATION_ITEMS) };
 }
 
 /**

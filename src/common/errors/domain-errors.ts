@@ -18,6 +18,12 @@ export type ForbiddenReason = 'FORBIDDEN' | 'INSUFFICIENT_PERMISSIONS' | 'INVALI
 export abstract class DomainError extends Error {}
 
 /** 400 with the validation error body. */
+/**
+ * A 400 answers at most this many validation items, the first ones found: the interface's `items` lists what is
+ * wrong, and a body with thousands of unknown properties answered an item for each (812 KB; decision 0073).
+ */
+export const MAX_VALIDATION_ITEMS = 20;
+
 export class ValidationFailedError extends DomainError {
   constructor(
     readonly items: ValidationItem[],

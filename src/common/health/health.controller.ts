@@ -19,6 +19,14 @@ interface CheckResult {
 const CHECK_TIMEOUT_MS = 2000;
 
 /**
+ * A readiness answer is given again for this long: the route is public, and each answer costs a database query and
+ * a queue ping (decision 0073). A balancer's probe (every few seconds) still sees each change within a second.
+ */
+export const READY_CACHE_MS = 1000;
+
+type Readiness = { status: 'ok'; checks: Record<string, CheckResult> };
+
+/**
  * One dependency's check. The route is public: a failure answers what kind it was, never the error's text (a
  * driver's message names hosts, ports and database users), which goes to the log (once per 30 s per check).
  */
@@ -39,6 +47,8 @@ async function timed(
 @Controller('health')
 export class HealthController {
   private readonly failures = new RepeatThrottle();
+  /** The last readiness check, and when it started: requests within READY_CACHE_MS of it share its answer. */
+  private last?: { at: number; checks: Promise<Record<string, CheckResult>> };
 
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
@@ -101,7 +111,17 @@ export class HealthController {
     "A dependency is down: ServiceUnavailableError, detail.checks as in the 200 answer (a failed check's message " +
       'says only how it failed)',
   )
-  async ready(): Promise<{ status: 'ok'; checks: Record<string, CheckResult> }> {
+  async ready(): Promise<Readiness> {
+    const now = Date.now();
+    if (!this.last || now - this.last.at >= READY_CACHE_MS) this.last = { at: now, checks: this.check() };
+    const checks = await this.last.checks;
+    if (Object.values(checks).some((check) => check.status === 'down')) {
+      throw new ServiceUnavailableError('A dependency is not ready', { checks });
+    }
+    return { status: 'ok', checks };
+  }
+
+  private async check(): Promise<Record<string, CheckResult>> {
     const checks: Record<string, CheckResult> = {
       database: await timed('database', () => this.dataSource.query('SELECT 1'), this.report),
     };
@@ -110,9 +130,6 @@ export class HealthController {
       const name = queues.backend === 'redis' ? 'redis' : 'queue';
       checks[name] = await timed(name, () => queues.ping(), this.report);
     }
-    if (Object.values(checks).some((check) => check.status === 'down')) {
-      throw new ServiceUnavailableError('A dependency is not ready', { checks });
-    }
-    return { status: 'ok', checks };
+    return checks;
   }
 }

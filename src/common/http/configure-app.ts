@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { Request, Response } from 'express';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import helmet from 'helmet';
 import { PinoLogger } from '../logging/pino-logger.js';
@@ -91,6 +92,7 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): ()
   app.useGlobalPipes(createValidationPipe());
   let built: OpenAPIObject | undefined;
   const document = () => (built ??= buildOpenApi(app, config));
+  answerOnce(app, [`${prefix}/openapi.json`, `${prefix}/openapi.yaml`]);
   SwaggerModule.setup('docs', app, document, {
     useGlobalPrefix: true,
     jsonDocumentUrl: 'openapi.json',
@@ -101,16 +103,46 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): ()
 }
 
 /**
+ * The first 200 answer of each of these GET routes is kept and sent again to every later GET (or HEAD), so the
+ * handler behind it runs once: @nestjs/swagger serialises the OpenAPI document for every request (js-yaml's dump of
+ * the 160 KB document took 25-40 ms of the event loop, without a token), and the document does not change while
+ * the process runs (decision 0073). The document itself is still built on its first request (decision 0019).
+ */
+function answerOnce(app: NestExpressApplication, paths: readonly string[]): void {
+  const answers = new Map<string, { type: string; body: string }>();
+  app.use((request: Request, response: Response, next: () => void) => {
+    if ((request.method !== 'GET' && request.method !== 'HEAD') || !paths.includes(request.path))
+      return next();
+    const kept = answers.get(request.path);
+    if (kept) {
+      response.setHeader('Content-Type', kept.type);
+      response.send(kept.body);
+      return;
+    }
+    const send = response.send.bind(response);
+    response.send = (body?: unknown) => {
+      const type = response.getHeader('Content-Type');
+      if (response.statusCode === 200 && typeof body === 'string' && typeof type === 'string')
+        answers.set(request.path, { type, body });
+      return send(body);
+    };
+    next();
+  });
+}
+
+/**
  * Idle keep-alive connections stay open HTTP_KEEP_ALIVE_TIMEOUT_MS (above a load balancer's idle timeout).
  * Slowloris protection: a client that has not sent its headers within HTTP_HEADERS_TIMEOUT_MS, or
  * the whole request within HTTP_REQUEST_TIMEOUT_MS, gets 408 and the connection is closed. Node
  * checks every connectionsCheckingInterval (30 s by default, read when the server starts listening),
- * so the check runs often enough for the timeouts to mean what they say.
+ * so the check runs often enough for the timeouts to mean what they say. At most MAX_CONNECTIONS connections are
+ * open at once: Node closes one past it as soon as it is accepted, and those already open go on (decision 0073).
  */
 function applyServerTimeouts(server: Server, config: AppConfig): void {
   server.headersTimeout = config.httpHeadersTimeoutMs;
   server.requestTimeout = config.httpRequestTimeoutMs;
   server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
+  server.maxConnections = config.maxConnections;
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.min(
     1000,
     Math.ceil(config.httpHeadersTimeoutMs / 4),

@@ -4,7 +4,12 @@ import { gzipSync } from 'node:zlib';
 import type { NextFunction, Request, Response } from 'express';
 import type { AppConfig } from '#config/app-config.js';
 import { ValidationFailedError } from '../errors/domain-errors.js';
-import { JsonBodyMiddleware } from './json-body.middleware.js';
+import {
+  assertStorableJson,
+  JsonBodyMiddleware,
+  MAX_JSON_DEPTH,
+  storableJsonPaths,
+} from './json-body.middleware.js';
 
 /** The middleware with its plain-JSON reader switched off: every body goes through express.json. */
 class BodyParserOnly extends JsonBodyMiddleware {
@@ -147,5 +152,65 @@ describe('JsonBodyMiddleware: the plain UTF-8 JSON reader gives what express.jso
     expect(await send(new JsonBodyMiddleware(config), head, parts)).toBe(
       await send(new BodyParserOnly(config), head, parts),
     );
+  });
+});
+
+describe('assertStorableJson: error paths are built only for the error that names them', () => {
+  /** The walk as it was (a path for every key and element), for its answers. */
+  function reference(body: unknown): void {
+    const stack: { value: unknown; depth: number; path: string }[] = [{ value: body, depth: 0, path: '' }];
+    while (stack.length > 0) {
+      const { value, depth, path } = stack.pop()!;
+      if (typeof value === 'string') {
+        if (value.includes('\u0000')) throw ValidationFailedError.single('', 'invalid', 'NUL');
+        continue;
+      }
+      if (value === null || typeof value !== 'object') continue;
+      if (depth >= MAX_JSON_DEPTH) throw ValidationFailedError.single('', 'invalid', 'deep');
+      const array = Array.isArray(value);
+      for (const [key, child] of Object.entries(value)) {
+        const childPath = array ? `${path}[${key}]` : path ? `${path}.${key}` : key;
+        if (!array && ['__proto__', 'constructor', 'toString'].includes(key))
+          throw ValidationFailedError.single(childPath, 'invalid', key);
+        stack.push({ value: child, depth: depth + 1, path: childPath });
+      }
+    }
+  }
+  const itemOf = (check: (body: unknown) => void, body: unknown) => {
+    try {
+      check(body);
+      return undefined;
+    } catch (error) {
+      const { path, message } = (error as ValidationFailedError).items[0];
+      return { path, message: message.includes('NUL') ? 'NUL' : message.includes('deep') ? 'deep' : path };
+    }
+  };
+
+  it('a 100,000-element array and 10,000 keys (10 objects of 1,000) pass without building one path', () => {
+    const before = storableJsonPaths.built;
+    assertStorableJson({
+      a: new Array<number>(100_000).fill(0),
+      b: Array.from({ length: 1000 }, () => ({ c: 'x' })),
+    });
+    const keys = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, i]));
+    assertStorableJson(Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`o${i}`, keys(1000)])));
+    expect(storableJsonPaths.built).toBe(before);
+  });
+
+  it.each([
+    ['nested prototype key', '{"a":{"b":[1,{"constructor":1}]}}'],
+    ['under an empty key', '{"":{"toString":2}}'],
+    ['in an array under an empty key', '{"":[{"__proto__":3}]}'],
+    ['at the top', '{"x":1,"constructor":{}}'],
+    ['a NUL before a later prototype key', '{"a":"\\u0000","b":{"toString":1}}'],
+    ['a prototype key beside a NUL string', '{"a":{"b":"\\u0000"},"constructor":1}'],
+    ['too deep', `{"a":${'['.repeat(40)}${']'.repeat(40)}}`],
+  ])('%s: the same first error as before, one path built', (_name, text) => {
+    const body: unknown = JSON.parse(text);
+    const before = storableJsonPaths.built;
+    const expected = itemOf(reference, body);
+    expect(expected).toBeDefined();
+    expect(itemOf(assertStorableJson, body)).toEqual(expected);
+    expect(storableJsonPaths.built - before).toBe(expected!.path === '' ? 0 : 1);
   });
 });

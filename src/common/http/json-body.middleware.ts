@@ -220,6 +220,13 @@ export function parseStrictJson(text: string): unknown {
 /** Deeper bodies are refused: no request of the interface nests more than a few levels. */
 export const MAX_JSON_DEPTH = 32;
 
+/**
+ * An object with more properties is refused before validation: no object of the interface comes near it (a free-form
+ * KYC section included), and each unknown property would otherwise cost a validation item (decision 0073). The
+ * query parser keeps at most 1,000 keys, so a query string never reaches it.
+ */
+export const MAX_JSON_PROPERTIES = 1000;
+
 /** A UTF-16 surrogate without its pair: not Unicode, and validator.js's encodeURI throws on it. */
 export const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
@@ -235,17 +242,46 @@ const PROTOTYPE_KEYS = new Set([
   ...Object.getOwnPropertyNames(Object.prototype),
 ]);
 
+/** One value still to check: the key it has in its parent (undefined for the body itself), for an error's path. */
+type Frame = { value: unknown; depth: number; parent?: Frame; key?: string; inArray?: boolean };
+
+/**
+ * How many error paths the walk has built, for tests: a path is built only for the error that names it, never
+ * for each key of a body that passes (a 100 KB array would build 50,000 strings before authentication).
+ */
+export const storableJsonPaths = { built: 0 };
+
+/** The path of `key` under `parent`, as the validation items write it: `a.b[0].c`. */
+function jsonPathOf(parent: Frame, key: string, inArray: boolean): string {
+  storableJsonPaths.built += 1;
+  const chain: Frame[] = [];
+  for (
+    let frame: Frame | undefined = { value: undefined, depth: 0, parent, key, inArray };
+    frame;
+    frame = frame.parent
+  )
+    chain.push(frame);
+  let path = '';
+  for (const frame of chain.reverse()) {
+    if (frame.key === undefined) continue;
+    path = frame.inArray ? `${path}[${frame.key}]` : path ? `${path}.${frame.key}` : frame.key;
+  }
+  return path;
+}
+
 /**
  * Refuses what PostgreSQL cannot store or what would exhaust the stack later:
  * a NUL character or a lone surrogate in any string or key, nesting deeper
- * than MAX_JSON_DEPTH, and prototype keys (refused at their path, as the
+ * than MAX_JSON_DEPTH, an object with more than MAX_JSON_PROPERTIES properties, and prototype keys (refused at their path, as the
  * whitelist refuses any unknown property). Walks iteratively, so the check
- * itself cannot overflow.
+ * itself cannot overflow. Numbers, booleans and null are never pushed, and the
+ * path is built only for the error that names it (decision 0073).
  */
 export function assertStorableJson(body: unknown): void {
-  const stack: { value: unknown; depth: number; path: string }[] = [{ value: body, depth: 0, path: '' }];
+  const stack: Frame[] = [{ value: body, depth: 0 }];
   while (stack.length > 0) {
-    const { value, depth, path } = stack.pop()!;
+    const frame = stack.pop()!;
+    const { value, depth } = frame;
     if (typeof value === 'string') {
       if (value.includes('\u0000'))
         throw ValidationFailedError.single('', 'invalid', 'strings must not contain NUL characters');
@@ -258,15 +294,31 @@ export function assertStorableJson(body: unknown): void {
       throw ValidationFailedError.single('', 'invalid', `JSON nesting deeper than ${MAX_JSON_DEPTH} levels`);
     }
     const array = Array.isArray(value);
-    for (const [key, child] of Object.entries(value)) {
+    const entries = Object.entries(value);
+    if (!array && entries.length > MAX_JSON_PROPERTIES) {
+      const path =
+        frame.parent && frame.key !== undefined ? jsonPathOf(frame.parent, frame.key, !!frame.inArray) : '';
+      throw ValidationFailedError.single(
+        path,
+        'invalid',
+        `an object may have at most ${MAX_JSON_PROPERTIES} properties`,
+      );
+    }
+    for (const [key, child] of entries) {
       if (key.includes('\u0000'))
         throw ValidationFailedError.single('', 'invalid', 'keys must not contain NUL characters');
       if (LONE_SURROGATE.test(key))
         throw ValidationFailedError.single('', 'invalid', 'keys must be well-formed Unicode');
-      const childPath = array ? `${path}[${key}]` : path ? `${path}.${key}` : key;
       if (!array && PROTOTYPE_KEYS.has(key))
-        throw ValidationFailedError.single(childPath, 'invalid', `property ${key} is not allowed`);
-      stack.push({ value: child, depth: depth + 1, path: childPath });
+        throw ValidationFailedError.single(
+          jsonPathOf(frame, key, array),
+          'invalid',
+          `property ${key} is not allowed`,
+        );
+      // Only strings and objects have anything to check; the order of what is pushed (and so of the first error) is
+      // what it was when every value was pushed.
+      if (typeof child === 'string' || (typeof child === 'object' && child !== null))
+        stack.push({ value: child, depth: depth + 1, parent: frame, key, inArray: array });
     }
   }
 }

@@ -25,6 +25,12 @@ export interface HttpConfig {
    * send a request on a connection being closed: a 502).
    */
   readonly httpKeepAliveTimeoutMs: number;
+  /**
+   * Open connections one API process keeps at most (`server.maxConnections`); a connection past it is closed as
+   * soon as it is accepted. Below the process's file descriptor limit, so that the database pool, the queue and
+   * files always get a descriptor (decision 0073).
+   */
+  readonly maxConnections: number;
   readonly trustProxy: TrustProxy;
   /** V8's heap growing factor for the API process, in percent over the live heap (0: V8's own). */
   readonly apiHeapGrowthPercent: number;
@@ -110,6 +116,7 @@ export function loadHttpConfig({ str, int, problems }: EnvReaders): HttpConfig {
     httpHeadersTimeoutMs,
     httpRequestTimeoutMs,
     httpKeepAliveTimeoutMs: int('HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000, 1_000, 3_600_000),
+    maxConnections: int('MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     apiHeapGrowthPercent: int('API_HEAP_GROWTH_PERCENT', 50, 0, 300),
     apiProcesses: int('API_PROCESSES', 1, 1, 64),
     trustProxy: readTrustProxy(str('TRUST_PROXY'), problems),
