@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { fileTypeFromBuffer } from 'file-type';
@@ -198,18 +199,24 @@ export class DocumentsService {
   async content(
     principal: Principal,
     id: string,
-  ): Promise<{ contentType: string; bytes: Buffer; name: string }> {
+  ): Promise<{ contentType: string; stream: Readable; size: number; name: string }> {
     const document = await this.find(principal, id);
-    const bytes = await this.storage.get(document.storageKey);
-    // A read of a document's content: audited once the content is at hand (a missing file reads nothing).
-    await this.dataSource.transaction((manager) =>
-      auditAppend(manager, requestActor(principal), {
-        resourceType: 'document',
-        resourceId: document.id,
-        outcome: 'read',
-      }),
-    );
-    return { contentType: document.contentType, bytes, name: document.name };
+    // A stream (decision 0074): what a download holds is the stream's buffer, whatever the file's size.
+    const stream = await this.storage.get(document.storageKey);
+    try {
+      // A read of a document's content: audited once the content is at hand (a missing file reads nothing).
+      await this.dataSource.transaction((manager) =>
+        auditAppend(manager, requestActor(principal), {
+          resourceType: 'document',
+          resourceId: document.id,
+          outcome: 'read',
+        }),
+      );
+    } catch (error) {
+      stream.destroy();
+      throw error;
+    }
+    return { contentType: document.contentType, stream, size: document.size, name: document.name };
   }
 
   /** A document the principal may reach (through its owner), or 404. */
