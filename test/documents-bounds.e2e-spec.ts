@@ -48,7 +48,13 @@ describe('document downloads and uploads, bounded (decision 0074)', () => {
 
   beforeAll(async () => {
     // A still connection is dropped after 2 s here (HTTP_REQUEST_TIMEOUT_MS, 30 s by default).
-    t = await startTestApp({ env: { HTTP_HEADERS_TIMEOUT_MS: '1000', HTTP_REQUEST_TIMEOUT_MS: '2000' } });
+    t = await startTestApp({
+      env: {
+        HTTP_HEADERS_TIMEOUT_MS: '1000',
+        HTTP_REQUEST_TIMEOUT_MS: '2000',
+        DOCUMENT_UPLOADS_PER_OWNER_PER_DAY: '3',
+      },
+    });
     await new Promise<void>((resolve) => t.http.listen(0, '127.0.0.1', resolve));
     port = (t.http.address() as AddressInfo).port;
     const client = await registerClient(t.app);
@@ -118,6 +124,56 @@ describe('document downloads and uploads, bounded (decision 0074)', () => {
       socket.resume();
       await closed;
       expect(received).toBeLessThan(size);
+    });
+  });
+
+  describe('uploads', () => {
+    /**
+     * An upload's headers, announcing a 5 MB multipart body of which nothing is sent: the status and body of
+     * the answer, which can come only from checks that did not wait for the body.
+     */
+    const headersOnly = (owner: string) =>
+      new Promise<{ status: number; headers: string; body: unknown }>((resolve, reject) => {
+        const socket = net.connect(port, '127.0.0.1');
+        let answer = '';
+        socket.on('data', (chunk: Buffer) => {
+          answer += chunk.toString('utf8');
+          const [head, body] = answer.split('\r\n\r\n');
+          const length = /content-length: (\d+)/i.exec(head ?? '');
+          if (body === undefined || !length || Buffer.byteLength(body) < Number(length[1])) return;
+          socket.destroy();
+          resolve({ status: Number(head.split(' ')[1]), headers: head, body: JSON.parse(body) });
+        });
+        socket.on('error', reject);
+        socket.on('close', () => reject(new Error(`closed before an answer: ${answer.split('\r\n')[0]}`)));
+        socket.write(
+          `POST /v1/users/${owner}/documents HTTP/1.1\r\nHost: wallet.test\r\nAuthorization: Bearer ${token}\r\n` +
+            'Content-Type: multipart/form-data; boundary=b\r\nContent-Length: 5000000\r\n\r\n',
+        );
+      });
+
+    it('refuses an upload to an owner it cannot reach before reading its body, with the same 404', async () => {
+      const unknown = '0b5e8c62-4a0e-4c57-9f59-6a1f3d1f2a10';
+      const refused = await headersOnly(unknown);
+      expect(refused.status).toBe(404);
+      expect(refused.body).toEqual((await upload(unknown, PNG)).body);
+    });
+
+    it('refuses an upload past the daily limit before reading its body, with the same 429 and Retry-After', async () => {
+      const owner = (await request(t.http).post('/v1/users').set(auth()).send(userBody())).body
+        .uuid as string;
+      for (let i = 0; i < 3; i++) expect((await upload(owner, PNG)).status).toBe(201);
+      const full = await upload(owner, PNG);
+      expect(full.status).toBe(429);
+      const refused = await headersOnly(owner);
+      expect(refused.status).toBe(429);
+      expect(refused.headers).toMatch(/\r\nretry-after: \d+\r\n/i);
+      expect(refused.body).toEqual(full.body);
+      const [{ n }] = (await t.dataSource.query(
+        'SELECT count(*)::int AS n FROM documents WHERE owner_id = $1',
+        [owner],
+      )) as { n: number }[];
+      expect(n).toBe(3);
     });
   });
 });

@@ -10,6 +10,7 @@ import {
   Res,
   StreamableFile,
   UploadedFile,
+  UseGuards,
   UseInterceptors,
 } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
@@ -34,6 +35,7 @@ import { Paginated, PageQueryDto, type Page } from '#common/http/pagination.js';
 import { DocumentsService, type UploadedFile as File } from './documents.service.js';
 import { DocumentResponseDto, UploadDocumentDto, UploadDocumentFormDto } from './dto/document.dto.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
+import { UploadAllowed } from './upload-allowed.guard.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 
 /** The owner's uploads of the last 24 hours reached DOCUMENT_UPLOADS_PER_OWNER_PER_DAY (decision 0054). */
@@ -58,6 +60,7 @@ export class DocumentsController {
 
   @Post('users/:uuid/documents')
   @AuthEither()
+  @UseGuards(UploadAllowed('USER'))
   @UseInterceptors(FileInterceptor('file'))
   @ApiOperation({
     summary: 'Upload a document of a user (multipart: name, documentType, file)',
@@ -92,6 +95,7 @@ export class DocumentsController {
 
   @Post('companies/:uuid/documents')
   @AuthEither()
+  @UseGuards(UploadAllowed('COMPANY'))
   @UseInterceptors(FileInterceptor('file'))
   @ApiOperation({
     summary: 'Upload a document of a company (multipart: name, documentType, file)',

@@ -39,6 +39,17 @@ export class DocumentsService {
     this.logger.setContext('DocumentsService');
   }
 
+  /**
+   * What an upload needs before its body is read (the route's UploadAllowed guard asks it, decision 0074): an
+   * owner the principal reaches (else 404), with a place left in its daily limit (else 429). Checked again, with
+   * the owner locked, when the document is recorded.
+   */
+  async admitUpload(principal: Principal, ownerType: OwnerType, ownerId: string): Promise<void> {
+    await this.requireOwner(principal, ownerType, ownerId);
+    await this.checkUploadLimit(this.dataSource.manager, principal.appId, ownerType, ownerId);
+  }
+
+  /** A document's upload, once `admitUpload` has let its body be read. */
   async upload(
     principal: Principal,
     ownerType: OwnerType,
@@ -48,7 +59,6 @@ export class DocumentsService {
   ): Promise<DocumentResponseDto> {
     // A multipart body's fields skip the JSON body's check: the same rule (no NUL, well-formed Unicode), here.
     assertStorableJson({ ...input, filename: file?.originalname });
-    await this.requireOwner(principal, ownerType, ownerId);
     if (!file || file.size === 0) throw ValidationFailedError.single('file', 'required', 'file is required');
     if (file.size > this.config.documentMaxBytes) {
       throw ValidationFailedError.single(
@@ -65,8 +75,6 @@ export class DocumentsService {
         `file must be one of ${ALLOWED_CONTENT_TYPES.join(', ')}`,
       );
     }
-    // Before the bytes are stored (a refused flood writes nothing), and again under the owner's lock below.
-    await this.checkUploadLimit(this.dataSource.manager, principal.appId, ownerType, ownerId);
     const id = randomUUID();
     const storageKey = `${principal.appId}/${id}`;
     await this.storage.put(storageKey, file.buffer);
