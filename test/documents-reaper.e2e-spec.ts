@@ -11,26 +11,15 @@ import {
 } from '../src/modules/kyc/documents/document-storage.port.js';
 import { accessToken, registerClient } from './support/auth.js';
 import { createTestDatabase, holdTransaction } from './support/database.js';
-import { userBody } from './support/identity.js';
+import { binary, PNG, userBody } from './support/identity.js';
 import { childEnv, CLI_JS, runNode } from './support/processes.js';
 import { startS3Peer, type S3Peer } from './support/s3-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { pollUntil } from './support/webhook-receiver.js';
 
-const PNG = Buffer.from(
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
-  'base64',
-);
 const HOUR = 3_600_000;
 /** Older than the default grace period (DOCUMENT_REAPER_GRACE_HOURS, 168): eight days, in hours. */
 const OLD = 8 * 24;
-
-const binary = (res: request.Response, done: (error: Error | null, body: Buffer) => void) => {
-  const stream = res as unknown as NodeJS.ReadableStream;
-  const chunks: Buffer[] = [];
-  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-  stream.on('end', () => done(null, Buffer.concat(chunks)));
-};
 
 /** How a storage's objects are seen and aged from the test: by key (`<appId>/<name>`). */
 interface StorageProbe {

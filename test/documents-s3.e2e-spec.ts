@@ -1,22 +1,15 @@
 import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
 import request from 'supertest';
+import {
+  DOCUMENT_STORAGE,
+  type DocumentStorage,
+} from '../src/modules/kyc/documents/document-storage.port.js';
 import { accessToken, registerClient } from './support/auth.js';
-import { userBody } from './support/identity.js';
+import { binary, PNG, userBody } from './support/identity.js';
 import { holdTransaction } from './support/database.js';
 import { startS3Peer, type S3Peer } from './support/s3-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
-
-const PNG = Buffer.from(
-  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
-  'base64',
-);
-
-const binary = (res: request.Response, done: (error: Error | null, body: Buffer) => void) => {
-  const stream = res as unknown as NodeJS.ReadableStream;
-  const chunks: Buffer[] = [];
-  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-  stream.on('end', () => done(null, Buffer.concat(chunks)));
-};
 
 describe('documents in an S3-compatible bucket (DOCUMENT_STORAGE=s3)', () => {
   let peer: S3Peer;
@@ -69,6 +62,7 @@ describe('documents in an S3-compatible bucket (DOCUMENT_STORAGE=s3)', () => {
       .buffer(true)
       .parse(binary);
     expect(download.status).toBe(200);
+    expect(download.headers['content-length']).toBe(String(PNG.length));
     expect((download.body as Buffer).equals(PNG)).toBe(true);
     expect(
       peer.requests.filter((r) => r.path === objectPath).map((r) => [r.method, r.signatureValid]),
@@ -76,6 +70,22 @@ describe('documents in an S3-compatible bucket (DOCUMENT_STORAGE=s3)', () => {
       ['PUT', true],
       ['GET', true],
     ]);
+  });
+
+  it('reads the object as a stream: the answer of the bucket itself (decision 0074)', async () => {
+    const upload = await request(t.http)
+      .post(`/v1/users/${userId}/documents`)
+      .set('Authorization', `Bearer ${token}`)
+      .field('documentType', 'DNI_FRONT')
+      .attach('file', PNG, 'front.png');
+    const [{ app_id: appId }] = (await t.dataSource.query('SELECT app_id FROM documents WHERE id = $1', [
+      upload.body.uuid,
+    ])) as { app_id: string }[];
+    const read = await t.app.get<DocumentStorage>(DOCUMENT_STORAGE).get(`${appId}/${upload.body.uuid}`);
+    expect(read).toBeInstanceOf(Readable);
+    const chunks: Buffer[] = [];
+    for await (const chunk of read) chunks.push(chunk as Buffer);
+    expect(Buffer.concat(chunks).equals(PNG)).toBe(true);
   });
 
   it('takes the bytes out of the bucket again when the document is not recorded (its owner deleted meanwhile)', async () => {

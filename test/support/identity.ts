@@ -287,3 +287,17 @@ export async function expectRefusedWithoutWrites(
   expect(await Promise.all(tables.map((table) => countRows(dataSource, table)))).toStrictEqual(before);
   return response;
 }
+
+/** The smallest PNG: a document every storage accepts. */
+export const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+);
+
+/** supertest's parser for a download: the bytes as they arrive. */
+export const binary = (res: request.Response, done: (error: Error | null, body: Buffer) => void) => {
+  const stream = res as unknown as NodeJS.ReadableStream;
+  const chunks: Buffer[] = [];
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+  stream.on('end', () => done(null, Buffer.concat(chunks)));
+};

@@ -21,6 +21,23 @@ import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
  */
 const IDENTITY_SECTIONS: readonly KycSection[] = ['datosBasicos', 'estructuraCorporativa'];
 
+/**
+ * The most a section may hold, as JSON (decision 0074): a company's facts, its partners and ratings fit in a few
+ * KB; the cap bounds what one change adds to the history (before and after) and what a read answers.
+ */
+export const KYC_SECTION_MAX_BYTES = 16 * 1024;
+
+/** A section over KYC_SECTION_MAX_BYTES: the 400 of the body's `data`, before anything is read or written. */
+function assertSectionSize(data: Record<string, unknown>): void {
+  if (Buffer.byteLength(JSON.stringify(data)) > KYC_SECTION_MAX_BYTES) {
+    throw ValidationFailedError.single(
+      'data',
+      'invalid',
+      `data is larger than ${KYC_SECTION_MAX_BYTES} bytes as JSON`,
+    );
+  }
+}
+
 /** A company's KYC data, four sections; every change leaves a history entry (who, when, before, after). */
 @Injectable()
 export class CompanyKycDataService {
@@ -35,6 +52,7 @@ export class CompanyKycDataService {
     companyId: string,
     data: Record<string, unknown>,
   ): Promise<CompanyKycDataDto> {
+    assertSectionSize(data);
     return this.dataSource.transaction(async (manager) => {
       companyId = (await this.companies.find(manager, principal, companyId, true)).id;
       const existing = await manager.findOneBy(CompanyKycDataEntity, { companyId });
@@ -59,6 +77,7 @@ export class CompanyKycDataService {
     section: KycSection,
     data: Record<string, unknown>,
   ): Promise<CompanyKycDataDto> {
+    assertSectionSize(data);
     return this.dataSource.transaction(async (manager) => {
       companyId = (await this.companies.find(manager, principal, companyId, true)).id;
       const existing = await manager.findOneBy(CompanyKycDataEntity, { companyId });

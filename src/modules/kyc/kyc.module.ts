@@ -21,7 +21,8 @@ import { SimulatorKycProvider } from './sessions/simulator-kyc.provider.js';
  */
 @Module({
   imports: [
-    // Uploads are held in memory up to DOCUMENT_MAX_BYTES (+1 byte, so an oversized file is seen and refused).
+    // Uploads are held in memory up to DOCUMENT_MAX_BYTES (+1 byte, so an oversized file is seen and refused),
+    // once the UploadAllowed guard has checked the owner and the daily limit (decision 0074).
     MulterModule.registerAsync({
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => ({

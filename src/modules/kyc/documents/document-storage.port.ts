@@ -1,3 +1,5 @@
+import type { Readable } from 'node:stream';
+
 /** Where document bytes live. The default keeps them on local disk under DATA_DIR/documents. */
 export const DOCUMENT_STORAGE = Symbol('DOCUMENT_STORAGE');
 
@@ -16,7 +18,11 @@ export interface StoredObject {
 
 export interface DocumentStorage {
   put(key: string, bytes: Buffer): Promise<void>;
-  get(key: string): Promise<Buffer>;
+  /**
+   * The bytes as a stream, read as the response takes them (backpressure): a download holds a stream's buffer,
+   * not the file. Rejects when the bytes are not there, before any is read.
+   */
+  get(key: string): Promise<Readable>;
   /** Removes the bytes of a document whose row was never written; nothing when they are not there. */
   remove(key: string): Promise<void>;
   /**

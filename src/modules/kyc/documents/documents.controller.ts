@@ -1,12 +1,16 @@
+import type { ServerResponse } from 'node:http';
 import {
   Body,
   Controller,
   Get,
+  Inject,
   Param,
   Post,
   Query,
+  Res,
   StreamableFile,
   UploadedFile,
+  UseGuards,
   UseInterceptors,
 } from '@nestjs/common';
 import { FileInterceptor } from '@nestjs/platform-express';
@@ -31,6 +35,8 @@ import { Paginated, PageQueryDto, type Page } from '#common/http/pagination.js';
 import { DocumentsService, type UploadedFile as File } from './documents.service.js';
 import { DocumentResponseDto, UploadDocumentDto, UploadDocumentFormDto } from './dto/document.dto.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
+import { UploadAllowed } from './upload-allowed.guard.js';
+import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 
 /** The owner's uploads of the last 24 hours reached DOCUMENT_UPLOADS_PER_OWNER_PER_DAY (decision 0054). */
 const UploadLimitResponse = () =>
@@ -47,10 +53,14 @@ const FileTooLargeResponse = () =>
 @Controller()
 @ErrorResponses()
 export class DocumentsController {
-  constructor(private readonly documents: DocumentsService) {}
+  constructor(
+    private readonly documents: DocumentsService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
 
   @Post('users/:uuid/documents')
   @AuthEither()
+  @UseGuards(UploadAllowed('USER'))
   @UseInterceptors(FileInterceptor('file'))
   @ApiOperation({
     summary: 'Upload a document of a user (multipart: name, documentType, file)',
@@ -85,6 +95,7 @@ export class DocumentsController {
 
   @Post('companies/:uuid/documents')
   @AuthEither()
+  @UseGuards(UploadAllowed('COMPANY'))
   @UseInterceptors(FileInterceptor('file'))
   @ApiOperation({
     summary: 'Upload a document of a company (multipart: name, documentType, file)',
@@ -146,12 +157,16 @@ export class DocumentsController {
   async content(
     @CurrentPrincipal() principal: Principal,
     @Param('uuid', UuidPipe) uuid: string,
+    @Res({ passthrough: true }) response: ServerResponse,
   ): Promise<StreamableFile> {
-    const { contentType, bytes, name } = await this.documents.content(principal, uuid);
-    return new StreamableFile(bytes, {
+    const { contentType, stream, size, name } = await this.documents.content(principal, uuid);
+    // A client that stops reading is dropped once its connection has been still for HTTP_REQUEST_TIMEOUT_MS
+    // (decision 0074): nothing written, nothing read. Node puts the keep-alive timeout back once the answer ends.
+    response.setTimeout(this.config.httpRequestTimeoutMs);
+    return new StreamableFile(stream, {
       type: contentType,
       disposition: `attachment; filename="${name.replace(/[^A-Za-z0-9._-]/g, '_')}"`,
-      length: bytes.length,
+      length: size,
     });
   }
 }

@@ -1,4 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { fileTypeFromBuffer } from 'file-type';
@@ -38,6 +39,17 @@ export class DocumentsService {
     this.logger.setContext('DocumentsService');
   }
 
+  /**
+   * What an upload needs before its body is read (the route's UploadAllowed guard asks it, decision 0074): an
+   * owner the principal reaches (else 404), with a place left in its daily limit (else 429). Checked again, with
+   * the owner locked, when the document is recorded.
+   */
+  async admitUpload(principal: Principal, ownerType: OwnerType, ownerId: string): Promise<void> {
+    await this.requireOwner(principal, ownerType, ownerId);
+    await this.checkUploadLimit(this.dataSource.manager, principal.appId, ownerType, ownerId);
+  }
+
+  /** A document's upload, once `admitUpload` has let its body be read. */
   async upload(
     principal: Principal,
     ownerType: OwnerType,
@@ -47,7 +59,6 @@ export class DocumentsService {
   ): Promise<DocumentResponseDto> {
     // A multipart body's fields skip the JSON body's check: the same rule (no NUL, well-formed Unicode), here.
     assertStorableJson({ ...input, filename: file?.originalname });
-    await this.requireOwner(principal, ownerType, ownerId);
     if (!file || file.size === 0) throw ValidationFailedError.single('file', 'required', 'file is required');
     if (file.size > this.config.documentMaxBytes) {
       throw ValidationFailedError.single(
@@ -64,8 +75,6 @@ export class DocumentsService {
         `file must be one of ${ALLOWED_CONTENT_TYPES.join(', ')}`,
       );
     }
-    // Before the bytes are stored (a refused flood writes nothing), and again under the owner's lock below.
-    await this.checkUploadLimit(this.dataSource.manager, principal.appId, ownerType, ownerId);
     const id = randomUUID();
     const storageKey = `${principal.appId}/${id}`;
     await this.storage.put(storageKey, file.buffer);
@@ -198,18 +207,24 @@ export class DocumentsService {
   async content(
     principal: Principal,
     id: string,
-  ): Promise<{ contentType: string; bytes: Buffer; name: string }> {
+  ): Promise<{ contentType: string; stream: Readable; size: number; name: string }> {
     const document = await this.find(principal, id);
-    const bytes = await this.storage.get(document.storageKey);
-    // A read of a document's content: audited once the content is at hand (a missing file reads nothing).
-    await this.dataSource.transaction((manager) =>
-      auditAppend(manager, requestActor(principal), {
-        resourceType: 'document',
-        resourceId: document.id,
-        outcome: 'read',
-      }),
-    );
-    return { contentType: document.contentType, bytes, name: document.name };
+    // A stream (decision 0074): what a download holds is the stream's buffer, whatever the file's size.
+    const stream = await this.storage.get(document.storageKey);
+    try {
+      // A read of a document's content: audited once the content is at hand (a missing file reads nothing).
+      await this.dataSource.transaction((manager) =>
+        auditAppend(manager, requestActor(principal), {
+          resourceType: 'document',
+          resourceId: document.id,
+          outcome: 'read',
+        }),
+      );
+    } catch (error) {
+      stream.destroy();
+      throw error;
+    }
+    return { contentType: document.contentType, stream, size: document.size, name: document.name };
   }
 
   /** A document the principal may reach (through its owner), or 404. */

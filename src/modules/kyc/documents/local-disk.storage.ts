@@ -1,5 +1,6 @@
 import { promises as fs, type Dirent } from 'node:fs';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { DOCUMENT_KEY, type DocumentStorage, type StoredObject } from './document-storage.port.js';
 
 const UUID = /^[0-9a-f-]{36}$/;
@@ -30,8 +31,10 @@ export class LocalDiskStorage implements DocumentStorage {
     await syncDirectory(path.dirname(file));
   }
 
-  async get(key: string): Promise<Buffer> {
-    return fs.readFile(this.resolve(key));
+  async get(key: string): Promise<Readable> {
+    // Opened here, so that a missing file rejects before the caller answers anything; the stream closes it.
+    const handle = await fs.open(this.resolve(key), 'r');
+    return handle.createReadStream();
   }
 
   async remove(key: string): Promise<void> {

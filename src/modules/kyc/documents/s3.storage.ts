@@ -5,6 +5,7 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
+import { Readable } from 'node:stream';
 import { DOCUMENT_KEY, type DocumentStorage, type StoredObject } from './document-storage.port.js';
 
 export interface S3StorageOptions {
@@ -52,12 +53,13 @@ export class S3Storage implements DocumentStorage {
     );
   }
 
-  async get(key: string): Promise<Buffer> {
+  /** The object's body as the SDK gives it in Node: the HTTP answer itself, read as the download is. */
+  async get(key: string): Promise<Readable> {
     const answer = await this.client.send(
       new GetObjectCommand({ Bucket: this.options.bucket, Key: this.objectKey(key) }),
     );
-    if (!answer.Body) throw new Error(`document ${key} has no content in the bucket`);
-    return Buffer.from(await answer.Body.transformToByteArray());
+    if (!(answer.Body instanceof Readable)) throw new Error(`document ${key} has no content in the bucket`);
+    return answer.Body;
   }
 
   async remove(key: string): Promise<void> {

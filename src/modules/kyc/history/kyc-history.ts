@@ -40,6 +40,12 @@ export async function recordKycChange(
   );
 }
 
+/**
+ * The most a history page holds of `previous` and `current`, as JSON (decision 0074): at least one entry, then
+ * as many as fit. A page of 500 entries of large sections reached 92 MB.
+ */
+export const KYC_HISTORY_PAGE_MAX_BYTES = 1024 * 1024;
+
 /** A page of one owner's entries, oldest first; the cursor is the id of the last entry served. */
 export async function kycHistoryPage(
   manager: EntityManager,
@@ -52,20 +58,41 @@ export async function kycHistoryPage(
   if (cursor !== undefined && !/^\d{1,18}$/.test(cursor)) {
     throw ValidationFailedError.single('cursor', 'invalid', 'cursor is not valid');
   }
-  const query = manager
-    .getRepository(KycHistoryEntity)
-    .createQueryBuilder('h')
-    .where('h.app_id = :appId AND h.owner_id = :ownerId AND h.owner_type = :ownerType', {
-      appId: principal.appId,
-      ownerId,
-      ownerType,
-    })
-    .orderBy('h.id', 'ASC')
-    .take(limit + 1);
-  if (cursor) query.andWhere('h.id > :after', { after: cursor });
-  const rows = await query.getMany();
-  const more = rows.length > limit;
-  const served = more ? rows.slice(0, limit) : rows;
+  const owned = () => {
+    const query = manager
+      .getRepository(KycHistoryEntity)
+      .createQueryBuilder('h')
+      .where('h.app_id = :appId AND h.owner_id = :ownerId AND h.owner_type = :ownerType', {
+        appId: principal.appId,
+        ownerId,
+        ownerType,
+      })
+      .orderBy('h.id', 'ASC')
+      .take(limit + 1);
+    if (cursor) query.andWhere('h.id > :after', { after: cursor });
+    return query;
+  };
+  // The page's entries as far as KYC_HISTORY_PAGE_MAX_BYTES, measured in the database: their values never
+  // travel, only their sizes (decision 0074).
+  const sizes = (await owned()
+    .select('h.id', 'id')
+    .addSelect('coalesce(octet_length(h.previous::text), 0) + octet_length(h.current::text)', 'bytes')
+    .getRawMany()) as { id: string; bytes: number }[];
+  let taken = 0;
+  for (let bytes = 0; taken < sizes.length; taken++) {
+    bytes += Number(sizes[taken].bytes);
+    if (taken > 0 && bytes > KYC_HISTORY_PAGE_MAX_BYTES) break;
+  }
+  // Fewer than asked (limit + 1, the extra one saying there is more) when the bytes ran out: there is more.
+  const pageSize = taken < sizes.length ? taken : limit;
+  const rows =
+    taken === 0
+      ? []
+      : await owned()
+          .take(pageSize + 1)
+          .getMany();
+  const more = rows.length > pageSize;
+  const served = more ? rows.slice(0, pageSize) : rows;
   return {
     items: served.map((row) => ({
       id: row.id,
