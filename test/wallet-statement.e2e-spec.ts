@@ -5,7 +5,7 @@ import pg from 'pg';
 import request from 'supertest';
 import { instantMicros } from '../src/common/http/instant.js';
 import { encodeStatementCursor } from '../src/modules/wallet/accounts/statement-cursor.js';
-import { statementQuery } from '../src/modules/wallet/accounts/statement.service.js';
+import { BALANCE_AT, statementQuery } from '../src/modules/wallet/accounts/statement.service.js';
 import { subjectToken, type TestClient } from './support/auth.js';
 import { bearer, countRows, expectNotFound, expectValidation } from './support/identity.js';
 import type { TestApp } from './support/test-app.js';
@@ -700,6 +700,21 @@ describe('wallet statements and balance as of a time (real database)', () => {
           expect([label, generic <= 2 * custom + 50]).toStrictEqual([label, true]);
         }
         expect(read['the last ten postings'][1]).toBeLessThan(100);
+        // The balance as of a time reads from the nearer end too (decision 0075): near the start of the history, the
+        // postings before it, not the 99,990 after it.
+        const [nearStart] = (
+          await db.query(
+            `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at
+               FROM postings WHERE account_id = $1 ORDER BY created_at OFFSET 9 LIMIT 1`,
+            [z.uuid],
+          )
+        ).rows as { at: string }[];
+        const balanceValues = [z.uuid, appA.appId, null, nearStart.at];
+        expect((await db.query(BALANCE_AT, balanceValues)).rows).toStrictEqual([{ balance: '10.000000' }]);
+        for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
+          const postingsRead = rowsRead(await preparedPlan(db, BALANCE_AT, balanceValues, mode), 'postings');
+          expect([mode, postingsRead < 100]).toStrictEqual([mode, true]);
+        }
         // Each balance is summed from the nearer end of the history (decision 0075): page 1 from the start no
         // longer reads the 100,000 postings twice more for an opening of zero and its start, only for its totals
         // and its page; a page after a cursor in the middle sums the 50,000 on the nearer side of the cursor, not

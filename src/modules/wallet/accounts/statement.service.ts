@@ -24,15 +24,6 @@ const SCOPE = `SELECT w.id FROM wallet_accounts w
                   AND ($3::text IS NULL OR w.owner_id::text = $3)`;
 
 /**
- * The balance of the account at `t`, inside a query where `a` is its ledger account: the cached balance minus the
- * postings after `t` (an index-only range scan of idx_postings_account_time, as long as the postings since `t`).
- * Read in the same statement (one snapshot) as the cached balance, so the two agree.
- */
-const balanceAt = (t: string) =>
-  `a.balance - COALESCE((SELECT sum(p.amount) FROM postings p
-                          WHERE p.account_id = a.id AND p.created_at > ${t}), 0)`;
-
-/**
  * The balance at a point of the account's postings (`point`, compared with `key`; `at` its time), inside a query
  * where `a` is its ledger account, summed from the nearer end (decision 0075): the postings up to the point when it
  * lies nearer the account's first posting than its last, else the cached balance minus the postings after it. Both
@@ -93,8 +84,12 @@ interface StatementHead {
 
 const UTC_TEXT = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
-/** GET …/balance?at=: one named statement (planned once per connection). */
-const BALANCE_AT = `SELECT (${balanceAt('$4::timestamptz')})::text AS balance
+/**
+ * GET …/balance?at=: one named statement (planned once per connection), the balance summed from the nearer end of
+ * the account's postings as a statement's opening is (decision 0075). Its values: the account id, the application,
+ * the owner (ownerOf) and the instant.
+ */
+export const BALANCE_AT = `SELECT (${balanceNearer('$4::timestamptz', 'p.created_at', '$4::timestamptz')})::text AS balance
                       FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id`;
 
 /**
