@@ -1,6 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type pg from 'pg';
 import type { EntityManager } from 'typeorm';
+import { within } from '#common/async/within.js';
 import { backendOf, endBackend, type Backend } from '#common/database/backend-identity.js';
 import { PG_POOL } from '#common/database/pg-pool.js';
 import { pgErrorOf } from '#common/database/sql.js';
@@ -186,7 +187,7 @@ export class TransferWriter {
   ): Promise<Map<string, RowWithReversal> | undefined> {
     if (!backend) return undefined;
     const deadline = Date.now() + LOST_CALL_CHECK_MS;
-    const client = await connectWithin(this.pool, LOST_CALL_CHECK_MS).catch(() => undefined);
+    const client = await connectWithin(this.pool, LOST_CALL_CHECK_MS);
     if (!client) return undefined;
     try {
       const gone = await endBackend(client, backend, Math.max(1, deadline - Date.now()));
@@ -263,17 +264,14 @@ type MoneyFunction = keyof typeof MONEY_CALLS;
 /** A connection of the pool within `ms`, else undefined (one that comes later goes back to the pool). */
 async function connectWithin(pool: pg.Pool, ms: number): Promise<pg.PoolClient | undefined> {
   const connecting = pool.connect();
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<undefined>((resolve) => {
-    timer = setTimeout(resolve, ms, undefined);
-  });
-  const client = await Promise.race([connecting, late]).finally(() => clearTimeout(timer));
-  if (!client)
+  const outcome = await within(ms, () => connecting);
+  if ('value' in outcome) return outcome.value;
+  if ('lateAfterMs' in outcome)
     void connecting.then(
-      (found) => found.release(),
+      (late) => late.release(),
       () => undefined,
     );
-  return client;
+  return undefined;
 }
 
 /** Deadlocks and serialization failures are retried here (the whole call rolled back), never shown to the client. */
