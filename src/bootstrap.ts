@@ -39,6 +39,13 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
   try {
     database = await resolveDatabase(config, (line) => logger.debug({ component: 'postgres' }, line));
   } catch (error) {
+    // A signal sent to the terminal's process group just as initdb or the server was being spawned reaches that
+    // child too (it is in the group until it starts its own session): the start failed because it was asked to
+    // stop, so the process ends as the signal asks, not as a failure.
+    if (pending) {
+      logger.debug({ component: 'postgres', err: error }, 'embedded PostgreSQL start interrupted');
+      exitOnSignal(pending);
+    }
     // One line the operator can act on (folder, user, fix), never a stack trace; the server's words at debug.
     if (error instanceof EmbeddedPostgresError) {
       for (const line of error.detail) logger.debug({ component: 'postgres' }, line);
