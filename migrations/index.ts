@@ -38,6 +38,7 @@ import { LostCallAnswers1763903500000 } from './1763903500000-LostCallAnswers.js
 import { ReversalOwnerUnderLedgerLock1763903600000 } from './1763903600000-ReversalOwnerUnderLedgerLock.js';
 import { ReversalEventsAfterTheOriginal1763903700000 } from './1763903700000-ReversalEventsAfterTheOriginal.js';
 import { TransferListFilters1763904000000 } from './1763904000000-TransferListFilters.js';
+import { WebhookClaimForDelivery1763904100000 } from './1763904100000-WebhookClaimForDelivery.js';
 
 /**
  * Every migration, oldest first. Append new ones; never change what one that has landed leaves in the schema (a
@@ -84,4 +85,5 @@ export const MIGRATIONS = [
   ReversalOwnerUnderLedgerLock1763903600000,
   ReversalEventsAfterTheOriginal1763903700000,
   TransferListFilters1763904000000,
+  WebhookClaimForDelivery1763904100000,
 ];

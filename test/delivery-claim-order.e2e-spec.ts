@@ -4,12 +4,13 @@ import { Rng } from './support/bank.js';
 import { createTestDatabase } from './support/database.js';
 
 /**
- * The delivery worker's claim (src/modules/webhooks/sql/webhook_claim.sql) under concurrent batches with ids in
- * common, in any order: each locks the events it may change in id order first, so they wait for one another and
- * never deadlock (docs/decisions/0044-webhook-claim-lock-order.md). Before that, this workload deadlocked in
- * about a third of its calls; in CI, the scale-out test's hot-account run counted one.
+ * The delivery worker's claim (src/modules/webhooks/sql/webhook_claim_for_delivery.sql; webhook_claim, kept for
+ * workers from before decision 0076, only calls it) under concurrent batches with ids in common, in any order:
+ * each locks the events it may change in id order first, so they wait for one another and never deadlock
+ * (docs/decisions/0044-webhook-claim-lock-order.md). Before that, this workload deadlocked in about a third of
+ * its calls; in CI, the scale-out test's hot-account run counted one.
  */
-describe('webhook_claim: concurrent overlapping batches', () => {
+describe('webhook_claim_for_delivery: concurrent overlapping batches', () => {
   const CLIENTS = 8;
   const CALLS = 40; // per client
   const EVENTS = 400;
@@ -61,9 +62,10 @@ describe('webhook_claim: concurrent overlapping batches', () => {
           await client.query('BEGIN');
           if (superuser) await client.query(`SET LOCAL deadlock_timeout = '10ms'`);
           try {
-            const { rows } = await client.query<{ id: string }>('SELECT * FROM webhook_claim($1, 30000)', [
-              batch.join(','),
-            ]);
+            const { rows } = await client.query<{ id: string }>(
+              'SELECT * FROM webhook_claim_for_delivery($1, 30000)',
+              [batch.join(',')],
+            );
             claimed += rows.length;
             calls++;
           } catch (error) {
@@ -90,7 +92,7 @@ describe('webhook_claim: concurrent overlapping batches', () => {
   }, 60_000);
 });
 
-describe('webhook_claim: in place', () => {
+describe('webhook_claim_for_delivery: in place', () => {
   // A database of its own: the pages of a fresh outbox, not those the batches above left their versions on.
   let database: { url: string; drop: () => Promise<void> };
   let client: pg.Client;
@@ -121,7 +123,7 @@ describe('webhook_claim: in place', () => {
          RETURNING id`,
         [app],
       );
-      const claimed = await client.query('SELECT * FROM webhook_claim($1, 30000)', [
+      const claimed = await client.query('SELECT * FROM webhook_claim_for_delivery($1, 30000)', [
         rows.map((row) => row.id).join(','),
       ]);
       expect(claimed.rowCount).toBe(500);
@@ -144,7 +146,7 @@ describe('webhook_claim: in place', () => {
  * its transaction, and only its, runs with synchronous_commit off; a claim a server crash forgets costs a second
  * delivery, never a lost one.
  */
-describe('webhook_claim: its commit does not wait for the flush', () => {
+describe('webhook_claim_for_delivery: its commit does not wait for the flush', () => {
   let database: { url: string; drop: () => Promise<void> };
   let client: pg.Client;
   let app: string;
@@ -181,7 +183,9 @@ describe('webhook_claim: its commit does not wait for the flush', () => {
     expect(await setting()).toBe('on');
     await client.query('BEGIN');
     try {
-      const claimed = await client.query('SELECT * FROM webhook_claim($1, 30000)', [await pendingEvent()]);
+      const claimed = await client.query('SELECT * FROM webhook_claim_for_delivery($1, 30000)', [
+        await pendingEvent(),
+      ]);
       expect(claimed.rowCount).toBe(1);
       expect(await setting()).toBe('off');
     } finally {
@@ -190,7 +194,7 @@ describe('webhook_claim: its commit does not wait for the flush', () => {
     expect(await setting()).toBe('on');
     // Alone, as the worker calls it: committed (another session sees the lease), and the session is unchanged.
     const id = await pendingEvent();
-    await client.query('SELECT * FROM webhook_claim($1, 30000)', [id]);
+    await client.query('SELECT * FROM webhook_claim_for_delivery($1, 30000)', [id]);
     expect(await setting()).toBe('on');
     const other = new pg.Client({ connectionString: database.url });
     await other.connect();
@@ -207,7 +211,7 @@ describe('webhook_claim: its commit does not wait for the flush', () => {
 
   it('a claim forgotten by a crash: the attempt is recorded, the event stays pending and is claimed again', async () => {
     const id = await pendingEvent();
-    await client.query('SELECT * FROM webhook_claim($1, 30000)', [id]);
+    await client.query('SELECT * FROM webhook_claim_for_delivery($1, 30000)', [id]);
     // What the server finds after a crash that lost the claim's commit: the event as it was before the claim.
     await client.query(
       `UPDATE webhook_events SET lease_until = NULL, attempts = 0, last_attempt_at = NULL WHERE id = $1`,
@@ -233,7 +237,10 @@ describe('webhook_claim: its commit does not wait for the flush', () => {
     );
     expect(after.rows).toEqual([{ status: 'pending', attempts: 0, recorded: 1 }]);
     // Due again: the sweeper's claim (or any) takes it as attempt 1, and its record says delivered.
-    const again = await client.query<{ attempts: number }>('SELECT * FROM webhook_claim($1, 30000)', [id]);
+    const again = await client.query<{ attempts: number }>(
+      'SELECT * FROM webhook_claim_for_delivery($1, 30000)',
+      [id],
+    );
     expect(again.rows.map((row) => row.attempts)).toEqual([1]);
     await client.query('SELECT * FROM webhook_record($1)', [
       JSON.stringify([{ ...attempt, started_ms: attempt.started_ms + 1000 }]),

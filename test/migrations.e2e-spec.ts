@@ -130,32 +130,127 @@ describe('migrations and entities', () => {
     expect(await definitions()).toEqual(latest);
   });
 
+  /** The claim functions, old and new (webhook_claim calls webhook_claim_for_delivery since WebhookClaimForDelivery). */
+  const claims = () => definitionsOf(['webhook_claim', 'webhook_claim_for_delivery']);
+
   it('WebhookClaimLockOrder down puts the claim without its lock back exactly, and up the one with it', async () => {
     const claim = () => liveDefinition('webhook_claim');
-    const after = await claim();
-    expect(after).toContain('ORDER BY e.id FOR UPDATE OF e');
-    for (;;) {
-      const applied = await appliedMigrations(dataSource);
-      await dataSource.undoLastMigration({ transaction: 'each' });
-      if (applied[applied.length - 1] === 'WebhookClaimLockOrder1763902000000') break;
-    }
+    const latest = await claims();
+    expect(latest[1].definition).toContain('ORDER BY e.id FOR UPDATE OF e');
+    await undoUntil('WebhookClaimLockOrder1763902000000');
+    expect(await claim()).toContain('ORDER BY e.id FOR UPDATE OF e');
+    await dataSource.undoLastMigration({ transaction: 'each' });
     // The definition WebhookBatches installed (its file's text below the header, at the commit before this one).
     expect(sha256Of(await claim())).toBe('7370df8de93762fba82aa495b1e4265af86392446510ca52894db5dddf41b98c');
     await dataSource.runMigrations({ transaction: 'each' });
-    expect(await claim()).toBe(after);
+    expect(await claims()).toEqual(latest);
   });
 
   it('WebhookClaimWithoutFlushWait down gives the claim back without its SET LOCAL, and up with it', async () => {
     const claim = () => liveDefinition('webhook_claim');
-    const after = await claim();
+    const latest = await claims();
     const statement = '  SET LOCAL synchronous_commit TO off;\n';
+    expect(latest[1].definition).toContain(`BEGIN\n${statement}  RETURN QUERY`);
+    await undoUntil('WebhookClaimWithoutFlushWait1763902600000');
+    const after = await claim();
     expect(after).toContain(`BEGIN\n${statement}  RETURN QUERY`);
     await undoUntil('TimeOrderedIdsOffTheHotPath1763902500000');
     const before = await claim();
     expect(before).not.toContain('synchronous_commit');
     expect(before).toBe(after.replace(statement, ''));
     await dataSource.runMigrations({ transaction: 'each' });
-    expect(await claim()).toBe(after);
+    expect(await claims()).toEqual(latest);
+  });
+
+  it("WebhookClaimForDelivery: the new claim answers each event's application; the old one answers as before, to a statement prepared before the migration too; down gives the old claim its own body back", async () => {
+    const latest = await claims();
+    expect(latest.map((row) => row.name)).toEqual(['webhook_claim', 'webhook_claim_for_delivery']);
+    await undoUntil('WebhookClaimForDelivery1763904100000');
+    await dataSource.undoLastMigration({ transaction: 'each' });
+    const before = await claims();
+    expect(before.map((row) => row.name)).toEqual(['webhook_claim']);
+    // The definition in effect at the commit before this migration (webhook_claim.sql below its header, as
+    // WebhookClaimWithoutFlushWait loaded it).
+    expect(sha256Of(before[0].definition)).toBe(
+      '8800083fe411ce40c13cb7246b14ce35b905c28fc3890ab8a8db01ed66c99add',
+    );
+
+    // A worker of the code before: its claim is a named statement, prepared (and planned) on its connection before
+    // the migration runs, and used again after it.
+    const worker = new pg.Client({ connectionString: database.url });
+    await worker.connect();
+    const app = randomUUID();
+    try {
+      await worker.query(
+        `INSERT INTO applications (id, name, webhook_url) VALUES ($1, 'old worker', 'https://example.test/hook')`,
+        [app],
+      );
+      const pendingEvents = async (count: number) =>
+        (
+          await worker.query<{ id: string }>(
+            `INSERT INTO webhook_events (id, app_id, event, subject, payload, next_attempt_at)
+             SELECT gen_random_uuid(), $1, 'transfer_update', gen_random_uuid()::text, '{}'::jsonb, now()
+               FROM generate_series(1, $2) RETURNING id`,
+            [app, count],
+          )
+        ).rows.map((row) => row.id);
+      const oldClaim = async (id: string) =>
+        worker.query({
+          name: 'webhook-claim',
+          text: 'SELECT * FROM webhook_claim($1, $2)',
+          values: [id, 30000],
+        });
+      const columns = (result: pg.QueryResult) => result.fields.map((field) => field.name);
+      const [first, second, third, fourth] = await pendingEvents(4);
+      const old = await oldClaim(first);
+      expect(columns(old)).toEqual(['id', 'subject', 'payload', 'attempts', 'url']);
+
+      await dataSource.runMigrations({ transaction: 'each' });
+      expect(await claims()).toEqual(latest);
+
+      // The old worker's statement still claims, with the columns it was prepared for.
+      const again = await oldClaim(second);
+      expect(columns(again)).toEqual(['id', 'subject', 'payload', 'attempts', 'url']);
+      expect(again.rows).toEqual([
+        {
+          id: second,
+          subject: expect.any(String),
+          payload: {},
+          attempts: 1,
+          url: 'https://example.test/hook',
+        },
+      ]);
+      // The new one answers the same, and the application.
+      const claimed = await worker.query('SELECT * FROM webhook_claim_for_delivery($1, 30000)', [third]);
+      expect(columns(claimed)).toEqual(['id', 'subject', 'payload', 'attempts', 'url', 'app_id']);
+      expect(claimed.rows).toEqual([
+        {
+          id: third,
+          subject: expect.any(String),
+          payload: {},
+          attempts: 1,
+          url: 'https://example.test/hook',
+          app_id: app,
+        },
+      ]);
+      // Either claims only once: the lease taken by one holds against the other.
+      await expect(oldClaim(third)).resolves.toMatchObject({ rowCount: 0 });
+      // The old claim still commits without waiting for the flush (the new one's SET LOCAL, for its transaction).
+      await worker.query('BEGIN');
+      try {
+        await expect(oldClaim(fourth)).resolves.toMatchObject({ rowCount: 1 });
+        const { rows } = await worker.query<{ s: string }>(
+          `SELECT current_setting('synchronous_commit') AS s`,
+        );
+        expect(rows).toEqual([{ s: 'off' }]);
+      } finally {
+        await worker.query('ROLLBACK');
+      }
+    } finally {
+      // The application stays (applications are never deleted); its events go.
+      await worker.query(`DELETE FROM webhook_events WHERE app_id = $1`, [app]);
+      await worker.end();
+    }
   });
 
   it('ReversalsByUserToken down gives wallet_reverse_transfer back without the user-token checks, and up with them', async () => {

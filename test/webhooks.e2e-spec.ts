@@ -17,6 +17,7 @@ import {
   isolatedRedisEnv,
   pollUntil,
   sleep,
+  type ReceivedWebhook,
   verifyWebhook,
   WebhookReceiver,
   type Responder,
@@ -148,6 +149,81 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
       attempts: 1,
       event: 'webhook_test',
     });
+  });
+
+  it("names the receiving application in every signed header (webhook-app): two applications' receivers each see only their own id", async () => {
+    const apps = [await appWithReceiver(), await appWithReceiver()];
+    // Every kind the worker signs: a test event, a transfer_update, a kyc_steep_update, and a replay.
+    const sent = await Promise.all(
+      apps.map(async ({ appId }) => {
+        const session = randomUUID();
+        const ids = [
+          (await webhooks.sendTest(appId, cliActor('test'))).eventId,
+          await emit(transferUpdate(appId)),
+          await emit({
+            appId,
+            event: WEBHOOK_EVENTS.kycStepUpdate,
+            subject: session,
+            data: { session, steep: 'identity', backStatus: 'PENDING', newStatus: 'APPROVED' },
+          }),
+        ];
+        for (const id of ids) await waitForStatus(appId, id, 'delivered');
+        await webhooks.replay(ids[1], cliActor('test'));
+        await waitForStatus(appId, ids[1], 'delivered');
+        return ids;
+      }),
+    );
+    for (const [n, { appId, receiver }] of apps.entries()) {
+      const [test, transfer, kyc] = sent[n];
+      expect(receiver.requests.map((req) => req.id)).toEqual(expect.arrayContaining([test, transfer, kyc]));
+      expect(receiver.acknowledged(transfer)).toHaveLength(2); // first delivery and replay
+      expect(receiver.requests).toHaveLength(4);
+      for (const req of receiver.requests) {
+        const { payload, header } = await verifyWebhook(req.body, jwks);
+        // The id and time as before, and the application the body was made for, signed with them.
+        expect(header).toEqual({
+          alg: 'ES256',
+          kid: expect.any(String),
+          typ: 'JWT',
+          'webhook-id': req.id,
+          'webhook-timestamp': Number(req.headers['webhook-timestamp']),
+          'webhook-app': appId,
+        });
+        expect(Object.keys(header).at(-1)).toBe('webhook-app');
+        expect(payload).toMatchObject({ event: expect.any(String), data: expect.any(Object) });
+      }
+    }
+    // A posts a body it received, with its headers, to B's URL within the freshness window: B's receiver takes
+    // it, and a verifier that checks webhook-app against B's client id refuses it (and takes B's own).
+    const [a, b] = apps;
+    const captured = a.receiver.requests[0];
+    const replayed = await fetch(b.receiver.url(), {
+      method: 'POST',
+      headers: {
+        'Content-Type': 'plain/text',
+        'Webhook-Id': captured.id,
+        'Webhook-Timestamp': String(captured.headers['webhook-timestamp']),
+      },
+      body: captured.body,
+    });
+    expect(replayed.status).toBe(200);
+    const accepts = async (req: ReceivedWebhook, clientId: string) => {
+      const { header } = await verifyWebhook(req.body, jwks);
+      return (
+        header['webhook-id'] === req.id &&
+        header['webhook-timestamp'] === Number(req.headers['webhook-timestamp']) &&
+        header['webhook-app'] === clientId
+      );
+    };
+    const atB = b.receiver.requests.at(-1)!;
+    expect(atB.id).toBe(captured.id);
+    expect(await accepts(atB, b.appId)).toBe(false);
+    expect(await Promise.all(b.receiver.requests.slice(0, -1).map((req) => accepts(req, b.appId)))).toEqual([
+      true,
+      true,
+      true,
+      true,
+    ]);
   });
 
   it('retries a receiver that answers 500 twice: three attempts, one Webhook-Id, then nothing more', async () => {

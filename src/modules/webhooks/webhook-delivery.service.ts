@@ -23,7 +23,7 @@ import { deliveryJobId } from './webhook-events.js';
 /** The content type the interface shows for webhook bodies (a compact JWS). */
 export const WEBHOOK_CONTENT_TYPE = 'plain/text';
 
-/** What webhook_claim answers for each event it claimed. */
+/** What webhook_claim_for_delivery answers for each event it claimed. */
 interface ClaimedRow {
   id: string;
   subject: string | null;
@@ -31,6 +31,8 @@ interface ClaimedRow {
   /** This attempt's number; with the lease, it fences the outcome (webhook_record.sql). */
   attempts: number;
   url: string | null;
+  /** The receiving application, which the signature names (`webhook-app`, decision 0076). */
+  app_id: string;
 }
 
 interface ClaimedEvent extends ClaimedRow {
@@ -65,12 +67,12 @@ interface FollowUp {
 }
 
 /**
- * The claim and record batches: database functions (src/modules/webhooks/sql/webhook_claim.sql and
- * webhook_record.sql, which say what each guarantees), run with sequential scans off so that every input row
- * stays a primary-key probe whatever the outbox's statistics were when the session planned them
+ * The claim and record batches: database functions (src/modules/webhooks/sql/webhook_claim_for_delivery.sql
+ * and webhook_record.sql, which say what each guarantees), run with sequential scans off so that every input
+ * row stays a primary-key probe whatever the outbox's statistics were when the session planned them
  * (docs/decisions/0036-webhook-batch-jobs.md).
  */
-const CLAIM = 'SELECT * FROM webhook_claim($1, $2)';
+const CLAIM = 'SELECT * FROM webhook_claim_for_delivery($1, $2)';
 const RECORD = 'SELECT * FROM webhook_record($1::jsonb)';
 
 /** Claim and record batches: how large, how many at once (each holds a pool connection while it runs). */
@@ -124,7 +126,7 @@ const BATCH_RETRY_DELAYS_MS = [50, 250, 1000];
 /**
  * Delivers outbox events, one job per event, with the database work of many jobs batched:
  * - claim (batched): a lease (so two workers never send an event at once, and a killed worker's claim
- *   expires), per-subject order, and the payload and URL in the same round trip;
+ *   expires), per-subject order, and the payload, URL and application in the same round trip;
  * - sign the payload as a compact JWS with the current service key, POST it;
  * - record (batched): the attempt row and the event's outcome; the job completes only once its outcome
  *   is committed, so a worker killed before that loses nothing (the lease expires, the event goes again
@@ -245,7 +247,11 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
     // The attempt's Webhook-Timestamp is the signing time: the signature covers it (SignedAttempt).
     const timestamp = Math.floor(Date.now() / 1000);
     const body = event.url
-      ? this.signer.sign(await this.signingKeys.current(), event.payload, { id: event.id, timestamp })
+      ? this.signer.sign(await this.signingKeys.current(), event.payload, {
+          id: event.id,
+          timestamp,
+          app: event.app_id,
+        })
       : undefined;
     body?.catch(() => undefined); // its failure is the attempt's, below (not an unhandled rejection meanwhile)
     return this.withPostSlot(event.url, async () => {
@@ -452,8 +458,8 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
   }
 
   /**
-   * A batch call, tried again a few times (webhook_claim.sql and webhook_record.sql say why that is safe), as
-   * a named statement on the pool's connections (parsed once per connection).
+   * A batch call, tried again a few times (webhook_claim_for_delivery.sql and webhook_record.sql say why that is
+   * safe), as a named statement on the pool's connections (parsed once per connection).
    */
   private async batchQuery<T>(what: 'claim' | 'record', sql: string, parameters: unknown[]): Promise<T[]> {
     for (let attempt = 0; ; attempt++) {

@@ -11,7 +11,11 @@ describe('WebhookSigner', () => {
     data: { uuid: 'a0f0c7c4-4f1c-4c55-9a55-6f8e3e1f0b6e', note: 'ñandú – ✓', amount: 12.5 },
   };
 
-  const attempt = { id: '0193a0f0-c7c4-7f1c-8c55-9a556f8e3e1f', timestamp: 1_795_000_123 };
+  const attempt = {
+    id: '0193a0f0-c7c4-7f1c-8c55-9a556f8e3e1f',
+    timestamp: 1_795_000_123,
+    app: '5b0a3c1e-2f4d-4e6a-8b7c-9d0e1f2a3b4c',
+  };
 
   beforeAll(async () => {
     const pair = await generateKeyPair('ES256');
@@ -37,6 +41,7 @@ describe('WebhookSigner', () => {
         typ: 'JWT',
         'webhook-id': attempt.id,
         'webhook-timestamp': attempt.timestamp,
+        'webhook-app': attempt.app,
       })
       .sign(key.privateKey);
     const [header, body, signature] = jws.split('.');
@@ -44,17 +49,50 @@ describe('WebhookSigner', () => {
     expect(Buffer.from(signature, 'base64url')).toHaveLength(64); // r‖s, not DER
 
     const verified = await compactVerify(jws, publicKey, { algorithms: ['ES256'] });
-    // The attempt's Webhook-Id and Webhook-Timestamp are signed with the body.
+    // The attempt's Webhook-Id and Webhook-Timestamp, and the application it is for, are signed with the body.
     expect(verified.protectedHeader).toEqual({
       alg: 'ES256',
       kid: 'kid-1',
       typ: 'JWT',
       'webhook-id': attempt.id,
       'webhook-timestamp': attempt.timestamp,
+      'webhook-app': attempt.app,
     });
     expect(JSON.parse(new TextDecoder().decode(verified.payload))).toEqual(payload);
     // jose's own signature verifies the same way (same format).
     await expect(compactVerify(byJose, publicKey, { algorithms: ['ES256'] })).resolves.toBeDefined();
+    await signer.close();
+  });
+
+  it('names the receiving application in the header: the same event for two applications, two signed headers', async () => {
+    const signer = new WebhookSigner();
+    const other = { ...attempt, app: '0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5' };
+    const [forA, forB] = await Promise.all([
+      signer.sign(key, payload, attempt),
+      signer.sign(key, payload, other),
+    ]);
+    const headers = await Promise.all(
+      [forA, forB].map(
+        async (jws) => (await compactVerify(jws, publicKey, { algorithms: ['ES256'] })).protectedHeader,
+      ),
+    );
+    expect(headers.map((header) => header['webhook-app'])).toEqual([attempt.app, other.app]);
+    // Appended: the members before it keep their place (and the header's other bytes theirs).
+    expect(Object.keys(headers[1])).toEqual([
+      'alg',
+      'kid',
+      'typ',
+      'webhook-id',
+      'webhook-timestamp',
+      'webhook-app',
+    ]);
+    // Same payload, id and time: only the application differs, and the signature covers it.
+    expect(forA.split('.')[1]).toBe(forB.split('.')[1]);
+    expect(forA.split('.')[0]).not.toBe(forB.split('.')[0]);
+    const swapped = `${forB.split('.')[0]}.${forA.split('.')[1]}.${forA.split('.')[2]}`;
+    await expect(compactVerify(swapped, publicKey, { algorithms: ['ES256'] })).rejects.toThrow(
+      'signature verification failed',
+    );
     await signer.close();
   });
 

@@ -11,16 +11,20 @@ interface Prepared {
 }
 
 /**
- * What one attempt's signature also covers, in the protected header as `webhook-id` and `webhook-timestamp`
- * (Standard Webhooks signs `{id}.{timestamp}.{body}`; our body is the contract's payload, so the two go in the
- * header): a receiver checks them against the `Webhook-Id` and `Webhook-Timestamp` headers, so a captured body
- * cannot be sent again under another id, nor long after its attempt (decision 0008's amendment).
+ * What one attempt's signature also covers, in the protected header as `webhook-id`, `webhook-timestamp` and
+ * `webhook-app` (Standard Webhooks signs `{id}.{timestamp}.{body}`; our body is the contract's payload, so they go
+ * in the header): a receiver checks the first two against the `Webhook-Id` and `Webhook-Timestamp` headers, so a
+ * captured body cannot be sent again under another id, nor long after its attempt (decision 0008's amendment),
+ * and the third against its own client id, so a body made for another application cannot be sent to it
+ * (one key signs every application's webhooks: decision 0076).
  */
 export interface SignedAttempt {
   /** The event id, the `Webhook-Id` header. */
   id: string;
   /** Seconds since the epoch, the `Webhook-Timestamp` header. */
   timestamp: number;
+  /** The receiving application's id (its client id). */
+  app: string;
 }
 
 /** An item of a batch for the signing thread: a key to keep, or an input to sign with a kept key. */
@@ -70,10 +74,10 @@ function signInput(key: KeyObject, input: string): string {
 
 /**
  * Signs webhook bodies as compact JWS (ES256, protected header `{alg, kid, typ: 'JWT', 'webhook-id',
- * 'webhook-timestamp'}`, the same bytes jose's CompactSign writes) with node:crypto directly: the CryptoKey
- * converted once to a KeyObject and the header's key part written once per key, and the signature in the JWS
- * form (r‖s, `ieee-p1363`). jose goes
- * through WebCrypto (a job on the thread pool with its own key handling per signature); this is ≈7× cheaper.
+ * 'webhook-timestamp', 'webhook-app'}`, the same bytes jose's CompactSign writes) with node:crypto directly:
+ * the CryptoKey converted once to a KeyObject and the header's key part written once per key, and the signature
+ * in the JWS form (r‖s, `ieee-p1363`). jose goes through WebCrypto (a job on the thread pool with its own key
+ * handling per signature); this is ≈7× cheaper.
  *
  * The ECDSA itself (≈25 µs here) runs on one signing thread of its own (decision 0039), neither on the
  * worker's event loop, which every delivery passes through, nor on libuv's pool, whose four threads each
@@ -105,7 +109,9 @@ export class WebhookSigner {
       };
       this.prepared.set(key.privateKey, prepared);
     }
-    const header = `${prepared.headerStart},"webhook-id":${JSON.stringify(attempt.id)},"webhook-timestamp":${attempt.timestamp}}`;
+    const header =
+      `${prepared.headerStart},"webhook-id":${JSON.stringify(attempt.id)},` +
+      `"webhook-timestamp":${attempt.timestamp},"webhook-app":${JSON.stringify(attempt.app)}}`;
     const input = `${Buffer.from(header).toString('base64url')}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
     const id = this.nextId++;
     if (this.batch.length === 0) queueMicrotask(() => this.send());
