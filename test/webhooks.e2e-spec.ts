@@ -218,6 +218,7 @@ describe(`webhook delivery (${backend} queue backend, worker in process)`, () =>
     const atB = b.receiver.requests.at(-1)!;
     expect(atB.id).toBe(captured.id);
     expect(await accepts(atB, b.appId)).toBe(false);
+    expect(await accepts(atB, a.appId)).toBe(true); // only the application tells it apart
     expect(await Promise.all(b.receiver.requests.slice(0, -1).map((req) => accepts(req, b.appId)))).toEqual([
       true,
       true,
