@@ -295,6 +295,37 @@ describe('signed statement cursors carry page 1’s figures (decision 0077)', ()
     expect(again.closingBalance).toBe(whole.closingBalance + 200);
   });
 
+  it('a posting inserted before page 1 and committed after it (decision 0063’s case left open): later pages keep page 1’s rows and figures, and their balances run to its closing', async () => {
+    const z = await newAccount();
+    for (const amount of ['10', '1', '2']) await post(z, amount, 'committed');
+    const late = new pg.Client({ connectionString: t.databaseUrl });
+    await late.connect();
+    try {
+      // As every writer does: the account's ledger row first, then the postings (at clock_timestamp()).
+      await late.query('BEGIN');
+      await late.query('SELECT 1 FROM ledger_accounts WHERE id = $1 FOR UPDATE', [z]);
+      await late.query(
+        `SELECT ledger_post($1, 'TEST', 'late', 'late', 'test:cursor', ARRAY[$2::uuid, $3::uuid], ARRAY[1000, -1000], 'ARS')`,
+        [appA.appId, z, system],
+      );
+      // Page 1 without to: its now is after the late posting's time, but its snapshot does not hold it.
+      const page1 = await statement(z, { limit: 2 });
+      const one = page1.body as Statement;
+      expect(one.movements.map((m) => m.amount)).toStrictEqual([10, 1]);
+      expect(one.closingBalance).toBe(13);
+      await late.query('COMMIT');
+      const page2 = (await statement(z, { limit: 2, cursor: page1.headers['x-next-cursor'] as string }))
+        .body as Statement;
+      expect({ ...page2, movements: [] }).toStrictEqual({ ...one, movements: [] });
+      expect(page2.movements.map((m) => [m.amount, m.balance])).toStrictEqual([[2, 13]]);
+      // A new page 1 has it, inside a period that ends where page 1's did.
+      const again = (await statement(z, { to: one.to, limit: 500 })).body as Statement;
+      expect(again.movements.map((m) => m.amount)).toStrictEqual([10, 1, 2, 1000]);
+    } finally {
+      await late.end();
+    }
+  });
+
   it('another API process on the key file takes the cursor; after keys rotate it still does, after keys retire of its key it is a 400 that asks for page 1 again', async () => {
     const z = await newAccount();
     for (const amount of ['10', '-2.5', '7', '1.25', '-3']) await post(z, amount);
