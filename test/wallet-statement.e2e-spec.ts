@@ -4,8 +4,17 @@ import fc from 'fast-check';
 import pg from 'pg';
 import request from 'supertest';
 import { instantMicros } from '../src/common/http/instant.js';
-import { encodeStatementCursor } from '../src/modules/wallet/accounts/statement-cursor.js';
-import { BALANCE_AT, statementQuery } from '../src/modules/wallet/accounts/statement.service.js';
+import { SigningKeysService } from '../src/modules/auth/signing-keys.service.js';
+import { Money } from '../src/modules/wallet/money.js';
+import {
+  encodeStatementCursor,
+  STATEMENT_CURSOR_PURPOSE,
+} from '../src/modules/wallet/accounts/statement-cursor.js';
+import {
+  BALANCE_AT,
+  statementPageQuery,
+  statementQuery,
+} from '../src/modules/wallet/accounts/statement.service.js';
 import { subjectToken, type TestClient } from './support/auth.js';
 import { bearer, countRows, expectNotFound, expectValidation } from './support/identity.js';
 import type { TestApp } from './support/test-app.js';
@@ -58,6 +67,7 @@ const MOVEMENT_KEYS = [
   'postingId',
   'reference',
 ];
+const money = (value: number | string) => new Money(value);
 const MICRO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 
 /** RFC 4180 parser (quoted fields, doubled quotes, CRLF), written here so a bug in the writer cannot hide itself. */
@@ -434,6 +444,8 @@ describe('wallet statements and balance as of a time (real database)', () => {
         'x-next-cursor'
       ] as string;
       const [start, end, t1] = [WHOLE.from, WHOLE.to, m1.postedAt].map(instantMicros);
+      const cursorKey = (await t.app.get(SigningKeysService).derivedKeys(STATEMENT_CURSOR_PURPOSE)).signing;
+      const figures = { opening: money(0), totalIn: money(1), totalOut: money(0), running: money(1) };
       const cases: [string, Record<string, string>][] = [
         // The review's example: `1970-01-01T00:00:00Z|1`, a position long before from (the earlier form).
         ['earlier form', { from: '2026-11-01T00:00:00Z', cursor: 'MTk3MC0wMS0wMVQwMDowMDowMFp8MQ' }],
@@ -456,7 +468,13 @@ describe('wallet statements and balance as of a time (real database)', () => {
           ] as const
         ).map(([label, from, to, at]): [string, Record<string, string>] => [
           `a position ${label}`,
-          { cursor: encodeStatementCursor({ accountId: x.uuid, from, to, at, id: m0.postingId }) },
+          {
+            // Signed as the service signs (decision 0077), so only the position is at fault.
+            cursor: encodeStatementCursor(
+              { ...figures, accountId: x.uuid, from, to, upTo: to, at, id: m0.postingId },
+              cursorKey,
+            ),
+          },
         ]),
       ];
       for (const [label, query] of cases) {
@@ -682,7 +700,14 @@ describe('wallet statements and balance as of a time (real database)', () => {
           ['the first page', statementQuery(z.uuid, principal, '1970-01-01T00:00:00Z', 'now', 101)],
           [
             'a page after a cursor',
-            statementQuery(z.uuid, principal, '1970-01-01T00:00:00Z', 'now', 101, middle),
+            // Its figures come from the signed cursor (decision 0077): only the page is read.
+            statementPageQuery(
+              z.uuid,
+              principal,
+              { from: '1970-01-01T00:00:00Z', to: 'now', upTo: 'now', position: middle },
+              101,
+              money(50_000),
+            ),
           ],
           [
             'the last ten postings',
@@ -717,12 +742,15 @@ describe('wallet statements and balance as of a time (real database)', () => {
         }
         // Each balance is summed from the nearer end of the history (decision 0075): page 1 from the start no
         // longer reads the 100,000 postings twice more for an opening of zero and its start, only for its totals
-        // and its page; a page after a cursor in the middle sums the 50,000 on the nearer side of the cursor, not
-        // the whole history again for the opening. Before: about 400,000 and 300,000 rows.
-        const [firstPage, afterCursor] = [read['the first page'][0], read['a page after a cursor'][0]];
+        // and its page. Before: about 400,000 rows. A page after a cursor in the middle reads its own rows only,
+        // with either plan (decision 0077; before: 200,000, and 300,000 before decision 0075).
+        const [firstPage, afterCursor] = [
+          read['the first page'][0],
+          Math.max(...read['a page after a cursor']),
+        ];
         expect({
           firstPage: firstPage <= 200_000 + 200,
-          afterCursor: afterCursor <= 200_000 + 200,
+          afterCursor: afterCursor <= 101 + 1,
         }).toStrictEqual({
           firstPage: true,
           afterCursor: true,

@@ -117,6 +117,37 @@ describe('SigningKeysService across processes sharing a key file', () => {
     await expect(rotating.retire(old.kid)).resolves.toEqual({ kid: old.kid, retiredAt: expect.any(String) });
   });
 
+  it('derived keys (decision 0077): the same in every process of the file, one per purpose, following rotate and retire; a recheck finds a key another process added', async () => {
+    const rotating = await startProcess({ SIGNING_KEY_ACTIVATION_SECONDS: '0' });
+    const other = await startProcess();
+    const purpose = 'wallet statement cursor v1';
+    const first = await rotating.derivedKeys(purpose);
+    expect(await other.derivedKeys(purpose)).toStrictEqual(first);
+    expect(first.signing).toHaveLength(32);
+    expect(first.published).toStrictEqual([first.signing]);
+    const elsewhere = await rotating.derivedKeys('another purpose');
+    expect(elsewhere.signing.equals(first.signing)).toBe(false);
+    // Not the private scalar itself.
+    const file = JSON.parse(readFileSync(rotating['config'].signingKeysFile, 'utf8')) as {
+      keys: { privateJwk: { d: string } }[];
+    };
+    expect(first.signing.equals(Buffer.from(file.keys[0].privateJwk.d, 'base64url'))).toBe(false);
+
+    const { kid } = await rotating.rotate();
+    const rotated = await rotating.derivedKeys(purpose);
+    expect(rotated.published).toStrictEqual([rotated.signing, first.signing]);
+    expect(rotated.signing.equals(first.signing)).toBe(false);
+    // A recheck looks at the file at once, whenever the other process read it last.
+    expect(await other.derivedKeys(purpose, true)).toStrictEqual(rotated);
+
+    const old = (await rotating.jwks()).keys.find((key) => key.kid !== kid)?.kid ?? '';
+    await rotating.retire(old);
+    expect(await rotating.derivedKeys(purpose)).toStrictEqual({
+      signing: rotated.signing,
+      published: [rotated.signing],
+    });
+  });
+
   it('a key file written before signsFrom existed: its newest key signs', async () => {
     const service = await startProcess();
     const file = service['config'].signingKeysFile;

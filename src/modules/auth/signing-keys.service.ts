@@ -1,4 +1,4 @@
-import { createPublicKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, hkdfSync, type KeyObject } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Inject, Injectable, OnModuleInit } from '@nestjs/common';
@@ -42,8 +42,17 @@ export interface SigningKey {
   readonly retiredAt: string | null;
 }
 
+/** Symmetric keys derived from the signing keys for one purpose (SigningKeysService.derivedKeys). */
+export interface DerivedKeys {
+  /** The signing key's: to make a new MAC. */
+  readonly signing: Buffer;
+  /** Every published key's, the signing key's first: to check a MAC made before a rotation. */
+  readonly published: readonly Buffer[];
+}
+
 /**
- * The service's ES256 signing keys (access tokens, webhooks), kept in a JWK set
+ * The service's ES256 signing keys (access tokens, webhooks; and the MAC keys
+ * derived from them, for statement cursors), kept in a JWK set
  * file: SIGNING_KEYS_FILE in production (must exist), generated once under
  * DATA_DIR/keys in development. Every key not retired is published in the JWKS;
  * the newest of them whose signsFrom has come signs, so a rotated key is
@@ -59,6 +68,10 @@ export class SigningKeysService implements OnModuleInit {
   /** The file check that an unknown kid started, shared by every request that waits for it. */
   private checking: Promise<void> | undefined;
   private readonly unknownKidChecks = new Map<string, number>();
+  /** Each loaded key's private scalar (the JWK's `d`), by kid: the input of derivedKeys. Never logged. */
+  private secrets = new Map<string, Buffer>();
+  /** derivedKeys' results by kid and purpose, dropped with the keys they came from. */
+  private derived = new Map<string, Buffer>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -86,6 +99,35 @@ export class SigningKeysService implements OnModuleInit {
     await this.refresh();
     if (!this.keys.some((key) => key.kid === kid)) await this.checkForUnknownKid(kid);
     return this.keys.find((key) => key.kid === kid && key.retiredAt === null)?.publicKeyObject;
+  }
+
+  /**
+   * Keys for a MAC of the service's own (e.g. a statement's cursor), derived with HKDF-SHA256 from each published
+   * key's private key, `purpose` as HKDF's info: every process that shares the key file derives the same ones,
+   * with no setting of their own, they follow `keys rotate` and `keys retire`, and a key of one purpose tells
+   * nothing of another's or of the ES256 key. `recheck`: look at the file at once, bounded as for an unknown kid,
+   * for a MAC that no loaded key made (another process may have just started signing with a new key).
+   */
+  async derivedKeys(purpose: string, recheck = false): Promise<DerivedKeys> {
+    if (recheck) await this.checkForUnknownKid(`derived:${purpose}`);
+    const signing = await this.current();
+    const others = this.keys.filter((key) => key.retiredAt === null && key !== signing);
+    return {
+      signing: this.derive(signing.kid, purpose),
+      published: [signing, ...others].map((key) => this.derive(key.kid, purpose)),
+    };
+  }
+
+  private derive(kid: string, purpose: string): Buffer {
+    const name = `${kid}:${purpose}`;
+    let key = this.derived.get(name);
+    if (!key) {
+      const secret = this.secrets.get(kid);
+      if (!secret) throw new Error(`signing key ${kid} has no private part`);
+      key = Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), purpose, 32));
+      this.derived.set(name, key);
+    }
+    return key;
   }
 
   async jwks(): Promise<{ keys: JWK[] }> {
@@ -251,7 +293,11 @@ export class SigningKeysService implements OnModuleInit {
     if (mode !== 'force' && version === this.fileVersion) return;
     const file = await this.readFile();
     const loaded: SigningKey[] = [];
+    const secrets = new Map<string, Buffer>();
     for (const stored of file.keys) {
+      if (typeof stored.privateJwk.d === 'string') {
+        secrets.set(stored.kid, Buffer.from(stored.privateJwk.d, 'base64url'));
+      }
       const { d: _d, ...publicJwk } = stored.privateJwk;
       if (stored.privateJwk.kty !== 'EC' || stored.privateJwk.crv !== 'P-256') {
         throw new Error(`signing key ${stored.kid} is not an EC P-256 key`);
@@ -270,6 +316,8 @@ export class SigningKeysService implements OnModuleInit {
       });
     }
     this.keys = loaded;
+    this.secrets = secrets;
+    this.derived = new Map();
     this.fileVersion = version;
     this.verified.clear(); // a retired key's tokens stop working as soon as this process sees the change
   }

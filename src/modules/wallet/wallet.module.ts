@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { SigningKeysModule } from '#modules/auth/signing-keys.module.js';
 import { CompaniesModule } from '#modules/companies/companies.module.js';
 import { UsersModule } from '#modules/users/users.module.js';
 import { AccountsController } from './accounts/accounts.controller.js';
@@ -14,7 +15,7 @@ import { LedgerService } from './ledger/ledger.service.js';
  * movements through AccountLimitsService.addOperated.
  */
 @Module({
-  imports: [UsersModule, CompaniesModule],
+  imports: [UsersModule, CompaniesModule, SigningKeysModule],
   controllers: [AccountsController],
   providers: [
     AccountsService,

@@ -167,7 +167,8 @@ export class AccountsController {
       `JSON, or CSV with \`Accept: text/csv\` (RFC 4180, header row, exact decimals, UTC). Paginated: ` +
       `the movements are paged (limit 1-${MAX_PAGE_SIZE}, default ${DEFAULT_PAGE_SIZE}), the opening, closing ` +
       `and totals are the whole period's on every page: the cursor keeps page 1's period, \`to\` included ` +
-      `when it was now. docs/decisions/0030, 0063.`,
+      `when it was now, and page 1's figures; a posting made after page 1 shows from a new page 1. ` +
+      `docs/decisions/0030, 0063, 0077.`,
     operationId: 'getAccountStatement',
   })
   @ApiQuery({
@@ -192,9 +193,11 @@ export class AccountsController {
     name: 'cursor',
     required: false,
     description:
-      `the ${NEXT_CURSOR_HEADER} response header of the previous page (absent on the last page). It holds the ` +
-      `account and page 1's from and to (now, when to was left out): a from or to given with it must name the ` +
-      `same instant, one left out is page 1's; otherwise 400 at cursor`,
+      `the ${NEXT_CURSOR_HEADER} response header of the previous page (absent on the last page). Signed by the ` +
+      `service, it holds the account, page 1's from and to (now, when to was left out) and page 1's figures: a ` +
+      `from or to given with it must name the same instant, one left out is page 1's; otherwise, and for a ` +
+      `cursor changed in any way, of another account, or signed with a key retired since, 400 at cursor (ask ` +
+      `for page 1 again)`,
     schema: CURSOR_SCHEMA,
   })
   // The CSV on the 200 only: the errors stay JSON (ApiProduces would retype them all).

@@ -5,13 +5,17 @@ import type { Principal } from '#common/auth/principal.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { instantMicros, parseInstant } from '#common/http/instant.js';
 import { DEFAULT_PAGE_SIZE } from '#common/http/pagination.js';
-import { fromDb, type Money, toJson } from '../money.js';
+import { fromDb, type Money, toDb, toJson } from '../money.js';
 import type { BalanceResponseDto } from './dto/account.dto.js';
 import type { StatementMovementDto, StatementResponseDto } from './dto/statement.dto.js';
+import { SigningKeysService } from '#modules/auth/signing-keys.service.js';
 import {
+  closingOf,
   decodeStatementCursor,
   encodeStatementCursor,
-  type StatementPosition,
+  STATEMENT_CURSOR_PURPOSE,
+  type StatementCursor,
+  type StatementWindow,
   statementWindow,
 } from './statement-cursor.js';
 
@@ -70,16 +74,27 @@ export interface StatementPage {
   nextCursor: string | null;
 }
 
+/** The account as the request named it (for a 404) and as the queries take it (lower case). */
+interface Account {
+  id: string;
+  accountId: string;
+}
+
+/** What either page query answers; only page 1's has the period's figures. */
 interface StatementHead {
   reversed: boolean;
   currency: string;
   from_text: string;
   to_text: string;
+  movements: MovementRow[];
+}
+
+interface FirstPageHead extends StatementHead {
   opening: string;
   closing: string;
   total_in: string;
   total_out: string;
-  movements: MovementRow[];
+  last_at: string | null;
 }
 
 const UTC_TEXT = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
@@ -92,12 +107,24 @@ const UTC_TEXT = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYY
 export const BALANCE_AT = `SELECT (${balanceNearer('$4::timestamptz', 'p.created_at', '$4::timestamptz')})::text AS balance
                       FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id`;
 
+/** A page's movements with their running balance from `start` (an SQL expression), as JSON, oldest first. */
+const MOVEMENTS = (start: string) => `COALESCE((SELECT json_agg(m ORDER BY m.n) FROM (
+                 SELECT row_number() OVER (ORDER BY pg.created_at, pg.id) AS n,
+                        pg.id::text AS posting_id, ${UTC_TEXT('pg.created_at')} AS posted_at,
+                        pg.amount::text AS amount,
+                        (${start} + sum(pg.amount) OVER (ORDER BY pg.created_at, pg.id))::text AS running,
+                        e.id AS entry_id, e.kind, e.reference, e.description
+                   FROM page pg JOIN journal_entries e ON e.id = pg.entry_id) m), '[]') AS movements`;
+
+/** The account the principal reaches, with its ledger row. */
+const ACCOUNT = `acc AS (SELECT a.* FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id)`;
+
 /**
- * StatementService.statement's query: the head (currency, the window's bounds as text, opening and closing
- * balances, totals) and a page of movements with their running balance, in one statement (one snapshot). A named
- * statement, one text with a cursor and one without (a generic plan cannot take `$n IS NULL OR …` as an index
- * bound), its LIMIT a fixed size at least `rows` (listFetchSize; decision 0048): the page may hold more rows than
- * asked for, the first ones are the same.
+ * Page 1's query (StatementService.statement): the head (currency, the window's bounds as text, opening and
+ * closing balances, totals, and the time of the period's last posting, which the cursor keeps) and a page of
+ * movements with their running balance, in one statement (one snapshot). A named statement, its LIMIT a fixed size
+ * at least `rows` (listFetchSize; decision 0048): the page may hold more rows than asked for, the first ones are
+ * the same.
  */
 export function statementQuery(
   accountId: string,
@@ -105,45 +132,65 @@ export function statementQuery(
   from: string,
   to: string,
   rows: number,
-  position?: StatementPosition,
 ): { name: string; text: string; values: unknown[] } {
   const values: unknown[] = [accountId, principal.appId, ownerOf(principal), from, to];
-  if (position) values.push(position.at, position.id);
-  const after = position ? 'AND (p.created_at, p.id) > ($6::timestamptz, $7::bigint)' : '';
-  // Where the page starts: the balance at `from` (page 1), or, after a cursor, the balance after the cursor's
-  // posting (right only for a position inside (from, to]: statementWindow refuses any other), read from the
-  // nearer end of the account's postings (decision 0075).
-  const start = position
-    ? balanceNearer('($6::timestamptz, $7::bigint)', '(p.created_at, p.id)', '$6::timestamptz')
-    : '(SELECT balance FROM opening)';
-  const text = `WITH acc AS (SELECT a.* FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id),
+  // The opening is read from the nearer end of the account's postings (decision 0075).
+  const text = `WITH ${ACCOUNT},
             page AS (
               SELECT p.id, p.created_at, p.amount, p.entry_id
                 FROM acc a JOIN postings p ON p.account_id = a.id
-               WHERE p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz ${after}
+               WHERE p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz
                ORDER BY p.created_at, p.id
                LIMIT ${listFetchSize(rows)}),
-            opening AS (SELECT ${balanceNearer('$4::timestamptz', 'p.created_at', '$4::timestamptz')} AS balance FROM acc a),
-            start AS (SELECT ${start} AS balance FROM acc a)
+            opening AS (SELECT ${balanceNearer('$4::timestamptz', 'p.created_at', '$4::timestamptz')} AS balance FROM acc a)
        SELECT ($4::timestamptz > $5::timestamptz) AS reversed,
               a.currency, ${UTC_TEXT('$4::timestamptz')} AS from_text, ${UTC_TEXT('$5::timestamptz')} AS to_text,
               (SELECT balance FROM opening)::text AS opening,
               ((SELECT balance FROM opening) + totals.total_in - totals.total_out)::text AS closing,
               totals.total_in::text AS total_in, totals.total_out::text AS total_out,
-              COALESCE((SELECT json_agg(m ORDER BY m.n) FROM (
-                 SELECT row_number() OVER (ORDER BY pg.created_at, pg.id) AS n,
-                        pg.id::text AS posting_id, ${UTC_TEXT('pg.created_at')} AS posted_at,
-                        pg.amount::text AS amount,
-                        ((SELECT balance FROM start) + sum(pg.amount) OVER (ORDER BY pg.created_at, pg.id))::text AS running,
-                        e.id AS entry_id, e.kind, e.reference, e.description
-                   FROM page pg JOIN journal_entries e ON e.id = pg.entry_id) m), '[]') AS movements
+              ${UTC_TEXT('totals.last_at')} AS last_at,
+              ${MOVEMENTS('(SELECT balance FROM opening)')}
          FROM acc a,
               LATERAL (SELECT COALESCE(sum(p.amount) FILTER (WHERE p.amount > 0), 0) AS total_in,
-                              COALESCE(-sum(p.amount) FILTER (WHERE p.amount < 0), 0) AS total_out
+                              COALESCE(-sum(p.amount) FILTER (WHERE p.amount < 0), 0) AS total_out,
+                              max(p.created_at) AS last_at
                          FROM postings p
                         WHERE p.account_id = a.id
                           AND p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz) totals`;
   return { name: statementName('wallet_statement', text), text, values };
+}
+
+/**
+ * A later page's query (decision 0077): the page's rows after the cursor's position, up to the period's last
+ * posting as page 1 read it, with their running balance from the cursor's (`start`, exact decimal text). The
+ * opening, closing and totals are the cursor's: nothing of the period outside the page is read. The rows are
+ * taken by the account's id, not through the scope's join, so the index on (account_id, created_at) gives them in
+ * order and the scan stops after the page (an incremental sort puts the postings of one instant in id order);
+ * the answer is still empty for an account the principal does not reach.
+ */
+export function statementPageQuery(
+  accountId: string,
+  principal: Principal,
+  window: Required<StatementWindow>,
+  rows: number,
+  start: Money,
+): { name: string; text: string; values: unknown[] } {
+  const { from, to, upTo, position } = window;
+  const values: unknown[] = [accountId, principal.appId, ownerOf(principal), from, to, upTo];
+  values.push(position.at, position.id, toDb(start));
+  const text = `WITH ${ACCOUNT},
+            page AS (
+              SELECT p.id, p.created_at, p.amount, p.entry_id
+                FROM postings p
+               WHERE p.account_id = $1::uuid AND p.created_at <= $6::timestamptz
+                 AND (p.created_at, p.id) > ($7::timestamptz, $8::bigint)
+               ORDER BY p.created_at, p.id
+               LIMIT ${listFetchSize(rows)})
+       SELECT false AS reversed,
+              a.currency, ${UTC_TEXT('$4::timestamptz')} AS from_text, ${UTC_TEXT('$5::timestamptz')} AS to_text,
+              ${MOVEMENTS('$9::numeric')}
+         FROM acc a`;
+  return { name: statementName('wallet_statement_page', text), text, values };
 }
 
 /**
@@ -154,7 +201,10 @@ export function statementQuery(
 @Injectable()
 export class StatementService {
   /** Both answers tolerate a replica's lag (decision 0033): they read the replica when there is one. */
-  constructor(private readonly reads: ReadDatabase) {}
+  constructor(
+    private readonly reads: ReadDatabase,
+    private readonly signingKeys: SigningKeysService,
+  ) {}
 
   async balanceAt(principal: Principal, id: string, at: string | undefined): Promise<BalanceResponseDto> {
     const instant = parseInstant(at, 'at');
@@ -177,33 +227,25 @@ export class StatementService {
       from: query.from === undefined ? undefined : parseInstant(query.from, 'from'),
       to: query.to === undefined ? undefined : parseInstant(query.to, 'to'),
     };
-    const cursor = query.cursor === undefined ? undefined : decodeStatementCursor(query.cursor);
+    const cursor = query.cursor === undefined ? undefined : await this.openCursor(query.cursor);
     const limit = query.limit ?? DEFAULT_PAGE_SIZE;
     const accountId = id.toLowerCase();
     // 'now': the statement's own time; the next pages get it back from the cursor (decision 0063).
-    const { from, to, position } = statementWindow(
-      accountId,
-      given,
-      { from: HISTORY_START, to: 'now' },
-      cursor,
-    );
-    const { name, text, values } = statementQuery(accountId, principal, from, to, limit + 1, position);
-    const [head] = await this.reads.query<StatementHead>(text, values, name);
-    if (!head) throw new NotFoundError(id, 'Account not found');
-    if (head.reversed) throw ValidationFailedError.single('to', 'invalid', 'to must not be before from');
+    const window = statementWindow(accountId, given, { from: HISTORY_START, to: 'now' }, cursor);
+    const account = { id, accountId };
+    const { head, figures, upTo } = cursor
+      ? await this.laterPage(principal, account, window, cursor, limit + 1)
+      : await this.firstPage(principal, account, window, limit + 1);
     const more = head.movements.length > limit;
-    // (The page may hold more rows than limit + 1: statementQuery's LIMIT is a fixed size.)
+    // (The page may hold more rows than limit + 1: the queries' LIMIT is a fixed size.)
     const served = more ? head.movements.slice(0, limit) : head.movements;
-    const last = served[served.length - 1];
     const exact: ExactStatement = {
       from: head.from_text,
       to: head.to_text,
-      opening: fromDb(head.opening),
-      closing: fromDb(head.closing),
-      totalIn: fromDb(head.total_in),
-      totalOut: fromDb(head.total_out),
+      ...figures,
       movements: served.map((row) => ({ ...row, amount: fromDb(row.amount), running: fromDb(row.running) })),
     };
+    const last = exact.movements[exact.movements.length - 1];
     return {
       body: {
         accountId,
@@ -217,19 +259,97 @@ export class StatementService {
         movements: exact.movements.map(movementView),
       },
       exact,
-      // The period goes in the cursor as this page had it, so the next pages are of the same statement.
+      // The period and page 1's figures go in the cursor, so the next pages are of the same statement and read
+      // only their own rows (decision 0077).
       nextCursor:
         more && last
-          ? encodeStatementCursor({
-              accountId,
-              from: cursor?.from ?? instantMicros(from),
-              to: cursor?.to ?? instantMicros(given.to ?? exact.to),
-              at: instantMicros(last.posted_at),
-              id: last.posting_id,
-            })
+          ? encodeStatementCursor(
+              {
+                accountId,
+                from: cursor?.from ?? instantMicros(window.from),
+                to: cursor?.to ?? instantMicros(given.to ?? exact.to),
+                upTo,
+                at: instantMicros(last.posted_at),
+                id: last.posting_id,
+                opening: exact.opening,
+                totalIn: exact.totalIn,
+                totalOut: exact.totalOut,
+                running: last.running,
+              },
+              (await this.signingKeys.derivedKeys(STATEMENT_CURSOR_PURPOSE)).signing,
+            )
           : null,
     };
   }
+
+  /**
+   * The cursor, checked against every published key's MAC key; when none made it, once more after a look at the
+   * key file (another process may sign with a key this one has not loaded yet). Before any query.
+   */
+  private async openCursor(text: string): Promise<StatementCursor> {
+    try {
+      return decodeStatementCursor(
+        text,
+        (await this.signingKeys.derivedKeys(STATEMENT_CURSOR_PURPOSE)).published,
+      );
+    } catch (error) {
+      if (!(error instanceof ValidationFailedError)) throw error;
+      const keys = await this.signingKeys.derivedKeys(STATEMENT_CURSOR_PURPOSE, true);
+      return decodeStatementCursor(text, keys.published);
+    }
+  }
+
+  /** Page 1: the period's figures and its first rows, in one snapshot. */
+  private async firstPage(principal: Principal, account: Account, window: StatementWindow, rows: number) {
+    const { name, text, values } = statementQuery(account.accountId, principal, window.from, window.to, rows);
+    const [head] = await this.reads.query<FirstPageHead>(text, values, name);
+    const checked = checkedHead(head, account.id);
+    return {
+      head: checked,
+      figures: {
+        opening: fromDb(checked.opening),
+        closing: fromDb(checked.closing),
+        totalIn: fromDb(checked.total_in),
+        totalOut: fromDb(checked.total_out),
+      },
+      // A page with a next cursor has postings in the period: last_at is set then.
+      upTo: checked.last_at === null ? 0n : instantMicros(checked.last_at),
+    };
+  }
+
+  /** A later page: its own rows; the figures are page 1's, from the signed cursor. */
+  private async laterPage(
+    principal: Principal,
+    account: Account,
+    window: StatementWindow,
+    cursor: StatementCursor,
+    rows: number,
+  ) {
+    const { from, to, upTo, position } = window;
+    if (upTo === undefined || position === undefined) throw new Error('a later page without its position');
+    const { accountId } = account;
+    const query = statementPageQuery(
+      accountId,
+      principal,
+      { from, to, upTo, position },
+      rows,
+      cursor.running,
+    );
+    const [head] = await this.reads.query<StatementHead>(query.text, query.values, query.name);
+    const { opening, totalIn, totalOut } = cursor;
+    return {
+      head: checkedHead(head, account.id),
+      figures: { opening, closing: closingOf(opening, totalIn, totalOut), totalIn, totalOut },
+      upTo: cursor.upTo,
+    };
+  }
+}
+
+/** The head of a page query, or the 404 of an account the principal does not reach, or the 400 of a reversed period. */
+function checkedHead<H extends StatementHead>(head: H | undefined, id: string): H {
+  if (!head) throw new NotFoundError(id, 'Account not found');
+  if (head.reversed) throw ValidationFailedError.single('to', 'invalid', 'to must not be before from');
+  return head;
 }
 
 const ownerOf = (principal: Principal): string | null =>

@@ -1,0 +1,140 @@
+import { randomBytes } from 'node:crypto';
+import { ValidationFailedError } from '#common/errors/domain-errors.js';
+import { INSTANT_MICROS_MAX, INSTANT_MICROS_MIN } from '#common/http/instant.js';
+import { Money } from '../money.js';
+import {
+  closingOf,
+  decodeStatementCursor,
+  encodeStatementCursor,
+  fromMillionths,
+  type StatementCursor,
+} from './statement-cursor.js';
+
+const key = randomBytes(32);
+const cursor: StatementCursor = {
+  accountId: '0192f5e4-7c1a-7b3e-9d2f-5a6b7c8d9e0f',
+  from: 1_764_547_200_000_000n,
+  to: 1_767_225_599_999_999n,
+  upTo: 1_767_000_000_123_456n,
+  at: 1_765_000_000_654_321n,
+  id: '1042',
+  opening: new Money('1234.5'),
+  totalIn: new Money('0.000001'),
+  totalOut: new Money('999999999999.99'),
+  running: new Money('0'),
+};
+
+/** The validation item a refused cursor gives. */
+function refusal(run: () => unknown): { path: string; type: string; message: string } {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ValidationFailedError);
+    const [item, ...more] = (error as ValidationFailedError).items;
+    expect(more).toStrictEqual([]);
+    return item;
+  }
+  throw new Error('not refused');
+}
+
+/** The largest sum of postings: 2^63 - 1 of them (a bigint id each), each the columns' largest (10^18 - 10^-6). */
+const LARGEST = (2n ** 63n - 1n) * (10n ** 24n - 1n);
+
+describe('statement cursors (decision 0077)', () => {
+  it('give back what they carry, amounts exact', () => {
+    const decoded = decodeStatementCursor(encodeStatementCursor(cursor, key), [randomBytes(32), key]);
+    expect({ ...decoded, opening: '', totalIn: '', totalOut: '', running: '' }).toStrictEqual({
+      ...cursor,
+      opening: '',
+      totalIn: '',
+      totalOut: '',
+      running: '',
+    });
+    expect([decoded.opening, decoded.totalIn, decoded.totalOut, decoded.running].map(String)).toStrictEqual([
+      '1234.5',
+      '0.000001',
+      '999999999999.99',
+      '0',
+    ]);
+    expect(closingOf(decoded.opening, decoded.totalIn, decoded.totalOut).toFixed()).toBe(
+      '-999999998765.489999',
+    );
+  });
+
+  it('stay within 200 characters at their largest: the schema’s largest sums, negative, the farthest instants', () => {
+    const [plus, minus] = [fromMillionths(LARGEST), fromMillionths(-LARGEST)];
+    expect(minus.toFixed()).toBe('-9223372036854775806999990776627963145.224193');
+    const largest: StatementCursor = {
+      accountId: 'ffffffff-ffff-ffff-ffff-ffffffffffff',
+      from: INSTANT_MICROS_MIN,
+      to: INSTANT_MICROS_MAX,
+      upTo: INSTANT_MICROS_MAX,
+      at: INSTANT_MICROS_MAX,
+      id: String(2n ** 63n - 1n),
+      opening: minus,
+      totalIn: plus,
+      totalOut: plus,
+      running: minus,
+    };
+    const text = encodeStatementCursor(largest, key);
+    expect(text.length).toBe(199);
+    const decoded = decodeStatementCursor(text, [key]);
+    expect(
+      [decoded.opening, decoded.totalIn, decoded.totalOut, decoded.running].map((m) => m.toFixed()),
+    ).toStrictEqual([minus, plus, plus, minus].map((m) => m.toFixed()));
+    expect(closingOf(decoded.opening, decoded.totalIn, decoded.totalOut).toFixed()).toBe(minus.toFixed());
+    // Beyond what any sum of the ledger's columns can be, the service refuses to write a cursor rather than cut it.
+    expect(() => encodeStatementCursor({ ...largest, totalIn: fromMillionths(2n ** 144n) }, key)).toThrow(
+      'an amount beyond what a statement cursor holds',
+    );
+  });
+
+  it('refuse any byte changed, a key that did not sign them, and a shortened text', () => {
+    const text = encodeStatementCursor(cursor, key);
+    const bytes = Buffer.from(text, 'base64url');
+    const unsigned =
+      'cursor is not one this service signed, or its key was retired since; ask for the first page again';
+    for (let i = 0; i < bytes.length; i++) {
+      for (const bit of [0x01, 0x80]) {
+        const changed = Buffer.from(bytes);
+        changed[i] ^= bit;
+        const item = refusal(() => decodeStatementCursor(changed.toString('base64url'), [key]));
+        expect([i, bit, item.path, item.type]).toStrictEqual([i, bit, 'cursor', 'invalid']);
+      }
+    }
+    // Each character of the text: another one decodes to other bytes, or is not the one text of those bytes.
+    for (let i = 0; i < text.length; i++) {
+      const other = text[i] === 'A' ? 'B' : 'A';
+      const item = refusal(() =>
+        decodeStatementCursor(`${text.slice(0, i)}${other}${text.slice(i + 1)}`, [key]),
+      );
+      expect([i, item.path, item.type]).toStrictEqual([i, 'cursor', 'invalid']);
+    }
+    expect(refusal(() => decodeStatementCursor(text, [randomBytes(32)])).message).toBe(unsigned);
+    expect(refusal(() => decodeStatementCursor(text, [])).message).toBe(unsigned);
+    expect(
+      refusal(() => decodeStatementCursor(bytes.subarray(0, -1).toString('base64url'), [key])).message,
+    ).toBe(unsigned);
+    expect(
+      refusal(() => decodeStatementCursor(bytes.subarray(0, 40).toString('base64url'), [key])).message,
+    ).toBe(unsigned);
+    expect(refusal(() => decodeStatementCursor(`${text}=`, [key])).message).toBe('cursor is not valid');
+    expect(refusal(() => decodeStatementCursor('', [key])).message).toBe('cursor is not valid');
+  });
+
+  it('refuse the earlier, unsigned forms with their own message', () => {
+    const earlier = [
+      `${cursor.accountId}|${cursor.from}|${cursor.to}|${cursor.at}|${cursor.id}`,
+      `2026-12-01T00:00:00.000000Z|1042`,
+    ];
+    for (const form of earlier) {
+      expect(
+        refusal(() => decodeStatementCursor(Buffer.from(form).toString('base64url'), [key])),
+      ).toStrictEqual({
+        path: 'cursor',
+        type: 'invalid',
+        message: 'cursor is of an earlier form of this route; ask for the first page again',
+      });
+    }
+  });
+});
