@@ -12,6 +12,7 @@ import { EVENT_TYPES, type EventResponseDto } from '../src/modules/webhooks/dto/
 import { eventsFeedQuery } from '../src/modules/webhooks/events-feed.service.js';
 import { encodeMicrosecondCursor } from '../src/common/http/pagination.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
+import { failDeletesWhenLeft } from './support/database.js';
 import { flattenPlan, preparedPlan, rowsRead, type PlanNode } from './support/plans.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { isolatedRedisEnv, pollUntil, verifyWebhook, WebhookReceiver } from './support/webhook-receiver.js';
@@ -403,6 +404,40 @@ describe('events feed (worker in process)', () => {
       [[oldDelivered, oldFailed, oldPending, recentDelivered]],
     )) as { event_id: string }[];
     expect(attempts.map((row) => row.event_id).sort()).toEqual([oldPending, recentDelivered].sort());
+  });
+
+  it('a prune that fails part way says how many events it deleted before the failure (decision 0078)', async () => {
+    const appId = randomUUID();
+    await t.dataSource.query(
+      `INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at, created_at)
+       SELECT gen_random_uuid(), $1, 'transfer_update', 's' || i, '{}', 'delivered', now(), now() - interval '31 days'
+         FROM generate_series(1, 10) i`,
+      [appId],
+    );
+    const left = async () =>
+      (
+        (await t.dataSource.query('SELECT count(*)::int AS n FROM webhook_events WHERE app_id = $1', [
+          appId,
+        ])) as { n: number }[]
+      )[0].n;
+    // The third statement fails (4 left): the first two deleted 6, each committed on its own.
+    const removeFault = await failDeletesWhenLeft(t.dataSource, 'webhook_events', `app_id = '${appId}'`, 4);
+    const pruner = t.app.get(PruneEventsProcessor);
+    try {
+      // The job fails with this error: its message is the worker's "job failed" line and the job's failedReason.
+      await expect(pruner.prune(30, 3)).rejects.toMatchObject({
+        name: 'BatchedDeleteError',
+        deleted: 6,
+        statements: 2,
+        message:
+          'deleting from webhook_events failed after 6 rows in 2 statements: a delete the test refuses',
+      });
+    } finally {
+      await removeFault();
+    }
+    expect(await left()).toBe(4);
+    expect(await pruner.prune(30, 3)).toBe(4);
+    expect(await left()).toBe(0);
   });
 });
 

@@ -9,7 +9,8 @@ import { PinoLogger } from '../src/common/logging/pino-logger.js';
 import { IdempotencyKeyPruner } from '../src/modules/transfers/idempotency-pruner.js';
 import { TransferBatcher } from '../src/modules/transfers/transfer-batcher.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
-import { holdTransaction } from './support/database.js';
+import { failDeletesWhenLeft, holdTransaction } from './support/database.js';
+import { loggedDuring } from './support/logs.js';
 import { proxyWithStatementLog, type PgStatementLog } from './support/pg-statements.js';
 import type { TcpProxy } from './support/tcp-proxy.js';
 import { bearer, expectValidation } from './support/identity.js';
@@ -347,6 +348,35 @@ describe('IdempotencyKeyPruner: batches under the statement timeout (real databa
     }
     // Once the transaction ends, the next run takes the key it held.
     expect(await pruner.prune()).toBe(1);
+    expect(await keysOf(expired)).toBe(0);
+  });
+
+  it('a run that fails part way answers and logs the keys it deleted before the failure (decision 0078)', async () => {
+    const expired = await seed(10, 49);
+    // The third statement fails (4 of the keys left): the first two deleted 6, committed each on its own.
+    const removeFault = await failDeletesWhenLeft(
+      t.dataSource,
+      'idempotency_keys',
+      `app_id = '${expired}'`,
+      4,
+    );
+    const logged = await loggedDuring('warn', () => pruner.prune({ batch: 3 })).finally(removeFault);
+    expect(logged.result).toBe(6);
+    expect(await keysOf(expired)).toBe(4);
+    expect(logged.lines).toEqual([
+      [
+        {
+          deleted: 6,
+          err: expect.objectContaining({
+            message:
+              'deleting from idempotency_keys failed after 6 rows in 2 statements: a delete the test refuses',
+          }),
+        },
+        'pruning idempotency keys failed; will try again',
+      ],
+    ]);
+    // The next run deletes the rest.
+    expect(await pruner.prune({ batch: 3 })).toBe(4);
     expect(await keysOf(expired)).toBe(0);
   });
 });

@@ -4,9 +4,12 @@ import path from 'node:path';
 import request from 'supertest';
 import { PinoLogger } from '../src/common/logging/pino-logger.js';
 import { KycVerificationService } from '../src/modules/kyc/sessions/kyc-verification.service.js';
+import { JOBS, QUEUES } from '../src/common/queue/queue-names.js';
+import { QueueFactory } from '../src/common/queue/queue.factory.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
 import { companyBody, userBody } from './support/identity.js';
 import { holdTransaction } from './support/database.js';
+import { pollUntil } from './support/webhook-receiver.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const PNG = Buffer.from(
@@ -575,6 +578,32 @@ describe("KYC verdicts on a deleted owner's session", () => {
     // A live owner's verdict lands, a user's as a company's.
     for (const { id } of live) {
       expect(await verification.complete(id, 'DOCUMENT_FRONT', 'SUCCESS')).toBe(true);
+      expect(await traces(id)).toEqual({ status: 'IN_PROGRESS', step: 'SUCCESS', events: 1, records: 1 });
+    }
+  });
+
+  it("the simulator's job for a deleted owner's step completes as dropped, not as the verdict it drew (decision 0078)", async () => {
+    const { gone, live } = await deletedAndLive();
+    const queue = t.app.get(QueueFactory).queue(QUEUES.kyc);
+    /** A job of the simulator for the session's step, due now, run by the worker: its state and result. */
+    const verify = async (sessionId: string) => {
+      const added = await queue.add(
+        JOBS.verifyKycStep,
+        { sessionId, step: 'DOCUMENT_FRONT' },
+        { jobId: `test-now-${sessionId}` },
+      );
+      await pollUntil('the verification job to end', async () =>
+        ['completed', 'failed'].includes(await added.getState()),
+      );
+      const done = (await queue.getJob(added.id ?? ''))!;
+      return [await done.getState(), done.returnvalue as unknown];
+    };
+    for (const { id } of gone) {
+      expect(await verify(id)).toEqual(['completed', 'dropped']);
+      expect(await traces(id)).toEqual(untouched);
+    }
+    for (const { id } of live) {
+      expect(await verify(id)).toEqual(['completed', 'SUCCESS']);
       expect(await traces(id)).toEqual({ status: 'IN_PROGRESS', step: 'SUCCESS', events: 1, records: 1 });
     }
   });

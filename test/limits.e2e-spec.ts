@@ -24,6 +24,7 @@ import {
   sendSms,
   storedSms,
 } from './support/mobile.js';
+import { loggedDuring } from './support/logs.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { isolatedRedisEnv, pollUntil, WebhookReceiver, type Responder } from './support/webhook-receiver.js';
 
@@ -551,6 +552,52 @@ describe('MAX_CONNECTIONS (2 here, 10,000 by default; decision 0073)', () => {
     expect(fourth.answer()).toMatch(/^HTTP\/1\.1 200 /);
     second.socket.destroy();
     fourth.socket.destroy();
+  });
+});
+
+describe('connections dropped by MAX_CONNECTIONS are counted, and logged at most once per 30 s (decision 0078)', () => {
+  const METRICS_TOKEN = 'operator-token-for-tests';
+  let t: TestApp;
+  let port: number;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { MAX_CONNECTIONS: '2', METRICS_TOKEN } });
+    await new Promise<void>((resolve) => t.http.listen(0, '127.0.0.1', resolve));
+    port = (t.http.address() as AddressInfo).port;
+  });
+  afterAll(() => t?.close());
+
+  /** The counter as GET /v1/metrics answers it on `connection`, one of the open ones. */
+  const dropped = async (connection: { socket: net.Socket; answer: () => string }): Promise<number> => {
+    const seen = connection.answer().length;
+    connection.socket.write(
+      `GET /v1/metrics HTTP/1.1\r\nHost: wallet.test\r\nAuthorization: Bearer ${METRICS_TOKEN}\r\n\r\n`,
+    );
+    const line = /^http_connections_dropped_total (\d+)$/m;
+    await pollUntil('the metrics answer', () => line.test(connection.answer().slice(seen)));
+    return Number(line.exec(connection.answer().slice(seen))![1]);
+  };
+
+  it('counts each connection closed past the cap in http_connections_dropped_total, with one warn line for five', async () => {
+    const first = await rawConnection(port);
+    const second = await rawConnection(port);
+    expect(await dropped(first)).toBe(0);
+    expect(await dropped(second)).toBe(0);
+
+    const { lines } = await loggedDuring('warn', async () => {
+      for (let i = 0; i < 5; i++) {
+        const refused = await rawConnection(port);
+        expect(await closedWithin(refused.socket, 5_000)).toBeDefined();
+        expect(refused.answer()).toBe('');
+      }
+    });
+
+    expect(await dropped(first)).toBe(5);
+    // The first drop is logged at once; the four after it within 30 s are only counted. No address is logged.
+    expect(lines).toEqual([
+      [{ maxConnections: 2 }, 'connection dropped: MAX_CONNECTIONS connections are open'],
+    ]);
+    first.socket.destroy();
+    second.socket.destroy();
   });
 });
 

@@ -114,8 +114,10 @@ const expectNoRoutes400 = (response: request.Response) => {
   });
 };
 
-const expectUnavailable = (response: request.Response) => {
+/** The provider failed: 503 with Retry-After (1 s unless the provider asked for its own, decision 0078). */
+const expectUnavailable = (response: request.Response, retryAfter = '1') => {
   expect(response.status).toBe(503);
+  expect(response.headers['retry-after']).toBe(retryAfter);
   expect(response.body).toStrictEqual({
     name: 'ServiceUnavailableError',
     message: 'The SIM swap provider is not available',
@@ -210,6 +212,30 @@ describe('SIM swap through a CAMARA SIM Swap endpoint', () => {
   ])('maps %s %s (the provider or our credentials failed) to 503', async (status, code) => {
     camara.reply = { status, body: code ? { status, code, message: 'no' } : undefined };
     expectUnavailable(await check('541123456789'));
+  });
+
+  it.each([
+    ['503 with Retry-After 7', { status: 503, headers: { 'Retry-After': '7' } }, '7'],
+    ['429 with Retry-After 30', { status: 429, headers: { 'Retry-After': '30' } }, '30'],
+    ['503 with Retry-After an hour (at most 60)', { status: 503, headers: { 'Retry-After': '3600' } }, '60'],
+    ['503 with Retry-After 0 (at least 1)', { status: 503, headers: { 'Retry-After': '0' } }, '1'],
+    ['503 with a Retry-After that is not one', { status: 503, headers: { 'Retry-After': 'soon' } }, '1'],
+    [
+      '500 with Retry-After (read on 429 and 503 only)',
+      { status: 500, headers: { 'Retry-After': '9' } },
+      '1',
+    ],
+  ] as const)('passes on the provider’s Retry-After, bounded: %s', async (_, reply, expected) => {
+    camara.reply = { ...reply, body: { status: reply.status, code: 'UNAVAILABLE', message: 'no' } };
+    expectUnavailable(await check('541123456789'), expected);
+  });
+
+  it('reads a Retry-After the provider sent as an HTTP date, within the same bounds', async () => {
+    const at = (ms: number) => ({ status: 503, headers: { 'Retry-After': new Date(ms).toUTCString() } });
+    camara.reply = at(Date.now() + 3_600_000);
+    expectUnavailable(await check('541123456789'), '60');
+    camara.reply = at(Date.now() - 3_600_000);
+    expectUnavailable(await check('541123456789'), '1');
   });
 
   it('maps a malformed 200 (no boolean swapped, not JSON) to 503', async () => {

@@ -24,8 +24,10 @@ import {
   childEnv,
   freePort,
   isProcessRunning,
+  killGroup,
   MAIN_JS,
   postmastersOf,
+  postmastersWhere,
   ROOT,
   runNode,
   waitFor,
@@ -42,6 +44,9 @@ import {
  * alone both end in a graceful stop with the database stopped last.
  */
 const IS_ROOT = process.getuid?.() === 0;
+
+/** Where the service keeps, as root, a cluster its server user cannot reach in DATA_DIR (decision 0023). */
+const RELOCATED_CLUSTERS = '/var/lib/wallet-service/clusters';
 
 /**
  * Hard-links `from` into `to` (copies, keeping the times, where links are refused or `copy` is set: a file a
@@ -121,6 +126,8 @@ const procUid = (pid: number): number =>
 
 describe(`a checkout in a 0700 folder (${IS_ROOT ? 'as root' : 'not root'})`, () => {
   let base: string;
+  /** The temporary folder of the test database setup run from the checkout (its TMPDIR). */
+  let setupTmp: string;
   let checkout: string;
   let dataDir: string;
   let apiPort: number;
@@ -133,6 +140,8 @@ describe(`a checkout in a 0700 folder (${IS_ROOT ? 'as root' : 'not root'})`, ()
   beforeAll(async () => {
     base = mkdtempSync(path.join(os.tmpdir(), 'wallet-private-'));
     chmodSync(base, 0o700);
+    setupTmp = mkdtempSync(path.join(os.tmpdir(), 'wallet-private-setup-'));
+    chmodSync(setupTmp, 0o755); // as /tmp is to the postgres user: it may pass
     checkout = path.join(base, 'w');
     makeCheckout(checkout);
     dataDir = path.join(checkout, 'data');
@@ -142,29 +151,50 @@ describe(`a checkout in a 0700 folder (${IS_ROOT ? 'as root' : 'not root'})`, ()
       : -1;
   });
 
+  /**
+   * Whatever happened above (an assertion failed, a test timed out and its body was left where it was), every
+   * server this file started is stopped and every folder it made is removed. The servers are found by what they
+   * serve, not by what the tests got to record: a cluster in the checkout or the setup's folder, or one kept
+   * under RELOCATED_CLUSTERS for a DATA_DIR in the checkout (its home's DATA_DIR file names it).
+   */
   afterAll(async () => {
-    // Whatever happened above, the cluster of the checkout's DATA_DIR is checked and cleaned up.
-    const pointer = path.join(dataDir, 'postgres.location');
-    clusters.add(existsSync(pointer) ? readFileSync(pointer, 'utf8').trim() : path.join(dataDir, 'postgres'));
-    for (const child of started) {
-      if (child.exitCode === null && child.signalCode === null && child.pid) {
+    if (!base) return;
+    const inside = (dir: string, folder: string | undefined) =>
+      folder !== undefined && dir.startsWith(`${folder}${path.sep}`);
+    // npm start and the setup driver each lead a process group (the setup's server runs in the driver's); a leader
+    // that has exited is left alone, its group id may be another's now.
+    for (const child of started)
+      if (child.pid && child.exitCode === null && child.signalCode === null) killGroup(child.pid);
+    const homes = existsSync(RELOCATED_CLUSTERS)
+      ? readdirSync(RELOCATED_CLUSTERS)
+          .map((name) => path.join(RELOCATED_CLUSTERS, name))
+          .filter((home) => {
+            const dataDirFile = path.join(home, 'DATA_DIR');
+            return existsSync(dataDirFile) && inside(readFileSync(dataDirFile, 'utf8').trim(), base);
+          })
+      : [];
+    const ours = (dir: string) =>
+      clusters.has(dir) ||
+      inside(dir, base) ||
+      inside(dir, setupTmp) ||
+      homes.some((home) => inside(dir, home));
+    // An immediate shutdown (nothing here is worth keeping); one still there after 10 s is killed.
+    const stop = (signal: NodeJS.Signals) => {
+      for (const pid of postmastersWhere(ours)) {
         try {
-          process.kill(-child.pid, 'SIGKILL');
+          process.kill(pid, signal);
         } catch {
-          /* gone */
+          /* gone meanwhile */
         }
       }
+    };
+    stop('SIGQUIT');
+    if (!(await waitFor(() => postmastersWhere(ours).length === 0, 10_000))) {
+      stop('SIGKILL');
+      await waitFor(() => postmastersWhere(ours).length === 0, 5_000);
     }
-    for (const dir of clusters) {
-      for (const pid of postmastersOf(dir)) process.kill(pid, 'SIGQUIT');
-    }
-    await waitFor(() => [...clusters].every((dir) => postmastersOf(dir).length === 0), 5_000);
-    for (const dir of clusters) {
-      // A relocated cluster's folder (under /var/lib/wallet-service/clusters/) goes with the checkout.
-      if (!dir.startsWith(`${base}${path.sep}`)) rmSync(path.dirname(dir), { recursive: true, force: true });
-    }
-    rmSync(base, { recursive: true, force: true });
-  });
+    for (const dir of [...homes, base, setupTmp]) if (dir) rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
 
   const env = () => {
     const overrides = childEnv({ PORT: String(apiPort), LOG_LEVEL: 'info' });
@@ -333,7 +363,11 @@ process.stdout.write(JSON.stringify({ clusterDir: handle.clusterDir, pid: handle
 await teardown();
 `,
     );
-    const result = await runNode(driver, [], childEnv({}), 45_000);
+    // Its server runs in its process group, which the teardown kills if the test ends before the driver.
+    const result = await runNode(driver, [], childEnv({ TMPDIR: setupTmp }), 45_000, {
+      detached: true,
+      onSpawn: (child) => started.push(child),
+    });
     expect(result).toMatchObject({ code: 0, signal: null });
     const report = JSON.parse(result.stdout.trim().split('\n').at(-1) as string) as {
       clusterDir: string;

@@ -115,3 +115,33 @@ export async function holdTransaction(
     },
   };
 }
+
+/**
+ * Makes every DELETE from `table` fail (a raised exception) while 1 to `left` of the rows that `where` selects
+ * remain: a run that deletes them in batches fails part way, after its first batches. `where` is the test's own
+ * SQL. Answers the function that removes the fault.
+ */
+export async function failDeletesWhenLeft(
+  dataSource: DataSource,
+  table: string,
+  where: string,
+  left: number,
+): Promise<() => Promise<void>> {
+  const name = `test_fail_delete_${randomBytes(8).toString('hex')}`;
+  await dataSource.query(
+    `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $f$
+     BEGIN
+       IF (SELECT count(*) FROM ${table} WHERE ${where}) BETWEEN 1 AND ${left} THEN
+         RAISE EXCEPTION 'a delete the test refuses';
+       END IF;
+       RETURN NULL;
+     END $f$`,
+  );
+  await dataSource.query(
+    `CREATE TRIGGER ${name} BEFORE DELETE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION ${name}()`,
+  );
+  return async () => {
+    await dataSource.query(`DROP TRIGGER ${name} ON ${table}`);
+    await dataSource.query(`DROP FUNCTION ${name}()`);
+  };
+}

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { waitUntil } from '../../src/common/database/embedded-postgres-server.js';
@@ -38,15 +38,29 @@ export function runNode(
   args: string[],
   env: NodeJS.ProcessEnv,
   timeoutMs = 30_000,
+  /**
+   * `detached`: the script leads its own process group, and the timeout kills the whole group (what it started in
+   * its group too); `onSpawn` gets the child, for a teardown that must end it when the test does not.
+   */
+  options: { detached?: boolean; onSpawn?: (child: ChildProcess) => void } = {},
 ): Promise<ProcessResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...args], { cwd: ROOT, env, stdio: 'pipe' });
+    const child = spawn(process.execPath, [script, ...args], {
+      cwd: ROOT,
+      env,
+      stdio: 'pipe',
+      detached: options.detached ?? false,
+    });
+    options.onSpawn?.(child);
     child.stdin.end();
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const timer = setTimeout(() => {
+      if (options.detached && child.pid) killGroup(child.pid);
+      else child.kill('SIGKILL');
+    }, timeoutMs);
     child.on('error', (error) => {
       clearTimeout(timer);
       reject(error);
@@ -75,14 +89,18 @@ export function isProcessRunning(pid: number): boolean {
  * whose parent is one of the matches is a backend, not a second server.
  */
 export function postmastersOf(clusterDir: string): number[] {
+  return postmastersWhere((dir) => dir === clusterDir);
+}
+
+/** PIDs of live postmasters whose cluster folder (`-D`, resolved) passes `match`, as postmastersOf finds them. */
+export function postmastersWhere(match: (clusterDir: string) => boolean): number[] {
   const matches = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       const at = argv.indexOf('-D');
-      if (at < 0 || path.resolve(argv[at + 1] ?? '') !== clusterDir || !isProcessRunning(Number(entry)))
-        continue;
+      if (at < 0 || !match(path.resolve(argv[at + 1] ?? '')) || !isProcessRunning(Number(entry))) continue;
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       matches.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
     } catch {
@@ -114,4 +132,13 @@ export function childrenOf(parent: number, text: string): number[] {
     }
   }
   return children.sort((a, b) => a - b);
+}
+
+/** SIGKILL to the process group `leader` leads, if it is still there. */
+export function killGroup(leader: number): void {
+  try {
+    process.kill(-leader, 'SIGKILL');
+  } catch {
+    /* gone */
+  }
 }

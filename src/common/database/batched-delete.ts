@@ -18,7 +18,8 @@ export interface BatchedDelete {
  * fewer than a batch or the run's budget is spent. A run never holds one long transaction, so the statement
  * timeout bounds one batch, not the backlog, and what a run deleted before a failed statement stays deleted.
  * Rows another transaction holds are skipped (SKIP LOCKED): the next run takes them, and two runs at once share
- * the work instead of waiting for each other.
+ * the work instead of waiting for each other. A failed statement ends the run with a BatchedDeleteError that says
+ * how many rows the run deleted before it (decision 0078).
  */
 export async function deleteInBatches(
   dataSource: DataSource,
@@ -29,10 +30,31 @@ export async function deleteInBatches(
   let deleted = 0;
   let statements = 0;
   while (statements < maxBatches) {
-    const [, count] = (await dataSource.query(text, [...params, batch])) as [unknown, number];
+    let count: number;
+    try {
+      [, count] = (await dataSource.query(text, [...params, batch])) as [unknown, number];
+    } catch (error) {
+      throw new BatchedDeleteError(table, deleted, statements, error);
+    }
     statements += 1;
     deleted += count;
     if (count < batch) break;
   }
   return { deleted, statements };
+}
+
+/** A run that failed: `deleted` rows in `statements` statements were deleted (and committed) before `cause`. */
+export class BatchedDeleteError extends Error {
+  constructor(
+    readonly table: string,
+    readonly deleted: number,
+    readonly statements: number,
+    cause: unknown,
+  ) {
+    super(
+      `deleting from ${table} failed after ${deleted} rows in ${statements} statements: ${(cause as Error)?.message ?? String(cause)}`,
+      { cause },
+    );
+    this.name = 'BatchedDeleteError';
+  }
 }

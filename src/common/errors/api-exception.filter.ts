@@ -179,7 +179,13 @@ export class ApiExceptionFilter implements ExceptionFilter {
       return { status: 403, name: error.name, message: error.message, detail: { reason: error.reason } };
     }
     if (error instanceof ServiceUnavailableError) {
-      return { status: 503, name: error.name, message: error.message, detail: error.detail };
+      return {
+        status: 503,
+        name: error.name,
+        message: error.message,
+        detail: error.detail,
+        retryAfterSeconds: error.retryAfterSeconds,
+      };
     }
     if (error instanceof TooManyRequestsError) {
       return {

@@ -98,11 +98,12 @@ export class TokenRequestError extends DomainError {
   }
 }
 
-/** 503: a dependency (database, queue backend) is not available. */
+/** 503: a dependency (database, queue backend, a provider) is not available; Retry-After when it is set. */
 export class ServiceUnavailableError extends DomainError {
   constructor(
     message: string,
     readonly detail: Record<string, unknown> = {},
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'ServiceUnavailableError';

@@ -4,6 +4,7 @@ import type { Request, Response } from 'express';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
 import helmet from 'helmet';
 import { PinoLogger } from '../logging/pino-logger.js';
+import { RepeatThrottle } from '../logging/repeat-throttle.js';
 import type { AppConfig } from '#config/app-config.js';
 import { BEARER_SCHEME, CC_SCHEME } from '../auth/auth.decorator.js';
 import { MetricsRegistry } from '../metrics/metrics.registry.js';
@@ -28,6 +29,7 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): ()
   // A JSON API's answers are not cached by validators: no ETag (and no hash of every body).
   app.set('etag', false);
   applyServerTimeouts(app.getHttpServer() as Server, config);
+  countDroppedConnections(app.getHttpServer() as Server, app.get(MetricsRegistry), config.maxConnections);
   const docsPrefix = `/${config.routePrefix}/docs`;
   const dashboardPrefix = `/${config.routePrefix}/queues`;
   // A JSON API's answers: the headers that matter for them (OWASP REST Security), not those meant for
@@ -147,6 +149,26 @@ function applyServerTimeouts(server: Server, config: AppConfig): void {
     1000,
     Math.ceil(config.httpHeadersTimeoutMs / 4),
   );
+}
+
+/**
+ * A connection past MAX_CONNECTIONS is closed by Node before a byte is read (its `drop` event): counted in
+ * `http_connections_dropped_total`, and logged at warn at most once per 30 s with how many were left out since,
+ * so a flood of connections does not flood the log too (decision 0078). No address is logged.
+ */
+function countDroppedConnections(server: Server, metrics: MetricsRegistry, maxConnections: number): void {
+  const throttle = new RepeatThrottle();
+  let logger: PinoLogger | undefined;
+  server.on('drop', () => {
+    metrics.httpConnectionsDropped.inc();
+    throttle.report('drop', (fields) => {
+      if (!logger) {
+        logger = new PinoLogger(PinoLogger.root);
+        logger.setContext('HttpServer');
+      }
+      logger.warn({ maxConnections, ...fields }, 'connection dropped: MAX_CONNECTIONS connections are open');
+    });
+  });
 }
 
 export function buildOpenApi(app: NestExpressApplication, config: AppConfig): OpenAPIObject {

@@ -110,8 +110,8 @@ export class MobileController {
     true,
   )
   @ServiceUnavailableResponse(
-    'The SIM swap provider failed (detail.checks), or a service the request needs is out of reach ' +
-      '(detail.trackingId, Retry-After): a JSON error body',
+    "The SIM swap provider failed (detail.checks; Retry-After 1 s, or the provider's own up to 60 s), or a " +
+      'service the request needs is out of reach (detail.trackingId, Retry-After): a JSON error body',
   )
   async check(
     @Body() body: SimSwapRequestDto,

@@ -2,7 +2,7 @@ import { Injectable, OnApplicationBootstrap, OnApplicationShutdown } from '@nest
 import { InjectDataSource } from '@nestjs/typeorm';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import { DataSource } from 'typeorm';
-import { deleteInBatches } from '#common/database/batched-delete.js';
+import { BatchedDeleteError, deleteInBatches } from '#common/database/batched-delete.js';
 
 /** Keys deleted per statement. */
 const PRUNE_BATCH = 5_000;
@@ -32,7 +32,8 @@ export class IdempotencyKeyPruner implements OnApplicationBootstrap, OnApplicati
 
   /**
    * Deletes the keys older than `olderThanHours` in batches (decision 0075): one DELETE of a backlog of millions
-   * passed the statement timeout, rolled back whole, and left a larger backlog for the next run.
+   * passed the statement timeout, rolled back whole, and left a larger backlog for the next run. Answers the keys
+   * deleted, also by a run that failed part way (decision 0078).
    */
   async prune({
     olderThanHours = 48,
@@ -51,8 +52,9 @@ export class IdempotencyKeyPruner implements OnApplicationBootstrap, OnApplicati
       return deleted;
     } catch (error) {
       // The batches deleted before the failed one stay deleted: the next run goes on from there.
-      this.logger.warn({ err: error }, 'pruning idempotency keys failed; will try again');
-      return 0;
+      const deleted = error instanceof BatchedDeleteError ? error.deleted : 0;
+      this.logger.warn({ err: error, deleted }, 'pruning idempotency keys failed; will try again');
+      return deleted;
     }
   }
 }

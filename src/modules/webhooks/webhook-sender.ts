@@ -3,6 +3,7 @@ import net from 'node:net';
 import { Agent, type Dispatcher } from 'undici';
 import { AnswerCap } from '#common/net/answer-cap.js';
 import { guardedLookup, isPublicAddress, PrivateAddressError } from '#common/net/public-address.js';
+import { parseRetryAfter } from '#common/net/retry-after.js';
 
 export interface SendResult {
   statusCode?: number;
@@ -160,11 +161,4 @@ function privateAddressError(error: Error): PrivateAddressError | undefined {
 
 function describe(error: Error & { code?: string }): string {
   return error.code ? `${error.code}: ${error.message}` : error.message;
-}
-
-export function parseRetryAfter(value: string | undefined): number | undefined {
-  if (!value) return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }

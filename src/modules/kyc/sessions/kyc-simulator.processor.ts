@@ -35,18 +35,24 @@ export class KycSimulatorProcessor implements JobHandler, OnApplicationBootstrap
     this.logger.setContext('KycSimulator');
   }
 
+  /**
+   * The job's result: the verdict applied, or `dropped` when complete() applied nothing (the session's owner was
+   * deleted, or the step was decided meanwhile): a result that named a verdict nobody applied misled whoever read
+   * it (decision 0078).
+   */
   async process(job: Job<VerifyJob>): Promise<string> {
     const found = await this.verification.stepForVerification(job.data.sessionId, job.data.step);
     if (!found || found.step.status !== 'PENDING') return 'already decided';
     const name = found.document?.name ?? '';
     const failed = name.toUpperCase().startsWith(SIMULATOR_FAIL_PREFIX);
-    await this.verification.complete(
+    const verdict = failed ? 'FAILED' : 'SUCCESS';
+    const applied = await this.verification.complete(
       job.data.sessionId,
       job.data.step,
-      failed ? 'FAILED' : 'SUCCESS',
+      verdict,
       failed ? 'the simulator rejects documents whose name starts with FAIL' : undefined,
     );
-    return failed ? 'FAILED' : 'SUCCESS';
+    return applied ? verdict : 'dropped';
   }
 
   onApplicationBootstrap(): void {

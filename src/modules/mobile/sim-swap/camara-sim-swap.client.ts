@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import { readCappedText } from '#common/net/answer-cap.js';
+import { parseRetryAfter } from '#common/net/retry-after.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { toE164 } from './phone-number.js';
 import { SimSwapLookupError, type SimSwapProvider } from './sim-swap.port.js';
@@ -23,7 +24,7 @@ const UNSUPPORTED_NUMBER_CODES = new Set([
  * - 400 INVALID_ARGUMENT, 404, 422 SERVICE_NOT_APPLICABLE / IDENTIFIER_NOT_FOUND /
  *   UNSUPPORTED_IDENTIFIER: the number cannot be checked → `unsupported-number`;
  * - anything else (other 4xx such as 400 OUT_OF_RANGE, 401, 403, 429; 5xx; a
- *   malformed 200; timeout; connection error) → `unavailable`.
+ *   malformed 200; timeout; connection error) → `unavailable`, with the provider's Retry-After of a 429 or 503.
  */
 @Injectable()
 export class CamaraSimSwapClient implements SimSwapProvider {
@@ -87,10 +88,15 @@ export class CamaraSimSwapClient implements SimSwapProvider {
       ((response.status === 400 || response.status === 422) &&
         code !== undefined &&
         UNSUPPORTED_NUMBER_CODES.has(code));
+    const retryAfterMs =
+      response.status === 429 || response.status === 503
+        ? parseRetryAfter(response.headers.get('retry-after') ?? undefined)
+        : undefined;
     throw new SimSwapLookupError(
       unsupported ? 'unsupported-number' : 'unavailable',
       `SIM swap provider answered ${response.status}${code ? ` ${code}` : ''}`,
       response.status,
+      retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
     );
   }
 }

@@ -20,6 +20,8 @@ export class SimSwapLookupError extends Error {
     readonly kind: 'unsupported-number' | 'unavailable',
     message: string,
     readonly providerStatus?: number,
+    /** The provider's own Retry-After on a 429 or 503, in whole seconds from its answer, as it sent it. */
+    readonly retryAfterSeconds?: number,
   ) {
     super(message);
     this.name = 'SimSwapLookupError';

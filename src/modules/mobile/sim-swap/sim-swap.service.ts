@@ -12,6 +12,13 @@ export function simSwapMessage(swapped: boolean, maxAgeHours: number): string {
     : `The SIM card of this phone number was not swapped within the last ${maxAgeHours} hours.`;
 }
 
+/**
+ * The Retry-After of the 503 when the provider fails: 1 s, as every 503 of a dependency out of reach (decision
+ * 0004), or the provider's own, at most 60 s. A 503 asks the caller to try again shortly; a provider that asks for
+ * longer answers the next check with its new Retry-After (decision 0078).
+ */
+export const SIM_SWAP_RETRY_AFTER = { default: 1, max: 60 } as const;
+
 /** Checks whether a number's SIM was swapped recently (within CAMARA_MAX_AGE_HOURS). */
 @Injectable()
 export class SimSwapService {
@@ -37,9 +44,12 @@ export class SimSwapService {
         );
       }
       if (error instanceof SimSwapLookupError) {
-        throw new ServiceUnavailableError('The SIM swap provider is not available', {
-          checks: { simSwapProvider: 'down' },
-        });
+        const asked = error.retryAfterSeconds ?? SIM_SWAP_RETRY_AFTER.default;
+        throw new ServiceUnavailableError(
+          'The SIM swap provider is not available',
+          { checks: { simSwapProvider: 'down' } },
+          Math.min(SIM_SWAP_RETRY_AFTER.max, Math.max(1, asked)),
+        );
       }
       throw error;
     }
