@@ -180,6 +180,7 @@ describe('the token rate limit while Redis is down', () => {
     expect(down.text).not.toContain('webhook_queue_jobs{');
     const ready = await request(t.http).get('/v1/health/ready');
     expect(ready.status).toBe(503);
+    expect(ready.headers['retry-after']).toBe('1'); // as every 503, and as the OpenAPI document says
     // The public answer says which check is down and how, never the driver's words (hosts, ports, users).
     expect(ready.body.detail.checks.redis).toEqual({
       status: 'down',

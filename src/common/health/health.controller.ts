@@ -116,7 +116,12 @@ export class HealthController {
     if (!this.last || now - this.last.at >= READY_CACHE_MS) this.last = { at: now, checks: this.check() };
     const checks = await this.last.checks;
     if (Object.values(checks).some((check) => check.status === 'down')) {
-      throw new ServiceUnavailableError('A dependency is not ready', { checks });
+      // Retry-After as every 503 sends it (the OpenAPI document says so): the answer is checked again after it.
+      throw new ServiceUnavailableError(
+        'A dependency is not ready',
+        { checks },
+        Math.ceil(READY_CACHE_MS / 1000),
+      );
     }
     return { status: 'ok', checks };
   }
