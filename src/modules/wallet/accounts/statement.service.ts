@@ -120,11 +120,26 @@ const MOVEMENTS = (start: string) => `COALESCE((SELECT json_agg(m ORDER BY m.n) 
 const ACCOUNT = `acc AS (SELECT a.* FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id)`;
 
 /**
+ * A page's rows, on page 1 and later pages alike: the account's postings after `after` (an SQL condition) up to
+ * `upTo`, oldest first. They are taken by the account's id ($1), not through the scope's join, so the index
+ * idx_postings_account_time (account_id, created_at, id, amount) gives them in order and the scan stops after the
+ * page, with no sort. Through the join the planner does not know the account: it read every posting of the period
+ * and sorted them (decision 0077 and its amendment). The rows reach the answer only through `acc`: for an account
+ * the principal does not reach there is no row, and the page is not read.
+ */
+const PAGE = (after: string, upTo: string, rows: number) => `page AS (
+              SELECT p.id, p.created_at, p.amount, p.entry_id
+                FROM postings p
+               WHERE p.account_id = $1::uuid AND ${after} AND p.created_at <= ${upTo}
+               ORDER BY p.created_at, p.id
+               LIMIT ${listFetchSize(rows)})`;
+
+/**
  * Page 1's query (StatementService.statement): the head (currency, the window's bounds as text, opening and
  * closing balances, totals, and the time of the period's last posting, which the cursor keeps) and a page of
- * movements with their running balance, in one statement (one snapshot). A named statement, its LIMIT a fixed size
- * at least `rows` (listFetchSize; decision 0048): the page may hold more rows than asked for, the first ones are
- * the same.
+ * movements with their running balance, in one statement (one snapshot). The totals sum the period; the page reads
+ * only its rows (PAGE). A named statement, its LIMIT a fixed size at least `rows` (listFetchSize; decision 0048):
+ * the page may hold more rows than asked for, the first ones are the same.
  */
 export function statementQuery(
   accountId: string,
@@ -136,12 +151,7 @@ export function statementQuery(
   const values: unknown[] = [accountId, principal.appId, ownerOf(principal), from, to];
   // The opening is read from the nearer end of the account's postings (decision 0075).
   const text = `WITH ${ACCOUNT},
-            page AS (
-              SELECT p.id, p.created_at, p.amount, p.entry_id
-                FROM acc a JOIN postings p ON p.account_id = a.id
-               WHERE p.created_at > $4::timestamptz AND p.created_at <= $5::timestamptz
-               ORDER BY p.created_at, p.id
-               LIMIT ${listFetchSize(rows)}),
+            ${PAGE('p.created_at > $4::timestamptz', '$5::timestamptz', rows)},
             opening AS (SELECT ${balanceNearer('$4::timestamptz', 'p.created_at', '$4::timestamptz')} AS balance FROM acc a)
        SELECT ($4::timestamptz > $5::timestamptz) AS reversed,
               a.currency, ${UTC_TEXT('$4::timestamptz')} AS from_text, ${UTC_TEXT('$5::timestamptz')} AS to_text,
@@ -163,10 +173,7 @@ export function statementQuery(
 /**
  * A later page's query (decision 0077): the page's rows after the cursor's position, up to the period's last
  * posting as page 1 read it, with their running balance from the cursor's (`start`, exact decimal text). The
- * opening, closing and totals are the cursor's: nothing of the period outside the page is read. The rows are
- * taken by the account's id, not through the scope's join, so the index on (account_id, created_at) gives them in
- * order and the scan stops after the page (an incremental sort puts the postings of one instant in id order);
- * the answer is still empty for an account the principal does not reach.
+ * opening, closing and totals are the cursor's: nothing of the period outside the page is read (PAGE).
  */
 export function statementPageQuery(
   accountId: string,
@@ -179,13 +186,7 @@ export function statementPageQuery(
   const values: unknown[] = [accountId, principal.appId, ownerOf(principal), from, to, upTo];
   values.push(position.at, position.id, toDb(start));
   const text = `WITH ${ACCOUNT},
-            page AS (
-              SELECT p.id, p.created_at, p.amount, p.entry_id
-                FROM postings p
-               WHERE p.account_id = $1::uuid AND p.created_at <= $6::timestamptz
-                 AND (p.created_at, p.id) > ($7::timestamptz, $8::bigint)
-               ORDER BY p.created_at, p.id
-               LIMIT ${listFetchSize(rows)})
+            ${PAGE('(p.created_at, p.id) > ($7::timestamptz, $8::bigint)', '$6::timestamptz', rows)}
        SELECT false AS reversed,
               a.currency, ${UTC_TEXT('$4::timestamptz')} AS from_text, ${UTC_TEXT('$5::timestamptz')} AS to_text,
               ${MOVEMENTS('$9::numeric')}
