@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import {
@@ -48,7 +49,7 @@ describe('API_PROCESSES=3: one port, spread, replaced, stopped cleanly', () => {
   const spawned: ChildProcess[] = [];
   const seenPids = new Set<number>();
 
-  const start = async (): Promise<Primary> => {
+  const start = async (settings: Record<string, string> = {}): Promise<Primary> => {
     const port = await freePort();
     const child = spawn(process.execPath, [MAIN_JS], {
       cwd: ROOT,
@@ -58,6 +59,7 @@ describe('API_PROCESSES=3: one port, spread, replaced, stopped cleanly', () => {
         API_PROCESSES: String(PROCESSES),
         LOG_LEVEL: 'info',
         PUBLIC_BASE_URL: TEST_BASE_URL,
+        ...settings,
       }),
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // its own process group, so the test can send a terminal's Ctrl-C to all of it
@@ -179,6 +181,60 @@ describe('API_PROCESSES=3: one port, spread, replaced, stopped cleanly', () => {
     expect(servedByReplacement).toBe(true);
 
     // SIGTERM to the primary alone (a supervisor's stop): every API process closes, then the database.
+    primary.child.kill('SIGTERM');
+    expect(await primary.exited).toEqual({ code: 0, signal: null });
+    await expectNothingLeft(primary);
+  }, 60_000);
+
+  /** A connection kept open by one answered request (keep-alive), or closed by the server before any answer. */
+  const holdConnection = (primary: Primary): Promise<{ socket: net.Socket; answered: boolean }> =>
+    new Promise((resolve, reject) => {
+      const socket = net.connect(primary.port, '127.0.0.1');
+      let data = '';
+      socket.setEncoding('utf8');
+      socket.on('connect', () => socket.write(`GET ${PROBE} HTTP/1.1\r\nHost: localhost\r\n\r\n`));
+      socket.on('data', (chunk: string) => {
+        data += chunk;
+        if (data.includes('\r\n\r\n')) resolve({ socket, answered: true });
+      });
+      socket.on('close', () => resolve({ socket, answered: false }));
+      socket.on('error', (error: NodeJS.ErrnoException) =>
+        error.code === 'ECONNRESET' ? resolve({ socket, answered: false }) : reject(error),
+      );
+    });
+
+  it('MAX_CONNECTIONS per API process: a connection past the cap of every process is closed by the process that gets it, counted and logged', async () => {
+    // Node's server.maxConnections under node:cluster handed such a connection back to the primary, which handed it
+    // to the next full process, without end: never closed nor served, about a core spent by each process on it.
+    const primary = await start({ MAX_CONNECTIONS: '1' });
+    apiProcesses(primary).forEach((pid) => seenPids.add(pid));
+    const held = [];
+    for (let i = 0; i < PROCESSES; i++) held.push(await holdConnection(primary));
+    expect(held.map(({ answered }) => answered)).toEqual(held.map(() => true));
+    // Closed unanswered; before, still open (neither closed nor answered) when the bound ran out.
+    const closedOrOpen = (connection: Promise<{ socket: net.Socket; answered: boolean }>) =>
+      Promise.race([
+        connection.then(({ answered }) => (answered ? 'answered' : 'closed')),
+        new Promise<string>((resolve) => setTimeout(() => resolve('still open'), 15_000).unref()),
+      ]);
+    const extra = [holdConnection(primary), holdConnection(primary)];
+    expect(await Promise.all(extra.map(closedOrOpen))).toEqual(['closed', 'closed']);
+    expect(
+      await waitFor(
+        () => primary.stdout().includes('connection dropped: MAX_CONNECTIONS connections are open'),
+        5_000,
+      ),
+    ).toBe(true);
+    // Once a place frees, a new connection is served again.
+    held[0].socket.destroy();
+    let served = false;
+    for (let tries = 0; !served && tries < 50; tries++) {
+      const next = await holdConnection(primary);
+      served = next.answered;
+      next.socket.destroy();
+    }
+    expect(served).toBe(true);
+    for (const { socket } of held) socket.destroy();
     primary.child.kill('SIGTERM');
     expect(await primary.exited).toEqual({ code: 0, signal: null });
     await expectNothingLeft(primary);

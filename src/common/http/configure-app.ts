@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { Request, Response } from 'express';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
@@ -29,7 +30,7 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): ()
   // A JSON API's answers are not cached by validators: no ETag (and no hash of every body).
   app.set('etag', false);
   applyServerTimeouts(app.getHttpServer() as Server, config);
-  countDroppedConnections(app.getHttpServer() as Server, app.get(MetricsRegistry), config.maxConnections);
+  capConnections(app.getHttpServer() as Server, app.get(MetricsRegistry), config.maxConnections);
   const docsPrefix = `/${config.routePrefix}/docs`;
   const dashboardPrefix = `/${config.routePrefix}/queues`;
   // A JSON API's answers: the headers that matter for them (OWASP REST Security), not those meant for
@@ -137,14 +138,12 @@ function answerOnce(app: NestExpressApplication, paths: readonly string[]): void
  * Slowloris protection: a client that has not sent its headers within HTTP_HEADERS_TIMEOUT_MS, or
  * the whole request within HTTP_REQUEST_TIMEOUT_MS, gets 408 and the connection is closed. Node
  * checks every connectionsCheckingInterval (30 s by default, read when the server starts listening),
- * so the check runs often enough for the timeouts to mean what they say. At most MAX_CONNECTIONS connections are
- * open at once: Node closes one past it as soon as it is accepted, and those already open go on (decision 0073).
+ * so the check runs often enough for the timeouts to mean what they say. MAX_CONNECTIONS: capConnections.
  */
 function applyServerTimeouts(server: Server, config: AppConfig): void {
   server.headersTimeout = config.httpHeadersTimeoutMs;
   server.requestTimeout = config.httpRequestTimeoutMs;
   server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
-  server.maxConnections = config.maxConnections;
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = Math.min(
     1000,
     Math.ceil(config.httpHeadersTimeoutMs / 4),
@@ -152,22 +151,38 @@ function applyServerTimeouts(server: Server, config: AppConfig): void {
 }
 
 /**
- * A connection past MAX_CONNECTIONS is closed by Node before a byte is read (its `drop` event): counted in
- * `http_connections_dropped_total`, and logged at warn at most once per 30 s with how many were left out since,
- * so a flood of connections does not flood the log too (decision 0078). No address is logged.
+ * At most MAX_CONNECTIONS connections are open at once (decision 0073): one past it is closed as soon as it is
+ * accepted, before a byte is read, and those already open go on. It is counted in
+ * `http_connections_dropped_total` and logged at warn at most once per 30 s with how many were left out since, so a
+ * flood of connections does not flood the log too (decision 0078). No address is logged.
+ *
+ * Not Node's `server.maxConnections`: in an API process of `API_PROCESSES` (node:cluster, round-robin) a process at
+ * that cap hands the connection back to the primary, which hands it to the next process, and so on without end
+ * while every process is full: the connection was neither closed nor served, and the primary and the API processes
+ * each spent about a core passing it around (found in review, 2026-12-02). Here the process that gets it closes it.
  */
-function countDroppedConnections(server: Server, metrics: MetricsRegistry, maxConnections: number): void {
+function capConnections(server: Server, metrics: MetricsRegistry, maxConnections: number): void {
   const throttle = new RepeatThrottle();
   let logger: PinoLogger | undefined;
-  server.on('drop', () => {
-    metrics.httpConnectionsDropped.inc();
-    throttle.report('drop', (fields) => {
-      if (!logger) {
-        logger = new PinoLogger(PinoLogger.root);
-        logger.setContext('HttpServer');
-      }
-      logger.warn({ maxConnections, ...fields }, 'connection dropped: MAX_CONNECTIONS connections are open');
-    });
+  let open = 0;
+  server.on('connection', (socket: Socket) => {
+    if (open >= maxConnections) {
+      socket.destroy();
+      metrics.httpConnectionsDropped.inc();
+      throttle.report('drop', (fields) => {
+        if (!logger) {
+          logger = new PinoLogger(PinoLogger.root);
+          logger.setContext('HttpServer');
+        }
+        logger.warn(
+          { maxConnections, ...fields },
+          'connection dropped: MAX_CONNECTIONS connections are open',
+        );
+      });
+      return;
+    }
+    open += 1;
+    socket.once('close', () => (open -= 1));
   });
 }
 

@@ -26,8 +26,8 @@ export interface HttpConfig {
    */
   readonly httpKeepAliveTimeoutMs: number;
   /**
-   * Open connections one API process keeps at most (`server.maxConnections`); a connection past it is closed as
-   * soon as it is accepted. Below the process's file descriptor limit, so that the database pool, the queue and
+   * Open connections one API process keeps at most (capConnections in configure-app.ts); a connection past it is
+   * closed as soon as it is accepted. Below the process's file descriptor limit, so that the database pool, the queue and
    * files always get a descriptor (decision 0073).
    */
   readonly maxConnections: number;
