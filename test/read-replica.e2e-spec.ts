@@ -36,6 +36,13 @@ import { accountBody } from './support/wallet.js';
  * list, transfer lists of the application and of an account, statement, balance at an instant); once replay
  * resumes they catch up, answering the lists byte for byte as the primary's single read does.
  */
+/** An API process, where it listens, and what it wrote to stderr. */
+interface Api {
+  origin: string;
+  process: ChildProcess;
+  stderr: string;
+}
+
 describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica', () => {
   let dir: string;
   let primary: EmbeddedPostgresHandle;
@@ -43,8 +50,9 @@ describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica'
   let replicaUrl: string;
   let replicaClient: pg.Client;
   let primaryClient: pg.Client;
-  let api: ChildProcess | undefined;
-  let apiErr = '';
+  /** The API on DATABASE_URL and DATABASE_READ_URL, and one on DATABASE_URL only. */
+  let api: Api | undefined;
+  let primaryApi: Api | undefined;
   let origin: string;
   let token: string;
   let client: TestClient;
@@ -133,6 +141,56 @@ describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica'
 
   const get = (url: string) => request(origin).get(url).set('Authorization', bearer(token));
 
+  /** The API as a real process with `env`, once it is ready. */
+  const startApi = async (env: NodeJS.ProcessEnv): Promise<Api> => {
+    const port = await freePort();
+    const started: Api = {
+      origin: `http://127.0.0.1:${port}`,
+      process: spawn(process.execPath, [MAIN_JS], { cwd: ROOT, env: { ...env, PORT: String(port) } }),
+      stderr: '',
+    };
+    started.process.stderr?.setEncoding('utf8').on('data', (chunk: string) => (started.stderr += chunk));
+    const ready = await waitFor(async () => {
+      try {
+        return (await fetch(`${started.origin}/v1/health/ready`)).status === 200;
+      } catch {
+        return started.process.exitCode !== null;
+      }
+    }, 40_000);
+    if (!ready || started.process.exitCode !== null) {
+      throw new Error(`the API did not start:\n${started.stderr.slice(-3000)}`);
+    }
+    return started;
+  };
+
+  /** A new wallet account (written on the primary). */
+  const open = async () => {
+    const owner = await request(origin)
+      .post('/v1/users')
+      .set('Authorization', bearer(token))
+      .send(userBody());
+    expect(owner.status).toBe(201);
+    const account = await request(origin)
+      .post('/v1/wallet/accounts')
+      .set('Authorization', bearer(token))
+      .send(accountBody(client.appId, owner.body.uuid as string));
+    expect(account.status).toBe(201);
+    return { uuid: account.body.uuid as string, cvu: account.body.cvu as string };
+  };
+
+  /** Pauses the replica's replay: it stays where it is while the primary moves on. */
+  const pauseReplay = async () => {
+    await replicaClient.query('SELECT pg_wal_replay_pause()');
+    expect(
+      await waitFor(async () => {
+        const { rows } = await replicaClient.query<{ state: string }>(
+          `SELECT pg_get_wal_replay_pause_state() AS state`,
+        );
+        return rows[0].state === 'paused';
+      }, 5_000),
+    ).toBe(true);
+  };
+
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), 'wallet-replica-'));
     chmodSync(dir, 0o755); // the servers run as the postgres user when we are root
@@ -184,25 +242,21 @@ describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica'
     const app = JSON.parse(created.stdout) as { appId: string; keyId: string };
     client = { appId: app.appId, keyId: app.keyId, key };
 
-    const port = await freePort();
-    origin = `http://127.0.0.1:${port}`;
-    api = spawn(process.execPath, [MAIN_JS], { cwd: ROOT, env: { ...env, PORT: String(port) } });
-    api.stderr?.setEncoding('utf8').on('data', (chunk: string) => (apiErr += chunk));
-    const ready = await waitFor(async () => {
-      try {
-        return (await fetch(`${origin}/v1/health/ready`)).status === 200;
-      } catch {
-        return api?.exitCode !== null;
-      }
-    }, 40_000);
-    if (!ready || api.exitCode !== null) throw new Error(`the API did not start:\n${apiErr.slice(-3000)}`);
+    api = await startApi(env);
+    // The same key file (DATA_DIR) and no DATABASE_READ_URL: this one reads the primary.
+    const { DATABASE_READ_URL: _replica, ...primaryOnly } = env;
+    primaryApi = await startApi(primaryOnly);
+    origin = api.origin;
     token = await accessToken(origin, client);
   }, 90_000);
 
   afterAll(async () => {
-    if (api && api.exitCode === null && api.signalCode === null) {
-      api.kill('SIGTERM');
-      await waitFor(() => api?.exitCode !== null || api.signalCode !== null, 10_000);
+    for (const started of [api, primaryApi]) {
+      const child = started?.process;
+      if (child && child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        await waitFor(() => child.exitCode !== null || child.signalCode !== null, 10_000);
+      }
     }
     await replicaClient?.end().catch(() => undefined);
     await primaryClient?.end().catch(() => undefined);
@@ -216,19 +270,6 @@ describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica'
   }, 30_000);
 
   it('serves the events and transfer lists, statements and balances at an instant from the replica, the rest from the primary', async () => {
-    const open = async () => {
-      const owner = await request(origin)
-        .post('/v1/users')
-        .set('Authorization', bearer(token))
-        .send(userBody());
-      expect(owner.status).toBe(201);
-      const account = await request(origin)
-        .post('/v1/wallet/accounts')
-        .set('Authorization', bearer(token))
-        .send(accountBody(client.appId, owner.body.uuid as string));
-      expect(account.status).toBe(201);
-      return { uuid: account.body.uuid as string, cvu: account.body.cvu as string };
-    };
     const payer = await open();
     const payee = await open();
     const funded = await request(origin)
@@ -245,16 +286,7 @@ describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica'
     const transfersBefore = (await get('/v1/wallet/transactions/all?limit=100')).body as { uuid: string }[];
     expect((await get(`/v1/wallet/accounts/${payer.uuid}/transactions`)).body).toEqual([]);
 
-    // Replay paused: the replica stays where it is while the primary moves on.
-    await replicaClient.query('SELECT pg_wal_replay_pause()');
-    expect(
-      await waitFor(async () => {
-        const { rows } = await replicaClient.query<{ state: string }>(
-          `SELECT pg_get_wal_replay_pause_state() AS state`,
-        );
-        return rows[0].state === 'paused';
-      }, 5_000),
-    ).toBe(true);
+    await pauseReplay();
     const transfer = await request(origin)
       .post('/v1/wallet/transactions')
       .set('Authorization', bearer(token))
@@ -294,6 +326,55 @@ describe('DATABASE_READ_URL: replica-tolerant reads on a real streaming replica'
     expect(allFresh.text).toContain(JSON.stringify(one.body));
     const ofPayer = await get(`/v1/wallet/accounts/${payer.uuid}/transactions`);
     expect(ofPayer.text).toBe(`[${JSON.stringify(one.body)}]`);
-    expect(apiErr).toBe('');
+    expect(api?.stderr).toBe('');
+  }, 40_000);
+
+  it('a later page of a statement read on a replica behind page 1’s read takes its rows from the primary: the same bytes as one page of the period', async () => {
+    const payer = await open();
+    const payee = await open();
+    const pay = async (amount: number) => {
+      const response = await request(origin)
+        .post('/v1/wallet/transactions')
+        .set('Authorization', bearer(token))
+        .send(transferBody(payer.uuid, payee.cvu, amount));
+      expect(response.status).toBe(201);
+    };
+    const funded = await request(origin)
+      .post(`/v1/wallet/accounts/${payer.uuid}/balance`)
+      .set('Authorization', bearer(token))
+      .send({ balance: 100 });
+    expect(funded.status).toBe(200);
+    await pay(1);
+    await pay(2);
+    expect(await caughtUp()).toBe(true);
+    await pauseReplay();
+    try {
+      await pay(3); // on the primary only
+      const period = { from: '2000-01-01T00:00:00Z', to: '2999-01-01T00:00:00Z' };
+      const statement = (on: Api, query: Record<string, string | number>) =>
+        request(on.origin)
+          .get(`/v1/wallet/accounts/${payer.uuid}/statement`)
+          .query({ ...period, ...query })
+          .set('Authorization', bearer(token));
+      const whole = await statement(primaryApi as Api, { limit: 500 });
+      const body = whole.body as { movements: { balance: number }[] };
+      expect(body.movements.map((m) => m.balance)).toStrictEqual([100, 99, 97, 94]);
+      // The replica lacks the last posting: its own page 1 ends before it.
+      const behind = await statement(api as Api, { limit: 500 });
+      expect((behind.body as { movements: unknown[] }).movements).toHaveLength(3);
+
+      // Page 1 on the primary; the next page through the API on the replica.
+      const page1 = await statement(primaryApi as Api, { limit: 2 });
+      const cursor = page1.headers['x-next-cursor'] as string;
+      expect(cursor).toEqual(expect.any(String));
+      const page2 = await statement(api as Api, { limit: 2, cursor });
+      expect(page2.status).toBe(200);
+      expect(page2.text).toBe(JSON.stringify({ ...whole.body, movements: body.movements.slice(2) }));
+      expect(page2.headers['x-next-cursor']).toBeUndefined();
+    } finally {
+      await replicaClient.query('SELECT pg_wal_replay_resume()');
+    }
+    expect(await caughtUp()).toBe(true);
+    expect([api?.stderr, primaryApi?.stderr]).toStrictEqual(['', '']);
   }, 40_000);
 });

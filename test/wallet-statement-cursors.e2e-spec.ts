@@ -6,7 +6,10 @@ import { ReadDatabase } from '../src/common/database/read-database.js';
 import { instantMicros } from '../src/common/http/instant.js';
 import { SigningKeysService } from '../src/modules/auth/signing-keys.service.js';
 import type { StatementResponseDto } from '../src/modules/wallet/accounts/dto/statement.dto.js';
-import { encodeStatementCursor } from '../src/modules/wallet/accounts/statement-cursor.js';
+import {
+  encodeStatementCursor,
+  STATEMENT_CURSOR_PURPOSE,
+} from '../src/modules/wallet/accounts/statement-cursor.js';
 import { Money } from '../src/modules/wallet/money.js';
 import { accessToken, type TestClient } from './support/auth.js';
 import { bearer, expectValidation } from './support/identity.js';
@@ -363,5 +366,37 @@ describe('signed statement cursors carry page 1’s figures (decision 0077)', ()
     } finally {
       await second.close();
     }
+  });
+
+  it('a cursor whose period’s last posting no database holds is a 500 with the usual body, not a page short of its rows', async () => {
+    const z = await newAccount();
+    for (const amount of ['1', '2', '3']) await post(z, amount);
+    const whole = (await statement(z, { ...WHOLE, limit: 500 })).body as Statement;
+    const [m0, , m2] = whole.movements;
+    const key = (await t.app.get(SigningKeysService).derivedKeys(STATEMENT_CURSOR_PURPOSE)).signing;
+    // Signed as the service signs, but its upTo 1 µs after the period's last posting: no posting is there. Postings
+    // are never deleted, so no database can answer such a page (decision 0077, amended 2026-12-02).
+    const cursor = encodeStatementCursor(
+      {
+        accountId: z,
+        from: instantMicros(WHOLE.from),
+        to: instantMicros(WHOLE.to),
+        upTo: instantMicros(m2.postedAt) + 1n,
+        at: instantMicros(m0.postedAt),
+        id: m0.postingId,
+        opening: new Money('0'),
+        totalIn: new Money('6'),
+        totalOut: new Money('0'),
+        running: new Money('1'),
+      },
+      key,
+    );
+    const response = await statement(z, { ...WHOLE, cursor });
+    expect(response.status).toBe(500);
+    expect(response.body).toStrictEqual({
+      name: 'InternalServerError',
+      message: 'Internal server error',
+      detail: { trackingId: response.headers['x-request-id'] },
+    });
   });
 });

@@ -29,14 +29,27 @@ export class ReadDatabase implements OnApplicationShutdown {
    * name stands for one text only (see statementName).
    */
   async query<T>(sql: string, params: unknown[], name?: string): Promise<T[]> {
-    const pool = this.replica ?? this.primary;
-    const result = await (name === undefined
-      ? pool.query(sql, params)
-      : pool.query({ name, text: sql, values: params }));
-    return result.rows as T[];
+    return run<T>(this.replica ?? this.primary, sql, params, name);
+  }
+
+  /**
+   * The same read on the primary, whatever DATABASE_READ_URL says. Only for a read whose own answer shows that the
+   * replica has not replayed far enough for it: a statement's later page, when the replica lacks the last posting
+   * page 1 read (decision 0077, amended 2026-12-02). Everything else that must read the primary reads it through
+   * TypeORM (decision 0033).
+   */
+  async queryPrimary<T>(sql: string, params: unknown[], name?: string): Promise<T[]> {
+    return run<T>(this.primary, sql, params, name);
   }
 
   async onApplicationShutdown(): Promise<void> {
     await this.replica?.end();
   }
+}
+
+async function run<T>(pool: pg.Pool, sql: string, params: unknown[], name?: string): Promise<T[]> {
+  const result = await (name === undefined
+    ? pool.query(sql, params)
+    : pool.query({ name, text: sql, values: params }));
+  return result.rows as T[];
 }

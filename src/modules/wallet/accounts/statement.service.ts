@@ -89,6 +89,10 @@ interface StatementHead {
   movements: MovementRow[];
 }
 
+interface LaterPageHead extends StatementHead {
+  complete: boolean;
+}
+
 interface FirstPageHead extends StatementHead {
   opening: string;
   closing: string;
@@ -173,7 +177,10 @@ export function statementQuery(
 /**
  * A later page's query (decision 0077): the page's rows after the cursor's position, up to the period's last
  * posting as page 1 read it, with their running balance from the cursor's (`start`, exact decimal text). The
- * opening, closing and totals are the cursor's: nothing of the period outside the page is read (PAGE).
+ * opening, closing and totals are the cursor's: nothing of the period outside the page is read (PAGE). `complete`:
+ * whether this database holds that last posting (one index probe). An account's postings commit in `created_at`
+ * order and a replica replays commits in order, so a database that holds it holds every posting of the page; one
+ * that does not is a replica behind page 1's read (decision 0077, amended 2026-12-02).
  */
 export function statementPageQuery(
   accountId: string,
@@ -189,6 +196,8 @@ export function statementPageQuery(
             ${PAGE('(p.created_at, p.id) > ($7::timestamptz, $8::bigint)', '$6::timestamptz', rows)}
        SELECT false AS reversed,
               a.currency, ${UTC_TEXT('$4::timestamptz')} AS from_text, ${UTC_TEXT('$5::timestamptz')} AS to_text,
+              EXISTS (SELECT 1 FROM postings p
+                       WHERE p.account_id = $1::uuid AND p.created_at = $6::timestamptz) AS complete,
               ${MOVEMENTS('$9::numeric')}
          FROM acc a`;
   return { name: statementName('wallet_statement_page', text), text, values };
@@ -336,7 +345,16 @@ export class StatementService {
       rows,
       cursor.running,
     );
-    const [head] = await this.reads.query<StatementHead>(query.text, query.values, query.name);
+    let [head] = await this.reads.query<LaterPageHead>(query.text, query.values, query.name);
+    if (head?.complete !== true && this.reads.onReplica) {
+      // The replica has not replayed up to page 1's last posting (page 1 read a database further on, e.g. another
+      // replica or the primary): it would miss rows of the page. The primary has them (decision 0077, amended).
+      [head] = await this.reads.queryPrimary<LaterPageHead>(query.text, query.values, query.name);
+    }
+    if (head && !head.complete) {
+      // Postings are never deleted: the cursor's last posting is on the primary, so this is a fault, not a client's.
+      throw new Error(`statement cursor: no database holds the period's last posting page 1 read`);
+    }
     const { opening, totalIn, totalOut } = cursor;
     return {
       head: checkedHead(head, account.id),
