@@ -7,8 +7,10 @@ import { instantMicros } from '../src/common/http/instant.js';
 import { SigningKeysService } from '../src/modules/auth/signing-keys.service.js';
 import type { StatementResponseDto } from '../src/modules/wallet/accounts/dto/statement.dto.js';
 import {
+  decodeStatementCursor,
   encodeStatementCursor,
-  STATEMENT_CURSOR_PURPOSE,
+  statementCursorKeys,
+  type StatementCursorKeys,
 } from '../src/modules/wallet/accounts/statement-cursor.js';
 import { Money } from '../src/modules/wallet/money.js';
 import { accessToken, type TestClient } from './support/auth.js';
@@ -25,15 +27,23 @@ const WHOLE = { from: '2000-01-01T00:00:00Z', to: '2999-01-01T00:00:00Z' };
 /** Where the four amounts of a cursor start (decision 0077's form: version, account, four instants, posting id). */
 const AMOUNTS_AT = 1 + 16 + 5 * 8;
 
-/** A cursor's bytes and, for each of its amounts (opening, in, out, running), the offset of its last byte. */
-function cursorBytes(cursor: string): { bytes: Buffer; lastByteOf: number[] } {
+/**
+ * A cursor's bytes and, for each of its amounts (opening, in, out, running), the offset of its last byte. The
+ * amounts are encrypted (AES-CTR keeps each byte in its place), so their lengths come from the cursor as `keys`
+ * open it: a head byte and the magnitude in millionths without leading zero bytes.
+ */
+function cursorBytes(cursor: string, keys: StatementCursorKeys[]): { bytes: Buffer; lastByteOf: number[] } {
   const bytes = Buffer.from(cursor, 'base64url');
+  const { opening, totalIn, totalOut, running } = decodeStatementCursor(cursor, keys);
   const lastByteOf: number[] = [];
-  for (let i = 0, offset = AMOUNTS_AT; i < 4; i++) {
-    const length = bytes[offset] & 0x1f;
+  let offset = AMOUNTS_AT;
+  for (const amount of [opening, totalIn, totalOut, running]) {
+    const millionths = BigInt(amount.abs().times(1_000_000).toFixed(0));
+    const length = millionths === 0n ? 0 : Math.ceil(millionths.toString(16).length / 2);
     lastByteOf.push(offset + length);
     offset += 1 + length;
   }
+  expect(offset + 16).toBe(bytes.length); // the MAC's 16 bytes follow the amounts
   return { bytes, lastByteOf };
 }
 
@@ -150,7 +160,10 @@ describe('signed statement cursors carry page 1’s figures (decision 0077)', ()
     const period = { from: m0.postedAt, to: WHOLE.to };
     const cursor = (await statement(z, { ...period, limit: 1 })).headers['x-next-cursor'] as string;
     const ofOther = (await statement(other, { ...period, limit: 1 })).headers['x-next-cursor'] as string;
-    const { bytes, lastByteOf } = cursorBytes(cursor);
+    const { bytes, lastByteOf } = cursorBytes(
+      cursor,
+      await statementCursorKeys(t.app.get(SigningKeysService)),
+    );
     const [opening, totalIn, totalOut, running] = lastByteOf;
     const reads = jest.spyOn(t.app.get(ReadDatabase), 'query'); // calls through
     try {
@@ -190,7 +203,7 @@ describe('signed statement cursors carry page 1’s figures (decision 0077)', ()
               totalOut: new Money('0'),
               running: new Money(String(m1.balance)),
             },
-            randomBytes(32),
+            { mac: randomBytes(32), cipher: randomBytes(32) },
           ),
           undefined,
         ],
@@ -373,7 +386,7 @@ describe('signed statement cursors carry page 1’s figures (decision 0077)', ()
     for (const amount of ['1', '2', '3']) await post(z, amount);
     const whole = (await statement(z, { ...WHOLE, limit: 500 })).body as Statement;
     const [m0, , m2] = whole.movements;
-    const key = (await t.app.get(SigningKeysService).derivedKeys(STATEMENT_CURSOR_PURPOSE)).signing;
+    const [key] = await statementCursorKeys(t.app.get(SigningKeysService));
     // Signed as the service signs, but its upTo 1 µs after the period's last posting: no posting is there. Postings
     // are never deleted, so no database can answer such a page (decision 0077, amended 2026-12-02).
     const cursor = encodeStatementCursor(

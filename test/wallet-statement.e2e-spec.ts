@@ -9,7 +9,7 @@ import { SigningKeysService } from '../src/modules/auth/signing-keys.service.js'
 import { Money } from '../src/modules/wallet/money.js';
 import {
   encodeStatementCursor,
-  STATEMENT_CURSOR_PURPOSE,
+  statementCursorKeys,
 } from '../src/modules/wallet/accounts/statement-cursor.js';
 import {
   BALANCE_AT,
@@ -446,7 +446,7 @@ describe('wallet statements and balance as of a time (real database)', () => {
         'x-next-cursor'
       ] as string;
       const [start, end, t1] = [WHOLE.from, WHOLE.to, m1.postedAt].map(instantMicros);
-      const cursorKey = (await t.app.get(SigningKeysService).derivedKeys(STATEMENT_CURSOR_PURPOSE)).signing;
+      const [cursorKey] = await statementCursorKeys(t.app.get(SigningKeysService));
       const figures = { opening: money(0), totalIn: money(1), totalOut: money(0), running: money(1) };
       const cases: [string, Record<string, string>][] = [
         // The review's example: `1970-01-01T00:00:00Z|1`, a position long before from (the earlier form).

@@ -137,6 +137,11 @@ describe('SigningKeysService across processes sharing a key file', () => {
     const rotated = await rotating.derivedKeys(purpose);
     expect(rotated.published).toStrictEqual([rotated.signing, first.signing]);
     expect(rotated.signing.equals(first.signing)).toBe(false);
+    // Several purposes from one reading of the file: the n-th key of each is of the same signing key.
+    const [ofPurpose, ofAnother] = await rotating.derivedKeySets([purpose, 'another purpose']);
+    expect(ofPurpose).toStrictEqual(rotated);
+    expect(ofAnother).toStrictEqual(await rotating.derivedKeys('another purpose'));
+    expect(ofAnother.published).toHaveLength(2);
     // A recheck looks at the file at once, whenever the other process read it last.
     expect(await other.derivedKeys(purpose, true)).toStrictEqual(rotated);
 

@@ -109,13 +109,22 @@ export class SigningKeysService implements OnModuleInit {
    * for a MAC that no loaded key made (another process may have just started signing with a new key).
    */
   async derivedKeys(purpose: string, recheck = false): Promise<DerivedKeys> {
-    if (recheck) await this.checkForUnknownKid(`derived:${purpose}`);
+    return (await this.derivedKeySets([purpose], recheck))[0];
+  }
+
+  /**
+   * derivedKeys for several purposes from one reading of the key file, in their order: the n-th key of each comes
+   * from the same signing key, so keys of one signing key go together (a cursor's MAC key and its cipher key). Two
+   * calls of derivedKeys could read the file between them, across a `keys rotate`.
+   */
+  async derivedKeySets(purposes: readonly string[], recheck = false): Promise<DerivedKeys[]> {
+    if (recheck) await this.checkForUnknownKid(`derived:${purposes.join('|')}`);
     const signing = await this.current();
     const others = this.keys.filter((key) => key.retiredAt === null && key !== signing);
-    return {
+    return purposes.map((purpose) => ({
       signing: this.derive(signing.kid, purpose),
       published: [signing, ...others].map((key) => this.derive(key.kid, purpose)),
-    };
+    }));
   }
 
   private derive(kid: string, purpose: string): Buffer {

@@ -8,9 +8,11 @@ import {
   encodeStatementCursor,
   fromMillionths,
   type StatementCursor,
+  type StatementCursorKeys,
 } from './statement-cursor.js';
 
-const key = randomBytes(32);
+const newKeys = (): StatementCursorKeys => ({ mac: randomBytes(32), cipher: randomBytes(32) });
+const key = newKeys();
 const cursor: StatementCursor = {
   accountId: '0192f5e4-7c1a-7b3e-9d2f-5a6b7c8d9e0f',
   from: 1_764_547_200_000_000n,
@@ -42,7 +44,7 @@ const LARGEST = (2n ** 63n - 1n) * (10n ** 24n - 1n);
 
 describe('statement cursors (decision 0077)', () => {
   it('give back what they carry, amounts exact', () => {
-    const decoded = decodeStatementCursor(encodeStatementCursor(cursor, key), [randomBytes(32), key]);
+    const decoded = decodeStatementCursor(encodeStatementCursor(cursor, key), [newKeys(), key]);
     expect({ ...decoded, opening: '', totalIn: '', totalOut: '', running: '' }).toStrictEqual({
       ...cursor,
       opening: '',
@@ -110,7 +112,14 @@ describe('statement cursors (decision 0077)', () => {
       );
       expect([i, item.path, item.type]).toStrictEqual([i, 'cursor', 'invalid']);
     }
-    expect(refusal(() => decodeStatementCursor(text, [randomBytes(32)])).message).toBe(unsigned);
+    expect(refusal(() => decodeStatementCursor(text, [newKeys()])).message).toBe(unsigned);
+    // Each key of the pair: another cipher key decrypts to other bytes, another MAC key makes another MAC.
+    expect(refusal(() => decodeStatementCursor(text, [{ ...key, cipher: randomBytes(32) }])).message).toBe(
+      unsigned,
+    );
+    expect(refusal(() => decodeStatementCursor(text, [{ ...key, mac: randomBytes(32) }])).message).toBe(
+      unsigned,
+    );
     expect(refusal(() => decodeStatementCursor(text, [])).message).toBe(unsigned);
     expect(
       refusal(() => decodeStatementCursor(bytes.subarray(0, -1).toString('base64url'), [key])).message,
@@ -136,5 +145,61 @@ describe('statement cursors (decision 0077)', () => {
         message: 'cursor is of an earlier form of this route; ask for the first page again',
       });
     }
+  });
+
+  it('carry page 1’s amounts, times and position encrypted: none of their bytes is in the cursor in clear', () => {
+    // Amounts whose encoding (decision 0077: a head byte, then the magnitude in millionths) is long enough that
+    // finding it by chance is out of the question.
+    const figures: StatementCursor = {
+      ...cursor,
+      opening: new Money('8765432.123456'),
+      totalIn: new Money('-1234567.654321'),
+      totalOut: new Money('98765.4321'),
+      running: new Money('-555555.555555'),
+    };
+    const text = encodeStatementCursor(figures, key);
+    const bytes = Buffer.from(text, 'base64url');
+    const millionths = (amount: Money) => BigInt(amount.abs().times(1_000_000).toFixed(0));
+    for (const amount of [figures.opening, figures.totalIn, figures.totalOut, figures.running]) {
+      const hex = millionths(amount).toString(16);
+      const magnitude = Buffer.from(hex.length % 2 ? `0${hex}` : hex, 'hex');
+      const head = (amount.isNegative() ? 0x80 : 0) | magnitude.length;
+      expect([amount.toFixed(), bytes.includes(magnitude)]).toStrictEqual([amount.toFixed(), false]);
+      expect(bytes.includes(Buffer.concat([Buffer.from([head]), magnitude]))).toBe(false);
+    }
+    for (const [name, value] of [
+      ['from', figures.from],
+      ['to', figures.to],
+      ['upTo', figures.upTo],
+      ['at', figures.at],
+      ['id', BigInt(figures.id)],
+    ] as const) {
+      const encoded = Buffer.alloc(8);
+      encoded.writeBigInt64BE(value);
+      // The low six bytes: the top ones of an instant of this century are the same for every instant near it.
+      expect([name, bytes.includes(encoded.subarray(2))]).toStrictEqual([name, false]);
+    }
+    // The version and the account stay in clear (the account is in the route's path anyway).
+    expect(bytes[0]).toBe(2);
+    expect(bytes.subarray(1, 17).toString('hex')).toBe(figures.accountId.replaceAll('-', ''));
+    // One plaintext, one cursor (the IV is the MAC); another plaintext, other bytes.
+    expect(encodeStatementCursor(figures, key)).toBe(text);
+    const decoded = decodeStatementCursor(text, [key]);
+    expect([decoded.opening, decoded.totalIn, decoded.totalOut, decoded.running].map(String)).toStrictEqual([
+      '8765432.123456',
+      '-1234567.654321',
+      '98765.4321',
+      '-555555.555555',
+    ]);
+  });
+
+  it('refuse a cursor of version 1 (the same bytes in clear, never released) as not valid, whatever follows', () => {
+    const bytes = Buffer.from(encodeStatementCursor(cursor, key), 'base64url');
+    bytes[0] = 1;
+    expect(refusal(() => decodeStatementCursor(bytes.toString('base64url'), [key]))).toStrictEqual({
+      path: 'cursor',
+      type: 'invalid',
+      message: 'cursor is not valid',
+    });
   });
 });

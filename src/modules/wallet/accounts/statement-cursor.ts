@@ -1,13 +1,14 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createHmac, timingSafeEqual } from 'node:crypto';
 import { ValidationFailedError } from '#common/errors/domain-errors.js';
 import { instantMicros, microsInstant } from '#common/http/instant.js';
+import type { SigningKeysService } from '#modules/auth/signing-keys.service.js';
 import { Money } from '../money.js';
 
 /**
  * A statement page's cursor (docs/decisions/0063, 0077): the statement it belongs to (the account, `from` and the
  * effective `to` of page 1, in µs since the epoch), what page 1 read of it (the time of the period's last posting
  * then, its opening and its totals), and the keyset position of the last movement served (its `created_at` in µs,
- * its posting id, and the running balance after it). Signed by the service, opaque to clients.
+ * its posting id, and the running balance after it). Signed and encrypted by the service, opaque to clients.
  */
 export interface StatementCursor {
   accountId: string;
@@ -26,6 +27,29 @@ export interface StatementCursor {
 
 /** HKDF's info for the cursor's MAC key (SigningKeysService.derivedKeys): this purpose and no other. */
 export const STATEMENT_CURSOR_PURPOSE = 'wallet statement cursor v1';
+/** HKDF's info for the cursor's cipher key: another purpose, so another key than the MAC's. */
+export const STATEMENT_CURSOR_CIPHER_PURPOSE = 'wallet statement cursor cipher v1';
+
+/** The keys of one signing key for a cursor: its MAC's and its cipher's. */
+export interface StatementCursorKeys {
+  mac: Buffer;
+  cipher: Buffer;
+}
+
+/**
+ * The cursor keys of every published signing key, the signing key's first (it writes new cursors), all from one
+ * reading of the key file. `recheck`: as SigningKeysService.derivedKeys.
+ */
+export async function statementCursorKeys(
+  signingKeys: Pick<SigningKeysService, 'derivedKeySets'>,
+  recheck = false,
+): Promise<StatementCursorKeys[]> {
+  const [mac, cipher] = await signingKeys.derivedKeySets(
+    [STATEMENT_CURSOR_PURPOSE, STATEMENT_CURSOR_CIPHER_PURPOSE],
+    recheck,
+  );
+  return mac.published.map((key, i) => ({ mac: key, cipher: cipher.published[i] }));
+}
 
 /** Where a page starts in the account's postings, as the page query takes it: (created_at text, posting id). */
 export interface StatementPosition {
@@ -49,9 +73,16 @@ export interface StatementWindow {
  * without leading zero bytes. Each column holds at most 10^18 and an account at most 2^63 postings (ids are
  * bigint), so any sum of them is under 2^143 millionths: 18 bytes. The largest cursor is 149 bytes, 199 characters
  * of base64url, under the 200 every cursor may have (pagination.ts).
+ *
+ * Everything after the account is encrypted (version 2, decision 0077 amended): AES-256-CTR with the cipher key,
+ * the MAC as its IV (a synthetic IV, as in SIV: one plaintext, one IV, so the cursor stays deterministic and adds no
+ * byte). The MAC is over the plaintext; a reader decrypts, then checks it. Page 1's amounts and times are not
+ * readable in a URL, a proxy's log or a browser's history. Version 1 (the same bytes in clear) was never released:
+ * it is refused as not valid.
  */
-const VERSION = 1;
-const FIXED = 1 + 16 + 5 * 8;
+const VERSION = 2;
+const CLEAR = 1 + 16;
+const FIXED = CLEAR + 5 * 8;
 const MAC_BYTES = 16;
 const AMOUNT_BYTES = 18;
 const SCALE = 6;
@@ -60,6 +91,12 @@ const refused = (message: string) => ValidationFailedError.single('cursor', 'inv
 
 const mac = (key: Buffer, body: Buffer): Buffer =>
   createHmac('sha256', key).update(body).digest().subarray(0, MAC_BYTES);
+
+/** The body with its bytes after the account encrypted, or decrypted (CTR is its own inverse). */
+function ctr(key: Buffer, iv: Buffer, body: Buffer): Buffer {
+  const cipher = createCipheriv('aes-256-ctr', key, iv);
+  return Buffer.concat([body.subarray(0, CLEAR), cipher.update(body.subarray(CLEAR)), cipher.final()]);
+}
 
 /** An amount in millionths; more decimals cannot come from the ledger's columns. */
 function millionths(value: Money): bigint {
@@ -87,8 +124,8 @@ function amountBytes(value: Money): Buffer {
   return Buffer.concat([Buffer.from([(units < 0n ? 0x80 : 0) | bytes.length]), bytes]);
 }
 
-/** The cursor's text, signed with `key` (the signing key's, derived for STATEMENT_CURSOR_PURPOSE). */
-export function encodeStatementCursor(cursor: StatementCursor, key: Buffer): string {
+/** The cursor's text, signed and encrypted with `keys` (the signing key's: statementCursorKeys' first). */
+export function encodeStatementCursor(cursor: StatementCursor, keys: StatementCursorKeys): string {
   const fixed = Buffer.alloc(FIXED);
   fixed[0] = VERSION;
   Buffer.from(cursor.accountId.replaceAll('-', ''), 'hex').copy(fixed, 1);
@@ -100,7 +137,8 @@ export function encodeStatementCursor(cursor: StatementCursor, key: Buffer): str
     fixed,
     ...[cursor.opening, cursor.totalIn, cursor.totalOut, cursor.running].map(amountBytes),
   ]);
-  return Buffer.concat([body, mac(key, body)]).toString('base64url');
+  const tag = mac(keys.mac, body);
+  return Buffer.concat([ctr(keys.cipher, tag, body), tag]).toString('base64url');
 }
 
 /** The four amounts after the fixed part, or undefined when the bytes are not exactly four amounts. */
@@ -119,16 +157,28 @@ function readAmounts(body: Buffer): Money[] | undefined {
   return amounts.length === 4 ? amounts : undefined;
 }
 
+/** The body of a cursor's bytes, decrypted with the key whose MAC it carries; undefined when no key made it. */
+function opened(bytes: Buffer, keys: readonly StatementCursorKeys[]): Buffer | undefined {
+  if (bytes.length < FIXED + MAC_BYTES) return undefined;
+  const sealed = bytes.subarray(0, bytes.length - MAC_BYTES);
+  const signature = bytes.subarray(bytes.length - MAC_BYTES);
+  for (const key of keys) {
+    const body = ctr(key.cipher, signature, sealed);
+    if (timingSafeEqual(mac(key.mac, body), signature)) return body;
+  }
+  return undefined;
+}
+
 const uuidText = (bytes: Buffer): string =>
   bytes.toString('hex').replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
 
 /**
- * A cursor encodeStatementCursor wrote with one of `keys` (every published key's, derived for
- * STATEMENT_CURSOR_PURPOSE), or a 400 at `cursor`: no byte of it can be changed, and one of a key retired since
- * is refused like a forged one. The forms before this one (0063's `account|from|to|at|id`, and `created_at|id`
- * before it: unsigned, and without page 1's figures) are refused with their own message.
+ * A cursor encodeStatementCursor wrote with one of `keys` (every published key's: statementCursorKeys), or a 400
+ * at `cursor`: no byte of it can be changed, and one of a key retired since is refused like a forged one. The
+ * forms before this one (0063's `account|from|to|at|id`, and `created_at|id` before it: unsigned, and without page
+ * 1's figures) are refused with their own message.
  */
-export function decodeStatementCursor(text: string, keys: readonly Buffer[]): StatementCursor {
+export function decodeStatementCursor(text: string, keys: readonly StatementCursorKeys[]): StatementCursor {
   const bytes = Buffer.from(text, 'base64url');
   // One text per cursor: base64url's decoder skips what it cannot read and the spare bits of the last character.
   const canonical = bytes.toString('base64url') === text;
@@ -139,11 +189,9 @@ export function decodeStatementCursor(text: string, keys: readonly Buffer[]): St
     }
     throw refused('cursor is not valid');
   }
-  const body = bytes.subarray(0, bytes.length - MAC_BYTES);
-  const signature = bytes.subarray(bytes.length - MAC_BYTES);
-  const signed = body.length >= FIXED && keys.some((key) => timingSafeEqual(mac(key, body), signature));
-  const amounts = signed ? readAmounts(body) : undefined;
-  if (!amounts) {
+  const body = opened(bytes, keys);
+  const amounts = body ? readAmounts(body) : undefined;
+  if (!body || !amounts) {
     throw refused(
       'cursor is not one this service signed, or its key was retired since; ask for the first page again',
     );

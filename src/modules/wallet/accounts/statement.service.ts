@@ -13,8 +13,8 @@ import {
   closingOf,
   decodeStatementCursor,
   encodeStatementCursor,
-  STATEMENT_CURSOR_PURPOSE,
   type StatementCursor,
+  statementCursorKeys,
   type StatementWindow,
   statementWindow,
 } from './statement-cursor.js';
@@ -286,26 +286,22 @@ export class StatementService {
                 totalOut: exact.totalOut,
                 running: last.running,
               },
-              (await this.signingKeys.derivedKeys(STATEMENT_CURSOR_PURPOSE)).signing,
+              (await statementCursorKeys(this.signingKeys))[0],
             )
           : null,
     };
   }
 
   /**
-   * The cursor, checked against every published key's MAC key; when none made it, once more after a look at the
-   * key file (another process may sign with a key this one has not loaded yet). Before any query.
+   * The cursor, checked against every published key's cursor keys; when none made it, once more after a look at
+   * the key file (another process may sign with a key this one has not loaded yet). Before any query.
    */
   private async openCursor(text: string): Promise<StatementCursor> {
     try {
-      return decodeStatementCursor(
-        text,
-        (await this.signingKeys.derivedKeys(STATEMENT_CURSOR_PURPOSE)).published,
-      );
+      return decodeStatementCursor(text, await statementCursorKeys(this.signingKeys));
     } catch (error) {
       if (!(error instanceof ValidationFailedError)) throw error;
-      const keys = await this.signingKeys.derivedKeys(STATEMENT_CURSOR_PURPOSE, true);
-      return decodeStatementCursor(text, keys.published);
+      return decodeStatementCursor(text, await statementCursorKeys(this.signingKeys, true));
     }
   }
 
