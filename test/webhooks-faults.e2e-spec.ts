@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { JobType } from 'bullmq';
 import type { JSONWebKeySet } from 'jose';
+import { Global, Module } from '@nestjs/common';
 import type pg from 'pg';
 import request from 'supertest';
 import { PG_POOL } from '../src/common/database/pg-pool.js';
@@ -14,6 +15,7 @@ import { AppsService } from '../src/modules/apps/apps.service.js';
 import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { SigningKeysService } from '../src/modules/auth/signing-keys.service.js';
 import {
+  WEBHOOK_DELIVERY_LIMITS,
   WebhookDeliveryService,
   type DeliveryLimits,
 } from '../src/modules/webhooks/webhook-delivery.service.js';
@@ -31,7 +33,7 @@ import {
   runNode,
   waitFor,
 } from './support/processes.js';
-import { startTestApp, type TestApp } from './support/test-app.js';
+import { startTestApp, type TestApp, type TestAppOptions } from './support/test-app.js';
 import {
   isolatedRedisEnv,
   pollUntil,
@@ -148,6 +150,22 @@ async function expectAllDeliveredOnce(t: TestApp, receiver: WebhookReceiver, ids
 const allAcknowledged = (receiver: WebhookReceiver, ids: string[]) => () =>
   ids.every((id) => receiver.acknowledged(id).length > 0);
 
+/**
+ * Small delivery limits for the worker of a test app (WEBHOOK_DELIVERY_LIMITS): 100 deliveries in flight, 8 POSTs
+ * per origin (so 16 claims waiting for them, the default of twice as many), claims given back for at most 2 s.
+ */
+@Global()
+@Module({
+  providers: [
+    {
+      provide: WEBHOOK_DELIVERY_LIMITS,
+      useValue: { deliveriesInFlight: 100, postsPerOrigin: 8, shortWaitMs: 500, laterMaxMs: 2_000 },
+    },
+  ],
+  exports: [WEBHOOK_DELIVERY_LIMITS],
+})
+class SmallDeliveryLimits {}
+
 describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
   const receivers: WebhookReceiver[] = [];
   const apps: TestApp[] = [];
@@ -186,6 +204,53 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
       ...workerExtra,
     });
     return { t, receiver, appId, workerEnv };
+  };
+
+  /**
+   * A test app with the worker in this process (`env` and `extraModules` added), and two applications: `flooding`,
+   * whose receiver accepts requests and never answers, and `other`, whose receiver answers.
+   */
+  const hangingBesideAnswering = async (
+    env: Record<string, string>,
+    extraModules?: TestAppOptions['extraModules'],
+  ) => {
+    const t = await startTestApp({
+      runWorker: true,
+      extraModules,
+      env: { WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ...isolatedRedisEnv(10), ...env },
+    });
+    apps.push(t);
+    const hanging = await receiverFor(() => 'hang');
+    const answering = await receiverFor(() => ({ status: 200 }));
+    const withReceiver = async (name: string, receiver: WebhookReceiver) => {
+      const { appId } = await registerClient(t.app, name);
+      await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
+      return appId;
+    };
+    const flooding = await withReceiver('hanging receiver', hanging);
+    const other = await withReceiver('answering receiver', answering);
+    /**
+     * Once the hanging receiver holds `held` requests, emits an event for the other application and waits until its
+     * receiver acknowledged it: then, how many requests the hanging receiver had got, and how many timed out.
+     */
+    const otherEventPastTheBacklog = async (held: number) => {
+      await pollUntil(
+        `the hanging receiver to hold ${held} requests`,
+        () => hanging.requests.length >= held,
+        30_000,
+      );
+      const [event] = await emitMany(t, other, 1, 'other');
+      await pollUntil(
+        "the other application's event",
+        () => answering.acknowledged(event).length === 1,
+        30_000,
+      );
+      return {
+        received: hanging.requests.length,
+        timedOut: hanging.requests.filter((request) => request.abandonedAt !== undefined).length,
+      };
+    };
+    return { t, hanging, flooding, otherEventPastTheBacklog };
   };
 
   afterEach(async () => {
@@ -292,25 +357,10 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
   it("holds a receiver that never answers to its own connections: another application's event goes out past its backlog, and every attempt counted was sent", async () => {
     // One application's receiver accepts requests and never answers; its application has 600 events (a tenant can
     // make them cheaply, e.g. small transfers between its own accounts). Another application's receiver answers.
-    const t = await startTestApp({
-      runWorker: true,
-      env: {
-        WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-        WEBHOOK_TIMEOUT_MS: '5000',
-        WEBHOOK_RETRY_DELAYS: '1h',
-        ...isolatedRedisEnv(10),
-      },
+    const { t, hanging, flooding, otherEventPastTheBacklog } = await hangingBesideAnswering({
+      WEBHOOK_TIMEOUT_MS: '5000',
+      WEBHOOK_RETRY_DELAYS: '1h',
     });
-    apps.push(t);
-    const hanging = await receiverFor(() => 'hang');
-    const answering = await receiverFor(() => ({ status: 200 }));
-    const withReceiver = async (name: string, receiver: WebhookReceiver) => {
-      const { appId } = await registerClient(t.app, name);
-      await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
-      return appId;
-    };
-    const flooding = await withReceiver('hanging receiver', hanging);
-    const other = await withReceiver('answering receiver', answering);
     const webhooks = t.app.get(WebhooksService);
     await t.dataSource.transaction(async (manager) => {
       for (let n = 0; n < 600; n++) {
@@ -321,20 +371,9 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
         });
       }
     });
-    await pollUntil('the hanging receiver to hold 64 requests', () => hanging.requests.length >= 64, 30_000);
-
-    const [event] = await emitMany(t, other, 1, 'other');
-    await pollUntil(
-      "the other application's event",
-      () => answering.acknowledged(event).length === 1,
-      30_000,
-    );
-    // It went out while the hanging receiver still held open every request it had got, none of them timed out:
-    // the backlog held its origin's 64 slots, not the worker's 200 shared ones.
-    expect({
-      received: hanging.requests.length,
-      timedOut: hanging.requests.filter((request) => request.abandonedAt !== undefined).length,
-    }).toEqual({ received: 64, timedOut: 0 });
+    // The other application's event went out while the hanging receiver still held open every request it had got,
+    // none of them timed out: the backlog held its origin's 64 slots, not the worker's 200 shared ones.
+    expect(await otherEventPastTheBacklog(64)).toEqual({ received: 64, timedOut: 0 });
 
     // Once the first attempts time out, each one recorded is one the receiver got: nothing waited for a connection
     // until its deadline and was counted as sent.
@@ -354,6 +393,67 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
       unsent: 0,
     });
   }, 90_000);
+
+  it("does not let a hanging receiver's backlog hold the worker's deliveries: another application's event goes out past it, and after recovery each event goes once, in order", async () => {
+    // The worker delivers at most 100 events at once, 8 POSTs per origin. One application's receiver accepts
+    // requests and never answers; its application has 800 events, two for each of 400 subjects: 400 can be claimed
+    // at once, four times the worker's deliveries. Another application's receiver answers.
+    const { t, hanging, flooding, otherEventPastTheBacklog } = await hangingBesideAnswering(
+      { WEBHOOK_TIMEOUT_MS: '10000', WEBHOOK_RETRY_DELAYS: '200ms,200ms,200ms' },
+      [SmallDeliveryLimits],
+    );
+    const webhooks = t.app.get(WebhooksService);
+    const subjects = Array.from({ length: 400 }, (_, n) => `subject ${n}`);
+    const bySubject = await t.dataSource.transaction(async (manager) => {
+      const ids = new Map<string, string[]>(subjects.map((subject) => [subject, []]));
+      for (const round of [0, 1]) {
+        for (const subject of subjects) {
+          const id = await webhooks.emit(manager, {
+            appId: flooding,
+            event: WEBHOOK_EVENTS.test,
+            subject,
+            data: { message: `${subject}, ${round}` },
+          });
+          ids.get(subject)?.push(id);
+        }
+      }
+      return ids;
+    });
+    const backlog = [...bySubject.values()].flat();
+    // The other application's event went out while the hanging receiver held open the 8 requests it had got, none
+    // of them timed out: the backlog's claims beyond what its origin can take were given back, not kept waiting in
+    // the worker's deliveries.
+    expect(await otherEventPastTheBacklog(8)).toEqual({ received: 8, timedOut: 0 });
+    // Every backlog event is pending; an attempt is counted only on a claim still held (none has ended yet), so a
+    // claim given back counts none.
+    const [state] = (await t.dataSource.query(
+      `SELECT count(*) FILTER (WHERE status = 'pending')::int AS pending,
+              count(*) FILTER (WHERE attempts > 0 AND lease_until IS NULL)::int AS "countedUnheld",
+              (SELECT count(*)::int FROM webhook_attempts a WHERE a.event_id = ANY($1)) AS "attemptRows"
+         FROM webhook_events WHERE id = ANY($1)`,
+      [backlog],
+    )) as { pending: number; countedUnheld: number; attemptRows: number }[];
+    expect(state).toEqual({ pending: 800, countedUnheld: 0, attemptRows: 0 });
+
+    // The receiver restarts (the 8 requests it held are dropped) and answers from now on.
+    hanging.recover(() => ({ status: 200 }));
+    await pollUntil('the whole backlog acknowledged', allAcknowledged(hanging, backlog), 90_000);
+    await expectAllDeliveredOnce(t, hanging, backlog);
+    // Per subject, the second event's first request came after the first event's acknowledgement.
+    for (const [first, second] of bySubject.values()) {
+      expect(hanging.attemptsOf(second)[0].index).toBeGreaterThan(hanging.acknowledged(first)[0].index);
+    }
+    // Every attempt counted is one the receiver got: the 8 dropped ones and the acknowledged ones.
+    const counted = (await t.dataSource.query(
+      `SELECT e.id, e.attempts, (SELECT count(*)::int FROM webhook_attempts a WHERE a.event_id = e.id) AS rows
+         FROM webhook_events e WHERE e.id = ANY($1)`,
+      [backlog],
+    )) as { id: string; attempts: number; rows: number }[];
+    const unlike = counted.filter(
+      (row) => row.attempts !== row.rows || row.rows !== hanging.attemptsOf(row.id).length,
+    );
+    expect({ events: counted.length, unlike }).toEqual({ events: 800, unlike: [] });
+  }, 150_000);
 
   it('never POSTs a claim whose lease may run out during the attempt; the next claim delivers it, once', async () => {
     // Two workers on one database, as the service's own (nothing in this process delivers by itself). The slow

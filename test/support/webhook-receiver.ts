@@ -85,6 +85,15 @@ export class WebhookReceiver {
     );
   }
 
+  /**
+   * Answers from now on as `responder` says, and drops the requests it held without answering, as a receiver
+   * that restarts does (their senders see the connection close).
+   */
+  recover(responder: Responder): void {
+    this.responder = responder;
+    for (const response of this.hanging) response.destroy();
+  }
+
   async close(): Promise<void> {
     for (const response of this.hanging) response.destroy();
     this.server.closeAllConnections();

@@ -18,6 +18,7 @@ import { PG_POOL } from '#common/database/pg-pool.js';
 import { WebhookSender, type SendResult } from './webhook-sender.js';
 import { WebhookSigner } from './webhook-signer.js';
 import { KeyedSlots, Slots } from './slots.js';
+import { OriginTurns } from './origin-turns.js';
 import { deliveryJobId } from './webhook-events.js';
 
 /** The content type the interface shows for webhook bodies (a compact JWS). */
@@ -66,6 +67,13 @@ interface FollowUp {
   delay_ms: number;
 }
 
+/** A claim given back for a later turn at its origin (OriginTurns): due after `delayMs`. */
+interface Postponed {
+  id: string;
+  attempt: number;
+  delayMs: number;
+}
+
 /**
  * The claim and record batches: database functions (src/modules/webhooks/sql/webhook_claim_for_delivery.sql
  * and webhook_record.sql, which say what each guarantees), run with sequential scans off so that every input
@@ -74,6 +82,17 @@ interface FollowUp {
  */
 const CLAIM = 'SELECT * FROM webhook_claim_for_delivery($1, $2)';
 const RECORD = 'SELECT * FROM webhook_record($1::jsonb)';
+/**
+ * Claims given back for a later turn: as giveBack (no lease, the attempt number undone, fenced on it), but due
+ * after each one's delay, with a new generation for the delayed job that brings it back. An unnamed statement,
+ * planned for each batch with its own size (no plan cached while the outbox looked small: decision 0036).
+ */
+const POSTPONE = `UPDATE webhook_events e
+   SET lease_until = NULL, attempts = e.attempts - 1, generation = e.generation + 1,
+       next_attempt_at = now() + i.delay_ms * interval '1 millisecond'
+  FROM unnest($1::uuid[], $2::int[], $3::int[]) AS i(id, attempt, delay_ms)
+ WHERE e.id = i.id AND e.status = 'pending' AND e.attempts = i.attempt AND e.lease_until IS NOT NULL
+RETURNING e.id::text AS id, e.generation, i.delay_ms`;
 
 /** Claim and record batches: how large, how many at once (each holds a pool connection while it runs). */
 const BATCH = { max: 500, concurrency: 2, gather: true };
@@ -86,10 +105,10 @@ const FRESH_BATCH = 50;
 export interface DeliveryLimits {
   /**
    * Deliveries in flight, from claim to record, and POSTs among them (as many as the 200 delivery jobs of one
-   * event each were). A claimed event waits for at most 999 deliveries ahead of it, which go to one origin 64 at
-   * a time: 936 / 64 ≈ 15 s at a receiver that answers in a second, at the edge of what its lease allows (a whole
-   * attempt and the margin must be left). Behind a slower receiver, or one that hangs until WEBHOOK_TIMEOUT_MS,
-   * a claim that waited too long is given back unsent (deliver), and claimed again later.
+   * event each were), shared by every application. How many of the deliveries one origin's claims may hold is
+   * `waitingPerOrigin` (and `shortWaitMs`): a receiver that hangs does not hold them all (decision 0079). A claim
+   * that waited too long all the same (its lease runs short) is given back unsent (deliver), and claimed again
+   * later.
    */
   readonly deliveriesInFlight: number;
   readonly postsInFlight: number;
@@ -101,6 +120,23 @@ export interface DeliveryLimits {
    * out unsent yet counted as attempts (decision 0072).
    */
   readonly postsPerOrigin: number;
+  /**
+   * Claims that may wait for one origin's POST slots (beyond the `postsPerOrigin` POSTing), whatever the origin's
+   * pace; by default twice `postsPerOrigin`. A claim beyond these waits only if the origin's recent POSTs give it
+   * its slot within `shortWaitMs`; otherwise it is given back at once, uncounted, due at the turn the origin's
+   * pace gives it (OriginTurns). So a receiver that hangs holds at most `postsPerOrigin + waitingPerOrigin` (192)
+   * of the shared deliveries, and every other application's events are claimed past its backlog. Without it, such
+   * a backlog filled them all, and the other applications' events waited about two WEBHOOK_TIMEOUT_MS for each
+   * 1,000 of it (until the claims' leases ran short).
+   */
+  readonly waitingPerOrigin: number;
+  /**
+   * The wait for a POST slot that is short: beyond `waitingPerOrigin`, a claim waits only that long (a receiver
+   * that answers fast takes a claimed batch at once); also the least delay of a claim given back for its turn.
+   */
+  readonly shortWaitMs: number;
+  /** The latest a claim given back for its turn is due (±10 %): the longest a recovered receiver waits for it. */
+  readonly laterMaxMs: number;
   /** The lease a claim takes, beyond WEBHOOK_TIMEOUT_MS. */
   readonly leaseExtraMs: number;
   /**
@@ -114,6 +150,9 @@ export const DEFAULT_DELIVERY_LIMITS: DeliveryLimits = {
   deliveriesInFlight: 1000,
   postsInFlight: 200,
   postsPerOrigin: 64,
+  waitingPerOrigin: 128,
+  shortWaitMs: 1_000,
+  laterMaxMs: 300_000,
   leaseExtraMs: 20_000,
   leaseMarginMs: 5_000,
 };
@@ -144,10 +183,14 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
   private readonly givenBack = new RepeatThrottle();
   private readonly claims: MicroBatcher<string, ClaimedEvent | undefined>;
   private readonly records: MicroBatcher<Attempt, DeliveryOutcome>;
+  /** Claims given back for a later turn (batched: a backlog's claims come back many at once). */
+  private readonly postponements: MicroBatcher<Postponed, void>;
   private readonly deliveries: Slots;
   private readonly posts: Slots;
   /** POST slots of each receiver's origin, taken before one of `posts`. */
   private readonly postsToOrigin: KeyedSlots;
+  /** Which claims of an origin wait for its POST slots, and when the others are due again. */
+  private readonly turns: OriginTurns;
   /** Set once the worker stops: deliveries not yet POSTing end (see deliver). */
   private stopping = false;
 
@@ -160,7 +203,7 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
     @Optional() @Inject(WEBHOOK_DELIVERY_LIMITS) limits: Partial<DeliveryLimits> = {},
   ) {
     this.logger.setContext('WebhookDelivery');
-    const { deliveriesInFlight, postsInFlight, postsPerOrigin, leaseExtraMs, leaseMarginMs } = {
+    const { deliveriesInFlight, postsInFlight, postsPerOrigin, leaseExtraMs, leaseMarginMs, ...pacing } = {
       ...DEFAULT_DELIVERY_LIMITS,
       ...limits,
     };
@@ -168,6 +211,11 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
     this.deliveries = new Slots(deliveriesInFlight);
     this.posts = new Slots(postsInFlight);
     this.postsToOrigin = new KeyedSlots(postsPerOrigin);
+    this.turns = new OriginTurns({
+      ...pacing,
+      postsPerOrigin,
+      waitingPerOrigin: limits.waitingPerOrigin ?? 2 * postsPerOrigin,
+    });
     this.sender = new WebhookSender({
       allowPrivate: config.webhookAllowPrivateUrls,
       timeoutMs: config.webhookTimeoutMs,
@@ -181,6 +229,10 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
     this.records = new MicroBatcher({
       ...BATCH,
       run: async (attempts) => settled(await this.recordBatch(attempts)),
+    });
+    this.postponements = new MicroBatcher({
+      ...BATCH,
+      run: async (claims) => settled(await this.postponeBatch(claims)),
     });
   }
 
@@ -209,6 +261,11 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
    * event not yet claimed is skipped, and one claimed but not yet sent is given back (its lease and attempt
    * number undone). Either stays pending, and the sweeper of a running worker enqueues it again.
    *
+   * A claim waits for its origin's POST slot only if few claims wait there, or if the origin answers fast enough
+   * that it would soon get one (OriginTurns): otherwise it is given back at once, uncounted, due at the turn the
+   * origin's pace gives it. So a receiver that hangs holds few of the shared deliveries, and the other
+   * applications' events are claimed and sent past its backlog (decision 0079).
+   *
    * A claim is POSTed only while its lease outlasts a whole attempt (`leaseNeededMs`): one that waited for its
    * slot behind receivers that hang until the timeout may have too little left, and once the lease runs out
    * another worker's claim (the sweeper's job) would send the event while this POST still runs. Such a claim
@@ -221,14 +278,22 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
       if (this.stopping) return 'skipped';
       const event = await this.claims.submit(eventId);
       if (!event) return 'skipped';
+      const origin = event.url === null ? undefined : this.sender.origin(event.url);
+      const laterMs = origin === undefined ? undefined : this.turns.admit(origin, performance.now());
+      if (laterMs !== undefined) {
+        await this.postponements.submit({ id: event.id, attempt: event.attempts, delayMs: laterMs });
+        return 'skipped';
+      }
       let attempt: Attempt | undefined;
       try {
-        attempt = await this.signAndSend(event);
+        attempt = await this.signAndSend(event, origin);
       } catch (error) {
         // Nothing was POSTed (signing failed: the key file unreadable, the signing thread gone): the claim goes
         // back uncounted, as for a stopping worker, instead of holding its lease and an attempt until it ran out.
         await this.giveBack(event);
         throw error;
+      } finally {
+        if (origin !== undefined) this.turns.done(origin);
       }
       if (!attempt) {
         await this.giveBack(event);
@@ -241,7 +306,7 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
   }
 
   /** Signs a claimed event and POSTs it when a slot frees: the attempt, or undefined when it was not sent. */
-  private async signAndSend(event: ClaimedEvent): Promise<Attempt | undefined> {
+  private async signAndSend(event: ClaimedEvent, origin: string | undefined): Promise<Attempt | undefined> {
     // Signed before the wait for a POST slot: a claimed batch's signatures, asked for in one turn of the
     // loop, go to the signing thread as one message (asked for as slots free up, they went one by one).
     // The attempt's Webhook-Timestamp is the signing time: the signature covers it (SignedAttempt).
@@ -254,11 +319,11 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
         })
       : undefined;
     body?.catch(() => undefined); // its failure is the attempt's, below (not an unhandled rejection meanwhile)
-    return this.withPostSlot(event.url, async () => {
+    return this.withPostSlot(origin, async () => {
       if (this.stopping) return undefined;
       const signed = await body;
       const leaseLeftMs = event.leaseEndsAt - performance.now();
-      if (leaseLeftMs >= this.leaseNeededMs) return await this.attempt(event, signed, timestamp);
+      if (leaseLeftMs >= this.leaseNeededMs) return await this.attempt(event, origin, signed, timestamp);
       this.reportGivenBack(event, leaseLeftMs);
       return undefined;
     });
@@ -267,10 +332,10 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
   /**
    * Runs `post` holding a slot of the URL's origin and then one of the shared POST slots. The origin's slot comes
    * first: while a receiver's backlog waits for it, the shared slots stay free for every other receiver. A claim
-   * without a usable URL (none set, or one the sender refuses) connects nowhere and takes no origin's slot.
+   * without a usable URL (none set, or one the sender refuses: no origin) connects nowhere and takes no origin's
+   * slot.
    */
-  private async withPostSlot<T>(url: string | null, post: () => Promise<T>): Promise<T> {
-    const origin = url === null ? undefined : this.sender.origin(url);
+  private async withPostSlot<T>(origin: string | undefined, post: () => Promise<T>): Promise<T> {
     if (origin !== undefined) await this.postsToOrigin.acquire(origin);
     try {
       await this.posts.acquire();
@@ -317,6 +382,7 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
   /** POSTs a claimed event's signed body (signed at `timestamp`, in seconds): the attempt to record. */
   private async attempt(
     event: ClaimedEvent,
+    origin: string | undefined,
     signed: string | undefined,
     timestamp: number,
   ): Promise<Attempt> {
@@ -325,12 +391,19 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
     if (!event.url || signed === undefined) {
       result = { error: 'no webhook URL is configured for the application', durationMs: 0 };
     } else {
-      result = await this.sender.send(event.url, signed, {
-        'Content-Type': WEBHOOK_CONTENT_TYPE,
-        'Webhook-Id': event.id,
-        'Webhook-Timestamp': String(timestamp),
-        'User-Agent': 'wallet-webhooks/1',
-      });
+      // The origin's pace (OriginTurns) is measured here, on the POSTs it really got.
+      const posting = origin === undefined ? undefined : this.turns.posting(origin, performance.now());
+      try {
+        result = await this.sender.send(event.url, signed, {
+          'Content-Type': WEBHOOK_CONTENT_TYPE,
+          'Webhook-Id': event.id,
+          'Webhook-Timestamp': String(timestamp),
+          'User-Agent': 'wallet-webhooks/1',
+        });
+      } finally {
+        if (origin !== undefined && posting !== undefined)
+          this.turns.posted(origin, posting, performance.now());
+      }
     }
     const delivered = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
     const error = delivered ? null : (result.error ?? `HTTP ${result.statusCode}`);
@@ -432,6 +505,43 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
       byId.delete(id);
       return row && { ...row, leaseEndsAt };
     });
+  }
+
+  /**
+   * Gives claims back for a later turn (POSTPONE), then adds their delayed jobs in one round trip. Should the
+   * statement fail, their leases run out instead (as giveBack's); should the jobs not be added, the sweeper
+   * enqueues the events once they are overdue. Logged once per 30 s with a count (ids and delays only).
+   */
+  private async postponeBatch(claims: Postponed[]): Promise<void[]> {
+    const done = claims.map(() => undefined);
+    let due: FollowUp[];
+    try {
+      due = (
+        await this.pool.query<FollowUp>(POSTPONE, [
+          claims.map((claim) => claim.id),
+          claims.map((claim) => claim.attempt),
+          claims.map((claim) => claim.delayMs),
+        ])
+      ).rows;
+    } catch (error) {
+      this.logger.warn(
+        { err: error, claims: claims.length, firstEventId: claims[0].id },
+        'could not give webhook claims back for a later turn; their leases will run out',
+      );
+      return done;
+    }
+    this.givenBack.report('turn', (fields) =>
+      this.logger.info(
+        { eventId: claims[0].id, delayMs: claims[0].delayMs, claims: claims.length, ...fields },
+        "webhook claims given back for a later turn: their receiver's origin has enough claims waiting",
+      ),
+    );
+    await this.enqueueMany(
+      due.map((row) => ({ eventId: row.id, generation: row.generation, delayMs: row.delay_ms })),
+    ).catch((error: unknown) =>
+      this.logger.warn({ err: error, jobs: due.length }, 'could not enqueue webhook claims given back'),
+    );
+    return done;
   }
 
   private async recordBatch(attempts: Attempt[]): Promise<DeliveryOutcome[]> {
