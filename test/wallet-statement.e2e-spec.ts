@@ -649,7 +649,7 @@ describe('wallet statements and balance as of a time (real database)', () => {
         );
         await manager.query(`UPDATE ledger_accounts SET balance = balance + 100000 WHERE id = $1`, [z.uuid]);
       });
-      await t.dataSource.query('VACUUM ANALYZE postings');
+      await t.dataSource.query('VACUUM ANALYZE postings, ledger_accounts');
       // The 11th latest posting's time: exactly 10 postings are after it.
       const startOfLast10 = (
         (await t.dataSource.query(
@@ -669,7 +669,12 @@ describe('wallet statements and balance as of a time (real database)', () => {
         [z.uuid, startOfLast10],
       )) as { 'QUERY PLAN': { Plan: PlanNode }[] }[];
       const nodes = flattenPlan(plan[0].Plan);
-      expect(nodes.some((node) => node['Node Type'] === 'Seq Scan')).toBe(false);
+      // No sequential read of the postings. The account row may be read either way: in this test's database
+      // ledger_accounts is a page or two, and once it is analysed (above, or by autovacuum, as CI once saw) a
+      // sequential scan of it is what the planner rightly prefers.
+      expect(
+        nodes.some((node) => node['Node Type'] === 'Seq Scan' && node['Relation Name'] === 'postings'),
+      ).toBe(false);
       const scan = nodes.find((node) => node['Index Name'] === 'idx_postings_account_time');
       expect(scan?.['Node Type']).toBe('Index Only Scan');
       expect(scan?.['Actual Rows']).toBe(10);
