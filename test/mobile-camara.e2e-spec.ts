@@ -1,8 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import request from 'supertest';
-import { accessToken, registerClient } from './support/auth.js';
+import { SharedRateLimitStores } from '../src/common/http/shared-rate-limit-store.js';
+import { accessToken, registerClient, subjectToken } from './support/auth.js';
+import { bearer } from './support/identity.js';
 import { freePort } from './support/processes.js';
+import { startTcpProxy, type Fault, type TcpProxy } from './support/tcp-proxy.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { pollUntil } from './support/webhook-receiver.js';
 
@@ -96,8 +100,12 @@ class CamaraServer {
     pump();
   }
 
+  get port(): number {
+    return (this.server.address() as AddressInfo).port;
+  }
+
   url(path = '/sim-swap/v1'): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}${path}`;
+    return `http://127.0.0.1:${this.port}${path}`;
   }
 
   async close(): Promise<void> {
@@ -125,6 +133,19 @@ const expectUnavailable = (response: request.Response, retryAfter = '1') => {
   });
 };
 
+/** A test application whose SIM swap checks go to the CAMARA endpoint at `url`, with `env` besides. */
+const startCamaraApp = (url: string, env: Record<string, string> = {}) =>
+  startTestApp({
+    env: { SIM_SWAP_PROVIDER: 'camara', CAMARA_SIM_SWAP_URL: url, CAMARA_ACCESS_TOKEN: CAMARA_TOKEN, ...env },
+  });
+
+/** POST /v1/mobile/simSwap of a number that is not a simulator test number. */
+const checkSimSwap = (t: TestApp, authorization: string) =>
+  request(t.http)
+    .post('/v1/mobile/simSwap')
+    .set('Authorization', authorization)
+    .send({ phoneNumber: '541123456789' });
+
 describe('SIM swap through a CAMARA SIM Swap endpoint', () => {
   let camara: CamaraServer;
   let t: TestApp;
@@ -132,14 +153,7 @@ describe('SIM swap through a CAMARA SIM Swap endpoint', () => {
 
   beforeAll(async () => {
     camara = await CamaraServer.start();
-    t = await startTestApp({
-      env: {
-        SIM_SWAP_PROVIDER: 'camara',
-        CAMARA_SIM_SWAP_URL: `${camara.url()}/`,
-        CAMARA_ACCESS_TOKEN: CAMARA_TOKEN,
-        CAMARA_TIMEOUT_MS: '400',
-      },
-    });
+    t = await startCamaraApp(`${camara.url()}/`, { CAMARA_TIMEOUT_MS: '400' });
     token = await accessToken(t.http, await registerClient(t.app, 'camara'));
   });
   afterAll(async () => {
@@ -272,14 +286,9 @@ describe('CAMARA settings (maximum age, the Argentine mobile format) and answers
 
   beforeAll(async () => {
     camara = await CamaraServer.start();
-    t = await startTestApp({
-      env: {
-        SIM_SWAP_PROVIDER: 'camara',
-        CAMARA_SIM_SWAP_URL: camara.url('/camara/sim-swap/v2'),
-        CAMARA_ACCESS_TOKEN: CAMARA_TOKEN,
-        CAMARA_MAX_AGE_HOURS: '24',
-        CAMARA_PHONE_FORMAT: 'ar-mobile-9',
-      },
+    t = await startCamaraApp(camara.url('/camara/sim-swap/v2'), {
+      CAMARA_MAX_AGE_HOURS: '24',
+      CAMARA_PHONE_FORMAT: 'ar-mobile-9',
     });
     token = await accessToken(t.http, await registerClient(t.app, 'camara-24h'));
   });
@@ -339,13 +348,7 @@ describe('CAMARA endpoint unreachable', () => {
   let token: string;
 
   beforeAll(async () => {
-    t = await startTestApp({
-      env: {
-        SIM_SWAP_PROVIDER: 'camara',
-        CAMARA_SIM_SWAP_URL: `http://127.0.0.1:${await freePort()}/sim-swap/v1`,
-        CAMARA_ACCESS_TOKEN: CAMARA_TOKEN,
-      },
-    });
+    t = await startCamaraApp(`http://127.0.0.1:${await freePort()}/sim-swap/v1`);
     token = await accessToken(t.http, await registerClient(t.app, 'camara-down'));
   });
   afterAll(() => t?.close());
@@ -357,5 +360,160 @@ describe('CAMARA endpoint unreachable', () => {
         .set('Authorization', `Bearer ${token}`)
         .send({ phoneNumber: '541123456789' }),
     );
+  });
+});
+
+// Decision 0080: a check the provider certainly did not make gives its units back; one it may have made keeps them.
+// The provider sits behind a TCP proxy, which refuses connections while cut, and can reset one after its answer.
+describe('SIM swap limits when the provider fails (per application 3 a minute, per user 2 an hour here)', () => {
+  let camara: CamaraServer;
+  let proxy: TcpProxy;
+  let t: TestApp;
+
+  beforeAll(async () => {
+    camara = await CamaraServer.start();
+    proxy = await startTcpProxy(camara.port);
+    t = await startCamaraApp(`http://127.0.0.1:${proxy.port}/sim-swap/v1`, {
+      CAMARA_TIMEOUT_MS: '400',
+      SIM_SWAP_APP_LIMIT_PER_MINUTE: '3',
+      SIM_SWAP_USER_LIMIT_PER_HOUR: '2',
+    });
+  });
+  afterAll(async () => {
+    await t?.close();
+    await proxy?.close();
+    await camara?.close();
+  });
+  beforeEach(() => {
+    camara.requests.length = 0;
+  });
+
+  /** A new application's access token, and a token of one of its users. */
+  const newCaller = async (name: string) => {
+    const client = await registerClient(t.app, name);
+    return {
+      app: bearer(await accessToken(t.http, client)),
+      user: bearer(await subjectToken(client, randomUUID())),
+    };
+  };
+  const check = (authorization: string) => checkSimSwap(t, authorization);
+  const answers = (reply: Reply): undefined => {
+    camara.reply = reply;
+  };
+  const notSwapped: Reply = { status: 200, body: { swapped: false } };
+
+  it('costs no check while the provider refuses connections or refuses the request: after it recovers, the user and the application have all their checks', async () => {
+    const { app, user } = await newCaller('camara-outage');
+    await proxy.cut();
+    try {
+      for (let i = 0; i < 4; i++) expectUnavailable(await check(user));
+    } finally {
+      await proxy.restore();
+    }
+    const refusals: Reply[] = [
+      [503, 'UNAVAILABLE'],
+      [429, 'QUOTA_EXCEEDED'],
+      [401, 'UNAUTHENTICATED'],
+      [403, 'PERMISSION_DENIED'],
+      [400, 'OUT_OF_RANGE'],
+      [422, 'UNNECESSARY_IDENTIFIER'],
+    ].map(([status, code]) => ({ status: Number(status), body: { status, code, message: 'no' } }));
+    refusals.push({ status: 503, headers: { 'Retry-After': '2' } });
+    for (const reply of refusals) {
+      answers(reply);
+      expect((await check(user)).status).toBe(503);
+    }
+    // The refused connections never reached the provider; each refusal did.
+    expect(camara.requests).toHaveLength(refusals.length);
+    answers(notSwapped);
+    expect([(await check(user)).status, (await check(user)).status]).toEqual([200, 200]);
+    const perUser = await check(user);
+    expectNoRoutes400(perUser);
+    expect(Number(perUser.headers['retry-after'])).toBeGreaterThan(60); // the user's hour: two checks made
+    expect((await check(app)).status).toBe(200);
+    expectNoRoutes400(await check(app)); // the application's minute: three checks made
+  });
+
+  it.each<[string, () => Fault | undefined, 'unavailable' | 'no routes']>([
+    [
+      'a timeout once the provider has the request',
+      () => answers({ status: 200, body: { swapped: true }, delayMs: 1500 }),
+      'unavailable',
+    ],
+    [
+      'a connection reset as the provider answers',
+      () => {
+        answers({ status: 200, body: { swapped: true } });
+        return proxy.cutAtAnswerTo(Buffer.from('/check'));
+      },
+      'unavailable',
+    ],
+    [
+      'a 200 that is not a CAMARA answer',
+      () => answers({ status: 200, raw: '<html>maintenance</html>' }),
+      'unavailable',
+    ],
+    [
+      'a 500',
+      () => answers({ status: 500, body: { status: 500, code: 'INTERNAL', message: 'no' } }),
+      'unavailable',
+    ],
+    ['a 502', () => answers({ status: 502 }), 'unavailable'],
+    ['a 504', () => answers({ status: 504 }), 'unavailable'],
+    [
+      'a redirect',
+      () => answers({ status: 302, headers: { Location: 'http://127.0.0.1:9/elsewhere' } }),
+      'unavailable',
+    ],
+    [
+      'a 404 IDENTIFIER_NOT_FOUND (the number cannot be checked there)',
+      () => answers({ status: 404, body: { status: 404, code: 'IDENTIFIER_NOT_FOUND', message: 'no' } }),
+      'no routes',
+    ],
+    [
+      'a 422 SERVICE_NOT_APPLICABLE (the number cannot be checked there)',
+      () => answers({ status: 422, body: { status: 422, code: 'SERVICE_NOT_APPLICABLE', message: 'no' } }),
+      'no routes',
+    ],
+  ])('keeps the unit of a check the provider may have made: %s', async (_, fail, answer) => {
+    const { user } = await newCaller('camara-kept');
+    // A 503 first: its unit comes back, so the user still has both checks of its hour.
+    answers({ status: 503, body: { status: 503, code: 'UNAVAILABLE', message: 'no' } });
+    expectUnavailable(await check(user));
+    const fault = fail();
+    const failed = await check(user);
+    if (answer === 'no routes') expectNoRoutes400(failed);
+    else expectUnavailable(failed);
+    expect(camara.requests).toHaveLength(2); // the provider received the request
+    if (fault) expect(fault.fired).toBe(true);
+    answers(notSwapped);
+    expect((await check(user)).status).toBe(200);
+    const perUser = await check(user);
+    expectNoRoutes400(perUser);
+    expect(Number(perUser.headers['retry-after'])).toBeGreaterThan(60); // the user's hour: the failure counted
+  });
+});
+
+describe('CAMARA endpoint whose name does not resolve (per user 1 check an hour here)', () => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    // RFC 6761: no name under .invalid ever resolves.
+    t = await startCamaraApp('http://camara-sim-swap.invalid/sim-swap/v1', {
+      SIM_SWAP_USER_LIMIT_PER_HOUR: '1',
+    });
+  });
+  afterAll(() => t?.close());
+
+  it('answers 503 each time and costs the user and the application no check (decision 0080)', async () => {
+    const client = await registerClient(t.app, 'camara-no-name');
+    const subject = randomUUID();
+    const user = bearer(await subjectToken(client, subject));
+    for (let i = 0; i < 3; i++) expectUnavailable(await checkSimSwap(t, user));
+    const stores = t.app.get(SharedRateLimitStores);
+    const counted = async (limit: string, key: string) =>
+      (await stores.store(limit).get?.(key))?.totalHits ?? 0;
+    expect(await counted('simswap-user', `${client.appId}:${subject}`)).toBe(0);
+    expect(await counted('simswap-app', client.appId)).toBe(0);
   });
 });

@@ -5,7 +5,7 @@ import { readCappedText } from '#common/net/answer-cap.js';
 import { parseRetryAfter } from '#common/net/retry-after.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { toE164 } from './phone-number.js';
-import { SimSwapLookupError, type SimSwapProvider } from './sim-swap.port.js';
+import { SimSwapLookupError, type ProviderPerformed, type SimSwapProvider } from './sim-swap.port.js';
 
 /** CAMARA error codes that mean "this number cannot be checked here", not "the provider failed". */
 const UNSUPPORTED_NUMBER_CODES = new Set([
@@ -17,6 +17,24 @@ const UNSUPPORTED_NUMBER_CODES = new Set([
 ]);
 
 /**
+ * The codes of a connection that never carried the request (decision 0080): refused, the name not resolved, no
+ * route to the host, or undici's own connect timeout. Any other failure of fetch may come after the request was
+ * sent (a reset, a closed socket, our timeout), so the provider may have made the check.
+ */
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EAI_FAIL',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EHOSTDOWN',
+  'ENETDOWN',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
  * GSMA Open Gateway / CAMARA SIM Swap (`POST {base}/check`, DOMAIN.md C5) with
  * a two-legged bearer token: `{phoneNumber: '+E.164', maxAge: hours}` →
  * `{swapped: boolean}`. Answers are mapped (docs/decisions/0010-messaging.md):
@@ -25,6 +43,9 @@ const UNSUPPORTED_NUMBER_CODES = new Set([
  *   UNSUPPORTED_IDENTIFIER: the number cannot be checked → `unsupported-number`;
  * - anything else (other 4xx such as 400 OUT_OF_RANGE, 401, 403, 429; 5xx; a
  *   malformed 200; timeout; connection error) → `unavailable`, with the provider's Retry-After of a 429 or 503.
+ * Each failure says whether the provider may have made the check (`performed`, decision 0080): `no` for a
+ * connection that never carried the request and for an answer that refused it before any check (those other
+ * 4xx, and 503); `maybe` for everything else, the number's own answers included.
  */
 @Injectable()
 export class CamaraSimSwapClient implements SimSwapProvider {
@@ -58,18 +79,16 @@ export class CamaraSimSwapClient implements SimSwapProvider {
       // The error's name and its cause's code only: fetch's messages quote what they refuse (a header with the
       // access token, a URL), and the logs must not carry either.
       const cause = (error as { cause?: { code?: unknown } }).cause;
+      const code = typeof cause?.code === 'string' ? cause.code : undefined;
+      const performed: ProviderPerformed = code !== undefined && NOT_SENT_CODES.has(code) ? 'no' : 'maybe';
       this.logger.warn(
-        {
-          correlator,
-          timedOut,
-          error: (error as Error).name,
-          code: typeof cause?.code === 'string' ? cause.code : undefined,
-        },
+        { correlator, timedOut, error: (error as Error).name, code, performed },
         'CAMARA SIM swap unreachable',
       );
       throw new SimSwapLookupError(
         'unavailable',
         timedOut ? 'SIM swap provider timed out' : 'SIM swap provider unreachable',
+        performed,
       );
     }
     const ms = Math.round(performance.now() - started);
@@ -95,10 +114,24 @@ export class CamaraSimSwapClient implements SimSwapProvider {
     throw new SimSwapLookupError(
       unsupported ? 'unsupported-number' : 'unavailable',
       `SIM swap provider answered ${response.status}${code ? ` ${code}` : ''}`,
+      refusedBeforeCheck(response.status, unsupported) ? 'no' : 'maybe',
       response.status,
       retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
     );
   }
+}
+
+/**
+ * Whether an answer that is not a result says the provider made no check (decision 0080): a 503 (it does not
+ * take requests now) or a 4xx about our request rather than the number (401 and 403 our token, 429 our rate, 400
+ * OUT_OF_RANGE our maxAge, 422 UNNECESSARY_IDENTIFIER or MISSING_IDENTIFIER our token's kind). An answer about
+ * the number (`unsupported`) came from looking it up: the provider served the request. A 500, 502, 504 or other
+ * 5xx may come after the check was made (a failure while answering, a gateway whose upstream had the request),
+ * and so may a 200 we could not read.
+ */
+function refusedBeforeCheck(status: number, unsupported: boolean): boolean {
+  if (unsupported) return false;
+  return status === 503 || (status >= 400 && status < 500);
 }
 
 /** The most of a provider's answer that is read: a CAMARA answer is a few hundred bytes. */

@@ -20,6 +20,9 @@ interface Taken {
   readonly resetTime?: Date;
 }
 
+/** The units one check took: given back (SimSwapLimits.giveBack) when the provider certainly did not make it. */
+export type TakenUnits = readonly Taken[];
+
 /**
  * Each SIM swap check is a paid request to the operator: SIM_SWAP_APP_LIMIT_PER_MINUTE per application and, for
  * a user token, SIM_SWAP_USER_LIMIT_PER_HOUR per user (so one user cannot use up the application's checks),
@@ -32,6 +35,13 @@ interface Taken {
  * refuses it, and the refusing limit's own, so each count is the checks it let through. A unit is taken before it
  * is judged (the stores' atomic increment), so a concurrent request may be refused while a refused one still holds
  * its unit; none ever gets through past a limit.
+ *
+ * A check the provider certainly did not make gives back its units too (decision 0080): the provider out of reach
+ * (connection refused, its name not resolved) or refusing the request before any check (503, 429, our token or
+ * request refused: `SimSwapLookupError.performed` is `no`). So clients that retry through an outage still have
+ * their checks once it ends. A check the provider may have made and billed keeps them: a timeout or a reset once
+ * the request was sent, a 500/502/504, an answer we could not read, and an answer about the number (400 `NO
+ * ROUTES`: the provider looked it up, and the limit also bounds how many numbers a caller can probe).
  */
 @Injectable()
 export class SimSwapLimits {
@@ -50,7 +60,8 @@ export class SimSwapLimits {
     void this.perUser.init?.({ windowMs: 3_600_000 } as Options);
   }
 
-  async take(principal: Principal): Promise<void> {
+  /** Takes a unit of each limit of `principal`; answers them, to give back should the provider not check. */
+  async take(principal: Principal): Promise<TakenUnits> {
     const limits = this.config.mobile;
     const counted: Limit[] = [];
     if (principal.kind === 'subject') {
@@ -84,14 +95,16 @@ export class SimSwapLimits {
       await this.giveBack(taken);
       throw error;
     }
+    return taken;
   }
 
   /**
-   * Gives back the units of a refused request, each only while the window it was taken in lasts (as
-   * express-rate-limit does): a unit given to the next window would let one check more through there. A give-back
-   * that fails leaves the unit counted until its window ends, as before decision 0058; the refusal stands.
+   * Gives back the units of a refused request, or of a check the provider certainly did not make, each only while
+   * the window it was taken in lasts (as express-rate-limit does): a unit given to the next window would let one
+   * check more through there. A give-back that fails leaves the unit counted until its window ends, as before
+   * decision 0058; the refusal stands.
    */
-  private async giveBack(taken: readonly Taken[]): Promise<void> {
+  async giveBack(taken: TakenUnits): Promise<void> {
     await Promise.all(
       taken
         .filter(({ resetTime }) => resetTime === undefined || Date.now() < resetTime.getTime())

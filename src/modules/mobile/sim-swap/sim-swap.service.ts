@@ -28,14 +28,18 @@ export class SimSwapService {
     private readonly limits: SimSwapLimits,
   ) {}
 
-  /** The check for `principal`, within its limits (SimSwapLimits: each check is a paid provider request). */
+  /**
+   * The check for `principal`, within its limits (SimSwapLimits: each check is a paid provider request). A check
+   * the provider certainly did not make gives its units back (decision 0080); the answer is the same.
+   */
   async check(principal: Principal, phoneNumber: string): Promise<{ swapped: boolean; message: string }> {
-    await this.limits.take(principal);
+    const taken = await this.limits.take(principal);
     const maxAgeHours = this.config.mobile.camara.maxAgeHours;
     try {
       const swapped = await this.provider.swappedWithin(phoneNumber, maxAgeHours);
       return { swapped, message: simSwapMessage(swapped, maxAgeHours) };
     } catch (error) {
+      if (error instanceof SimSwapLookupError && error.performed === 'no') await this.limits.giveBack(taken);
       if (error instanceof SimSwapLookupError && error.kind === 'unsupported-number') {
         throw ValidationFailedError.single(
           'phoneNumber',
