@@ -39,6 +39,7 @@ import { ReversalOwnerUnderLedgerLock1763903600000 } from './1763903600000-Rever
 import { ReversalEventsAfterTheOriginal1763903700000 } from './1763903700000-ReversalEventsAfterTheOriginal.js';
 import { TransferListFilters1763904000000 } from './1763904000000-TransferListFilters.js';
 import { WebhookClaimForDelivery1763904100000 } from './1763904100000-WebhookClaimForDelivery.js';
+import { PostingsInCheckOrder1763904500000 } from './1763904500000-PostingsInCheckOrder.js';
 
 /**
  * Every migration, oldest first. Append new ones; never change what one that has landed leaves in the schema (a
@@ -86,4 +87,5 @@ export const MIGRATIONS = [
   ReversalEventsAfterTheOriginal1763903700000,
   TransferListFilters1763904000000,
   WebhookClaimForDelivery1763904100000,
+  PostingsInCheckOrder1763904500000,
 ];

@@ -385,6 +385,18 @@ describe('migrations and entities', () => {
     expect(await reverse()).toBe(after);
   });
 
+  it("PostingsInCheckOrder down gives back the group function that wrote every internal transfer at the group's end, and up the one that writes them before each hold", async () => {
+    const create = () => liveDefinition('wallet_create_transfers');
+    const after = await create();
+    expect(calls([{ definition: after }], 'PERFORM wallet_write_internal(v_writes);')).toEqual([2]);
+    await undoUntil('WebhookClaimForDelivery1763904100000');
+    const before = await create();
+    expect(calls([{ definition: before }], 'PERFORM wallet_write_internal(v_writes);')).toEqual([1]);
+    expect(before).not.toContain("v_writes := '{}';");
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await create()).toBe(after);
+  });
+
   it('WebhookEventsRoomToClaim fills the outbox to half (fillfactor 50); down gives the default back', async () => {
     const options = async () =>
       (

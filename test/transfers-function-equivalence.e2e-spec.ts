@@ -186,6 +186,17 @@ describe('wallet_create_transfers: the current version answers and writes exactl
       postings: await query(
         `SELECT entry_id, account_id, amount, currency FROM postings WHERE created_at >= ${since}`,
       ),
+      // Each account's postings in the order statements and balances as of a time read them, (created_at, id):
+      // the order the group's checks ran in, as the first function wrote them one transfer at a time. A hold
+      // timed before the internal credit that paid for it shows a balance the account never had.
+      postingOrder: (
+        await db.query(
+          `SELECT account_id, string_agg(amount::text, ' ' ORDER BY created_at, id) AS amounts
+             FROM postings WHERE created_at >= ${since} GROUP BY account_id`,
+        )
+      ).rows
+        .map((row: { account_id: string; amounts: string }) => `${row.account_id}: ${row.amounts}`)
+        .sort(),
       events: await query(
         `SELECT id, app_id, event, subject, payload, status, attempts, generation, next_attempt_at
            FROM webhook_events WHERE created_at >= ${since}`,

@@ -24,7 +24,8 @@
 --   sum of its months' rows (decision 0035);
 -- - an internal transfer's balances and operated amounts are written once per month of the group (one UPDATE,
 --   one upsert), its entry, postings, two transfer rows, the receiver's webhook event and the audit record once
---   for the group (wallet_write_internal); an external WITHDRAW holds amount + fee + tax (ledger_post to HOLDS);
+--   for the group (wallet_write_internal), or once for those before each external WITHDRAW's hold, so every
+--   account's postings are timed in the order the checks ran (decision 0081); an external WITHDRAW holds amount + fee + tax (ledger_post to HOLDS);
 --   an external transfer's row and audit record (audit_append, with the request's requestId and route) are
 --   written at once; a refusal or a replay writes none (decision 0032);
 -- - new ids are time-ordered (decision 0042): a transfer's (an internal one's WITHDRAW) is the request's id, made by
@@ -377,6 +378,13 @@ BEGIN
                     v_item->>'requestId', v_item->>'route')::wallet_internal_write;
     ELSE
       IF v_movement = 'WITHDRAW' THEN
+        -- The internal transfers checked before this hold are written first: their postings must be timed before
+        -- the hold's (statements and balances as of a time read postings in (created_at, id) order, the order the
+        -- checks ran), or a hold paid by a credit earlier in the group shows a balance the account never had.
+        IF cardinality(v_writes) > 0 THEN
+          PERFORM wallet_write_internal(v_writes);
+          v_writes := '{}';
+        END IF;
         -- The hold: amount + fee + tax leave the available balance now; the rail captures or releases it.
         PERFORM ledger_post(acc.app_id, 'TRANSFER_HOLD', v_id::text, NULL, v_item->>'actor',
           ARRAY[acc.id, ledger_system_account('HOLDS', acc.currency)], ARRAY[-v_total, v_total], acc.currency);
