@@ -252,6 +252,8 @@ describe('quick start process: access lines and pg client discipline', () => {
     expect(exited).toBe(true);
     expect(child.exitCode).toBe(0);
     expect(isProcessRunning(child.pid ?? 0)).toBe(false);
+    // The API stopped the database server it started: none is left on the quick start's cluster.
+    expect(await waitFor(() => postmastersOf(path.join(dataDir, 'postgres')).length === 0, 5_000)).toBe(true);
     expect(stderr).not.toContain(PG_DEPRECATION);
     expect(stderr).not.toContain(BUSY_CLIENT);
   }, 50_000);
