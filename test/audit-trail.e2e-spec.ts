@@ -1369,15 +1369,15 @@ describe('audit trail', () => {
       ]);
     });
 
-    it('records the inbound deposit (transfers inbound) as cli:<OS user>', async () => {
-      const receiver = await funded();
-      const deposit = await cliJson<{ transferId: string }>([
+    /** `transfers inbound` of `amount` to a new account of the application, through the CLI. */
+    const inbound = async (amount: string) =>
+      cliJson<{ transferId: string }>([
         'transfers',
         'inbound',
         '--cvu',
-        receiver.cvu,
+        (await funded()).cvu,
         '--amount',
-        '25',
+        amount,
         '--from',
         DIRECTORY.nacion.number,
         '--name',
@@ -1385,6 +1385,9 @@ describe('audit trail', () => {
         '--cuit',
         DIRECTORY.nacion.cuit,
       ]);
+
+    it('records the inbound deposit (transfers inbound) as cli:<OS user>', async () => {
+      const deposit = await inbound('25');
       const rows = (await t.dataSource.query(
         `SELECT app_id, principal_type, principal, action, outcome FROM audit_records WHERE resource_id = $1`,
         [deposit.transferId],
@@ -1398,6 +1401,69 @@ describe('audit trail', () => {
           outcome: 'ACREDITADO',
         },
       ]);
+    });
+
+    it("shows the application an operator's command as cli:operator, never the OS user; audit list keeps the OS user (decision 0082)", async () => {
+      const deposit = await inbound('12');
+      const sent = await cliJson<{ eventId: string }>(['webhooks', 'send-test', '--app-id', app.appId]);
+      const shown = (principal: string) => [
+        { principalType: 'cli', principal, action: 'transfers inbound', resourceId: deposit.transferId },
+        { principalType: 'cli', principal, action: 'webhooks send-test', resourceId: sent.eventId },
+      ];
+      const pick = (items: Record<string, unknown>[]) =>
+        items
+          .filter((item) => item.resourceId === deposit.transferId || item.resourceId === sent.eventId)
+          .map(({ principalType, principal, action, resourceId }) => ({
+            principalType,
+            principal,
+            action,
+            resourceId,
+          }));
+
+      // The application, through GET /v1/audit: the same records, the operator named by role only.
+      const seen: Record<string, unknown>[] = [];
+      for (const resource of [deposit.transferId, sent.eventId]) {
+        const response = await request(t.http)
+          .get('/v1/audit')
+          .query({ resource })
+          .set('Authorization', client());
+        expect(response.status).toBe(200);
+        seen.push(...(response.body as Record<string, unknown>[]));
+      }
+      expect(pick(seen)).toEqual(shown('operator'));
+      expect(seen.map((item) => Object.keys(item).sort())).toEqual(
+        seen.map(() =>
+          [
+            'id',
+            'at',
+            'appId',
+            'principalType',
+            'principal',
+            'action',
+            'resourceType',
+            'resourceId',
+            'outcome',
+            'requestId',
+          ].sort(),
+        ),
+      );
+
+      // The operator, through audit list: the OS user who ran each command, as stored.
+      const listed = await cliJson<{ items: Record<string, unknown>[] }>([
+        'audit',
+        'list',
+        '--app',
+        app.appId,
+        '--from',
+        seen[0].at as string,
+      ]);
+      expect(pick(listed.items)).toEqual(shown(userInfo().username));
+      expect(
+        await t.dataSource.query(
+          `SELECT principal FROM audit_records WHERE resource_id = ANY ($1::text[]) ORDER BY at, id`,
+          [[deposit.transferId, sent.eventId]],
+        ),
+      ).toEqual([{ principal: userInfo().username }, { principal: userInfo().username }]);
     });
 
     it('audit list without --app reads an index in the list order: a page, not the whole trail', async () => {

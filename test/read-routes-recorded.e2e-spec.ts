@@ -33,7 +33,8 @@ import { WebhookReceiver } from './support/webhook-receiver.js';
  * script, and nothing else (this run's answers differed from the recording in exactly those ids).
  * Recorded again on 2026-12-02 for decision 0013's amendment (a failed transfer's taxes and fees are 0, what it
  * applied): the one ERROR_DATOS transfer's `taxes` went from 0.06 to 0 in the 5 answers that show it, and nothing
- * else changed.
+ * else changed. Edited by a script for decision 0082 (an application is shown an operator's command as `cli` /
+ * `operator`, not the OS user): the 13 audit records of `cli` principals went from `<os-user>` to `operator`.
  */
 
 const FIXTURE = path.resolve('test/fixtures/read-routes-recorded.json');

@@ -148,6 +148,32 @@ describe('reversals of settled transfers and returns from the rail (real databas
     const cli = transfersCli(dataDir);
     return (args: string[]) => cli(['return', ...args]);
   };
+  /** The returns made of the WITHDRAW `w`, with their amounts as text. */
+  const returnsOf = (w: string) =>
+    t.dataSource.query(
+      `SELECT id::text AS id, amount::text AS amount FROM transfers WHERE reversal_of = $1 ORDER BY id`,
+      [w],
+    ) as Promise<{ id: string; amount: string }[]>;
+  /** A `transfers return` run that succeeded: exit 0, nothing on stderr, the return of `amount` to `sender`'s account. */
+  const reportedReturn = (
+    result: Awaited<ReturnType<typeof runNode>>,
+    sender: AccountInfo,
+    w: string,
+    amount: number,
+    creditedTo: 'ACCOUNT' | 'UNCLAIMED_RETURNS' = 'ACCOUNT',
+  ): { transferId: string } => {
+    expect({ code: result.code, stderr: result.stderr }).toStrictEqual({ code: 0, stderr: '' });
+    const answer = JSON.parse(result.stdout) as { transferId: string };
+    expect(answer).toStrictEqual({
+      transferId: expect.stringMatching(UUID_V7),
+      accountId: sender.uuid,
+      returnOf: w,
+      amount,
+      status: 'ACREDITADO',
+      creditedTo,
+    });
+    return answer;
+  };
   /** `args` through `cli` refused: exit 1, nothing on stdout, `message` on stderr, nothing written anywhere. */
   const refusedByCli = async (
     cli: (args: string[]) => ReturnType<typeof runNode>,
@@ -888,12 +914,6 @@ describe('reversals of settled transfers and returns from the rail (real databas
   it("the rail's return is made once per reference (CLI transfers return --reference): run again, twice at once, after the account closed; the reference with another amount or transfer is refused; a new one after the close is held", async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-return-ref-'));
     const cli = returnCli(dataDir);
-    /** The returns made of the WITHDRAW `w`, with their amounts as text. */
-    const returnsOf = (w: string) =>
-      t.dataSource.query(
-        `SELECT id::text AS id, amount::text AS amount FROM transfers WHERE reversal_of = $1 ORDER BY id`,
-        [w],
-      ) as Promise<{ id: string; amount: string }[]>;
     const refused = (args: string[], message: string) => refusedByCli(cli, args, message);
     try {
       const sender = await fundedAccount(500);
@@ -916,16 +936,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
         await held.release();
       }
       const [first, second] = await both;
-      expect({ code: first.code, stderr: first.stderr }).toStrictEqual({ code: 0, stderr: '' });
-      const answer = JSON.parse(first.stdout) as { transferId: string };
-      expect(answer).toStrictEqual({
-        transferId: expect.stringMatching(UUID_V7),
-        accountId: sender.uuid,
-        returnOf: w,
-        amount: 50.5,
-        status: 'ACREDITADO',
-        creditedTo: 'ACCOUNT',
-      });
+      const answer = reportedReturn(first, sender, w, 50.5);
       expect({ code: second.code, stdout: second.stdout }).toStrictEqual({ code: 0, stdout: first.stdout });
       expect(await returnsOf(w)).toStrictEqual([{ id: answer.transferId, amount: '50.500000' }]);
       expect(await ledgerBalance(sender.uuid)).toBe('247.500000');
@@ -1003,6 +1014,42 @@ describe('reversals of settled transfers and returns from the rail (real databas
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 120_000); // thirteen runs of the CLI, each a process that starts Nest
+
+  it('a return whose follow-up read loses its connection after the return committed is still reported, and booked once (decision 0082)', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-return-lost-'));
+    const cli = returnCli(dataDir);
+    try {
+      const sender = await fundedAccount(300);
+      const w = await settledWithdraw(sender, 100);
+      const before = await ledgerBalance(sender.uuid);
+      // The follow-up read joins unclaimed_returns, which the return of an open account does not touch: held
+      // here, the read waits on it after the return committed, and its backend is ended while it waits.
+      const held = await holdTransaction(t.dataSource, [
+        ['LOCK TABLE unclaimed_returns IN ACCESS EXCLUSIVE MODE', []],
+      ]);
+      const running = cli([w, '--amount', '20']);
+      try {
+        await held.untilWaiting(1);
+        // The return is committed while its follow-up read waits.
+        expect(await returnsOf(w)).toHaveLength(1);
+        expect(
+          await t.dataSource.query(
+            `SELECT pg_terminate_backend(pid, 10000) AS ended FROM pg_stat_activity
+              WHERE cardinality(pg_blocking_pids(pid)) > 0 AND query LIKE '%LEFT JOIN unclaimed_returns%'`,
+          ),
+        ).toEqual([{ ended: true }]);
+        await held.commit();
+      } finally {
+        await held.release();
+      }
+      const answer = reportedReturn(await running, sender, w, 20);
+      expect(await returnsOf(w)).toStrictEqual([{ id: answer.transferId, amount: '20.000000' }]);
+      expect(await ledgerBalance(sender.uuid)).toBe((Number(before) + 20).toFixed(6));
+      await verify();
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
 
   it("another application's reversal, or a user's of another owner's row, answers 404 without waiting for the transfer's lock", async () => {
     await setBalance(t.http, tokenA, s.uuid, 100);
@@ -1142,16 +1189,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
         reference,
       ];
       const first = await cli(partial);
-      expect({ code: first.code, stderr: first.stderr }).toStrictEqual({ code: 0, stderr: '' });
-      const answer = JSON.parse(first.stdout) as { transferId: string };
-      expect(answer).toStrictEqual({
-        transferId: expect.stringMatching(UUID_V7),
-        accountId: closed.uuid,
-        returnOf: w,
-        amount: 60.25,
-        status: 'ACREDITADO',
-        creditedTo: 'UNCLAIMED_RETURNS',
-      });
+      const answer = reportedReturn(first, closed, w, 60.25, 'UNCLAIMED_RETURNS');
       const r1 = answer.transferId;
       expect(await ledgerBalance(closed.uuid)).toBe('0.000000');
       expect(await ledgerBalance(suspense)).toBe(plus(heldBefore, '60.25'));

@@ -62,7 +62,10 @@ export function requestActor(principal: Principal): AuditActor {
   };
 }
 
-/** The actor of an admin command: the OS user who ran it. */
+/**
+ * The actor of an admin command: the OS user who ran it, kept for the operator (`audit list`); `GET /v1/audit`
+ * shows an application `operator` instead (AuditService.forApplication, decision 0082).
+ */
 export function cliActor(command: string, appId: string | null = null): AuditActor {
   return { appId, actor: `cli:${userInfo().username}`, action: command, requestId: null };
 }

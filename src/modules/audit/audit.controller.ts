@@ -52,6 +52,6 @@ export class AuditController {
     @CurrentPrincipal() principal: Principal,
     @Query() query: AuditQueryDto,
   ): Promise<Page<AuditRecordDto>> {
-    return this.audit.list(principal.appId, query);
+    return this.audit.forApplication(principal.appId, query);
   }
 }

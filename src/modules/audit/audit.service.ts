@@ -40,6 +40,12 @@ export interface AuditQuery {
 const COLUMNS = `id::text AS id, at, app_id, principal_type, principal, action, resource_type, resource_id, outcome,
   request_id, (extract(epoch FROM at) * 1000000)::bigint::text AS at_us`;
 
+/**
+ * The principal an application is shown for an operator's command (`cli`): the OS user who ran it is the login of
+ * the operator's staff, not the application's to know (decision 0082). The operator's `audit list` shows it.
+ */
+export const CLI_PRINCIPAL_FOR_APPLICATIONS = 'operator';
+
 /** The cursor: (at in microseconds, id) of the last record served. */
 const encode = (row: AuditRow) => encodeMicrosecondCursor(row.at_us, row.id);
 /** A record id that fits a bigint (a 19-digit one may not: 500). */
@@ -54,10 +60,30 @@ export class AuditService {
   constructor(@InjectDataSource() private readonly dataSource: DataSource) {}
 
   /**
-   * Records oldest first by (at, id), a page at a time: of one application (`appId`; the CLI may leave it out
-   * for all of them), of one resource (`resource`: its id), from `from` (inclusive) to `to` (exclusive).
+   * `GET /v1/audit`: the application's own records, as `forOperator` pages them, with an operator's command's
+   * principal as CLI_PRINCIPAL_FOR_APPLICATIONS. The stored rows are append-only and keep the OS user.
    */
-  async list(appId: string | undefined, query: AuditQuery): Promise<Page<AuditRecordDto>> {
+  forApplication(appId: string, query: AuditQuery): Promise<Page<AuditRecordDto>> {
+    return this.list(appId, query, (row) =>
+      view(row.principal_type === 'cli' ? { ...row, principal: CLI_PRINCIPAL_FOR_APPLICATIONS } : row),
+    );
+  }
+
+  /** `audit list`: the records as stored, of one application or (appId undefined) of all of them. */
+  forOperator(appId: string | undefined, query: AuditQuery): Promise<Page<AuditRecordDto>> {
+    return this.list(appId, query, view);
+  }
+
+  /**
+   * Records oldest first by (at, id), a page at a time: of one application (`appId`; the CLI may leave it out
+   * for all of them), of one resource (`resource`: its id), from `from` (inclusive) to `to` (exclusive), each shown
+   * by `show`.
+   */
+  private async list(
+    appId: string | undefined,
+    query: AuditQuery,
+    show: (row: AuditRow) => AuditRecordDto,
+  ): Promise<Page<AuditRecordDto>> {
     if (query.after !== undefined && query.cursor !== undefined && query.after !== query.cursor) {
       throw ValidationFailedError.single(
         'after',
@@ -99,7 +125,7 @@ export class AuditService {
         ORDER BY at, id LIMIT $1`,
       params,
     )) as AuditRow[];
-    return toKeysetPage(rows, limit, view, encode);
+    return toKeysetPage(rows, limit, show, encode);
   }
 }
 

@@ -1,7 +1,10 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
+import type pg from 'pg';
 import { DataSource } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
+import { PG_POOL } from '#common/database/pg-pool.js';
+import { isDependencyUnavailable } from '#common/errors/dependency-unavailable.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { uuidv7 } from '#common/ids/uuid-v7.js';
 import { type AuditActor, requestActor } from '#modules/audit/audit-trail.js';
@@ -30,6 +33,12 @@ export interface RailReturn {
 }
 
 /**
+ * The pauses before each new try of a booked return's follow-up read whose connection was lost (decision 0082):
+ * about 4 s in all, a failover's or a dropped connection's time.
+ */
+const BOOKED_READ_DELAYS_MS = [100, 250, 500, 1_000, 2_000];
+
+/**
  * Money back along a settled transfer (docs/decisions/0031-reversals.md): a reversal of an internal transfer by
  * the application of the account that received it, and the rail's return of an external WITHDRAW. Both are one
  * call of wallet_reverse_transfer (sql/wallet_reverse_transfer.sql), outside the transfer batcher: the function
@@ -39,6 +48,7 @@ export interface RailReturn {
 export class ReversalsService {
   constructor(
     @InjectDataSource() private readonly dataSource: DataSource,
+    @Inject(PG_POOL) private readonly pool: pg.Pool,
     private readonly writer: TransferWriter,
     private readonly views: TransferViews,
   ) {}
@@ -118,11 +128,7 @@ export class ReversalsService {
       requestHash: input.reference === undefined ? null : hashOf({ transferId, amount }),
     });
     const row = 'replay' in result ? result.replay : result.row;
-    const [booked] = (await this.dataSource.query(
-      `SELECT t.account_id, u.transfer_id IS NOT NULL AS unclaimed
-         FROM transfers t LEFT JOIN unclaimed_returns u ON u.transfer_id = t.id WHERE t.id = $1`,
-      [row.id],
-    )) as { account_id: string; unclaimed: boolean }[];
+    const booked = await this.whereItWent(row.id);
     return {
       transferId: row.id,
       accountId: booked.account_id,
@@ -131,6 +137,35 @@ export class ReversalsService {
       status: 'ACREDITADO',
       creditedTo: booked.unclaimed ? 'UNCLAIMED_RETURNS' : 'ACCOUNT',
     };
+  }
+
+  /**
+   * The account of a booked return (the WITHDRAW's) and whether its money went to UNCLAIMED_RETURNS, read after
+   * the call committed it. A lost connection here must not fail the command: run again without --reference, it
+   * would book a second return. The read changes nothing, so it is tried again on a connection-class error, each
+   * time on a new connection (pool.query drops a connection that failed), after BOOKED_READ_DELAYS_MS. A database
+   * out of reach for longer still fails the command, with a message that names the booked return.
+   */
+  private async whereItWent(id: string): Promise<{ account_id: string; unclaimed: boolean }> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const { rows } = await this.pool.query<{ account_id: string; unclaimed: boolean }>(
+          `SELECT t.account_id, u.transfer_id IS NOT NULL AS unclaimed
+             FROM transfers t LEFT JOIN unclaimed_returns u ON u.transfer_id = t.id WHERE t.id = $1`,
+          [id],
+        );
+        return rows[0];
+      } catch (error) {
+        if (!isDependencyUnavailable(error)) throw error;
+        const delay = BOOKED_READ_DELAYS_MS[attempt];
+        if (delay === undefined)
+          throw new Error(
+            `the return ${id} was booked, but the database was lost before its account could be read: do not run the command again (audit list --resource ${id})`,
+            { cause: error },
+          );
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
   }
 
   /** What was given back for the transfer `id` (either row the caller sees), and what is left. */

@@ -58,7 +58,7 @@ export class AuditListCommand extends CommandRunner {
 
   async run(_args: string[], options: AuditListOptions): Promise<void> {
     const { app, ...query } = options;
-    printJson(await this.audit.list(app, query));
+    printJson(await this.audit.forOperator(app, query));
   }
 }
 

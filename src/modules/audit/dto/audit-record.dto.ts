@@ -66,7 +66,8 @@ export class AuditRecordDto {
   })
   principalType: 'client' | 'subject' | 'cli' | 'system';
   @ApiProperty({
-    description: "the application's id, the subject's uuid, the operator's OS user or the component",
+    description:
+      "the application's id, the subject's uuid, `operator` (an operator's command: who ran it is the operator's to know) or the component",
   })
   principal: string;
   @ApiProperty({
