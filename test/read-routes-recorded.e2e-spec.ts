@@ -34,6 +34,9 @@ import { WebhookReceiver } from './support/webhook-receiver.js';
  * Recorded again on 2026-12-02 for decision 0013's amendment (a failed transfer's taxes and fees are 0, what it
  * applied): the one ERROR_DATOS transfer's `taxes` went from 0.06 to 0 in the 5 answers that show it, and nothing
  * else changed.
+ * Recorded again on 2026-12-02 for decision 0084 (a statement line names its own account's transaction): the
+ * `reference` of the credit lines of internal transfers and reversals (23 values in 15 statement answers, JSON and
+ * CSV) went from the other side's WITHDRAW to the account's own DEPOSIT, and nothing else changed.
  */
 
 const FIXTURE = path.resolve('test/fixtures/read-routes-recorded.json');
