@@ -697,6 +697,62 @@ describe('reversals of settled transfers and returns from the rail (real databas
     }
   });
 
+  it("each account's statement names its own transactions: the receiver's DEPOSIT and its reversal WITHDRAW, the sender's WITHDRAW and its reversal DEPOSIT (JSON and CSV; decision 0084)", async () => {
+    const sender = await fundedAccount(300);
+    await setFees(t.http, tokenA, sender.uuid, 'FIXED', 1.5);
+    const receiver = await openAccount(t.http, tokenB, appB.appId, await createOwner(t.http, tokenB));
+    const original = await transfer(tokenA, sender, receiver, 100);
+    const reversal = await reverse(tokenB, original.d, { amount: 40, reason: 'vuelta' });
+    expect(reversal.status).toBe(201);
+    const giveBack = (reversal.body as Reversal).uuid;
+    const [{ id: giveBackDeposit }] = (await t.dataSource.query(
+      `SELECT linked_transfer_id::text AS id FROM transfers WHERE id = $1`,
+      [giveBack],
+    )) as { id: string }[];
+    for (const [account, token, own] of [
+      // The receiver (application B): its DEPOSIT, then the WITHDRAW that gave part of it back.
+      [
+        receiver,
+        tokenB,
+        [
+          ['INTERNAL_TRANSFER', 99, original.d],
+          ['TRANSFER_REVERSAL', -40, giveBack],
+        ],
+      ],
+      // The sender (application A): its WITHDRAW (amount, fee and tax), then the DEPOSIT of what came back.
+      [
+        sender,
+        tokenA,
+        [
+          ['INTERNAL_TRANSFER', -102.5, original.w],
+          ['TRANSFER_REVERSAL', 40, giveBackDeposit],
+        ],
+      ],
+    ] as const) {
+      const statement = () =>
+        api().get(`/v1/wallet/accounts/${account.uuid}/statement`).set('Authorization', bearer(token));
+      const json = await statement();
+      expect(json.status).toBe(200);
+      const movements = (json.body as { movements: { kind: string; amount: number; reference: string }[] })
+        .movements;
+      const lines = movements.filter((m) => m.kind !== 'BALANCE_ADJUSTMENT');
+      expect(lines.map((m) => [m.kind, m.amount, m.reference])).toStrictEqual(own);
+      // The CSV's reference column (the 8th) names the same rows.
+      const csv = await statement().set('Accept', 'text/csv');
+      expect(csv.status).toBe(200);
+      const rows = csv.text
+        .split('\r\n')
+        .map((row) => row.split(','))
+        .filter((row) => row[0] === 'MOVEMENT' && row[6] !== 'BALANCE_ADJUSTMENT');
+      expect(rows.map((row) => [row[6], Number(row[2]), row[7]])).toStrictEqual(own);
+      // Each is a transaction the account's own application opens.
+      for (const [, , uuid] of own) {
+        const info = await api().get(`/v1/wallet/transactions/${uuid}`).set('Authorization', bearer(token));
+        expect([uuid, info.status, (info.body as { uuid: string }).uuid]).toStrictEqual([uuid, 200, uuid]);
+      }
+    }
+  });
+
   it('concurrent reversals of one transfer add up to at most its amount', async () => {
     await setBalance(t.http, tokenB, r.uuid, 1000);
     const original = await transfer(tokenA, s, r, 100);

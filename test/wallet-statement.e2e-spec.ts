@@ -420,6 +420,40 @@ describe('wallet statements and balance as of a time (real database)', () => {
       const unknown = randomUUID();
       expectNotFound(await statement(unknown, query), unknown);
     });
+
+    it("names on each side of an internal transfer that side's own transaction: the receiver's DEPOSIT, which its application opens, and the sender's WITHDRAW (JSON and CSV; decision 0084)", async () => {
+      const sender = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+      await setBalance(t.http, tokenA, sender.uuid, 500);
+      const receiver = await openAccount(t.http, tokenB, appB.appId, await createOwner(t.http, tokenB));
+      const sent = await postTransfer(t.http, tokenA, transferBody(sender.uuid, receiver.cvu, 75));
+      expect(sent.status).toBe(201);
+      const withdraw = (sent.body as { uuid: string }).uuid;
+      const [{ deposit }] = (await t.dataSource.query(
+        `SELECT id::text AS deposit FROM transfers WHERE linked_transfer_id = $1 AND account_id = $2`,
+        [withdraw, receiver.uuid],
+      )) as { deposit: string }[];
+      const query = { from: '2000-01-01T00:00:00Z', to: '2999-01-01T00:00:00Z' };
+      for (const [account, token, own, other] of [
+        [receiver, tokenB, deposit, withdraw],
+        [sender, tokenA, withdraw, deposit],
+      ] as const) {
+        const json = (await statement(account.uuid, query, token)).body as Statement;
+        const line = json.movements.filter((m) => m.kind === 'INTERNAL_TRANSFER');
+        expect(line.map((m) => [Math.sign(m.amount), m.reference])).toStrictEqual([
+          [account === receiver ? 1 : -1, own],
+        ]);
+        const rows = parseCsv((await statement(account.uuid, query, token).set('Accept', 'text/csv')).text);
+        expect(rows.filter((row) => row[6] === 'INTERNAL_TRANSFER').map((row) => row[7])).toStrictEqual([
+          own,
+        ]);
+        // The account's application opens the row its line names, and not the other side's.
+        const open = (uuid: string) =>
+          api().get(`/v1/wallet/transactions/${uuid}`).set('Authorization', bearer(token));
+        const ownRow = await open(own);
+        expect([ownRow.status, (ownRow.body as { uuid: string }).uuid]).toStrictEqual([200, own]);
+        expectNotFound(await open(other), other);
+      }
+    });
   });
 
   describe('cursors keep the statement (decision 0063)', () => {
@@ -625,6 +659,16 @@ describe('wallet statements and balance as of a time (real database)', () => {
   });
 
   describe('on a long history', () => {
+    /** The account's posting after `offset` others, in statement order: a cursor's position. */
+    const nthPosting = async (db: pg.Client, accountId: string, offset: number) =>
+      (
+        await db.query<{ at: string; id: string }>(
+          `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at, id::text
+             FROM postings WHERE account_id = $1 ORDER BY created_at OFFSET $2 LIMIT 1`,
+          [accountId, offset],
+        )
+      ).rows[0];
+
     it('a balance as of a recent time is one index-only range scan bounded by the postings after it (100,000 postings); a statement: its generic plans read what its custom plans read, and page 1 reads its totals and its page only', async () => {
       const z = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
       const system = randomUUID();
@@ -696,13 +740,7 @@ describe('wallet statements and balance as of a time (real database)', () => {
       await db.connect();
       try {
         const principal = { kind: 'client' as const, appId: appA.appId };
-        const [middle] = (
-          await db.query(
-            `SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at, id::text
-             FROM postings WHERE account_id = $1 ORDER BY created_at OFFSET 50000 LIMIT 1`,
-            [z.uuid],
-          )
-        ).rows as { at: string; id: string }[];
+        const middle = await nthPosting(db, z.uuid, 50000);
         const cases: [string, ReturnType<typeof statementQuery>][] = [
           ['the first page', statementQuery(z.uuid, principal, '1970-01-01T00:00:00Z', 'now', 101)],
           [
@@ -781,6 +819,102 @@ describe('wallet statements and balance as of a time (real database)', () => {
           for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
             const postingsRead = rowsRead(await preparedPlan(db, query.text, query.values, mode), 'postings');
             expect([stranger.kind, mode, postingsRead]).toStrictEqual([stranger.kind, mode, 0]);
+          }
+        }
+      } finally {
+        await db.end();
+      }
+    }, 120_000);
+
+    it("a page of credit lines of internal transfers finds each line's own DEPOSIT by primary key: at most 2 transfer rows a line, none for debit lines (100,000 transfers; decision 0084)", async () => {
+      const sender = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+      const receiver = await openAccount(t.http, tokenB, appB.appId, await createOwner(t.http, tokenB));
+      await setBalance(t.http, tokenA, sender.uuid, 100_000);
+      const sent = await postTransfer(t.http, tokenA, transferBody(sender.uuid, receiver.cvu, 1));
+      expect(sent.status).toBe(201);
+      const template = (sent.body as { uuid: string }).uuid;
+      // 50,000 more internal transfers between the two, copied from the real one: a WITHDRAW and its DEPOSIT,
+      // linked both ways, and an entry named by the WITHDRAW (-1 for the sender, +1 for the receiver).
+      const columns = (
+        (await t.dataSource.query(
+          `SELECT column_name AS name FROM information_schema.columns
+            WHERE table_schema = current_schema() AND table_name = 'transfers'
+              AND column_name NOT IN ('id', 'linked_transfer_id', 'created_at')`,
+        )) as { name: string }[]
+      ).map((column) => `"${column.name}"`);
+      const copied = columns.map((column) => `x.${column}`).join(', ');
+      const bulk = 50_000;
+      await t.dataSource.transaction(async (manager) => {
+        for (const [side, other, pick] of [
+          ['w', 'd', 'x.id = $1'],
+          ['d', 'w', 'x.linked_transfer_id = $1'],
+        ] as const)
+          await manager.query(
+            `INSERT INTO transfers (id, linked_transfer_id, created_at, ${columns.join(', ')})
+             SELECT md5('${side}' || i)::uuid, md5('${other}' || i)::uuid, now() - make_interval(secs => ${bulk + 1} - i),
+                    ${copied}
+               FROM generate_series(1, ${bulk}) AS i, transfers x WHERE ${pick}`,
+            [template],
+          );
+        await manager.query(
+          `INSERT INTO journal_entries (id, app_id, kind, reference, actor, created_at)
+           SELECT md5('e' || i)::uuid, $1, 'INTERNAL_TRANSFER', md5('w' || i)::uuid::text, 'test:bulk',
+                  now() - make_interval(secs => ${bulk + 1} - i)
+             FROM generate_series(1, ${bulk}) AS i`,
+          [appA.appId],
+        );
+        await manager.query(
+          `INSERT INTO postings (entry_id, account_id, amount, currency, created_at)
+           SELECT md5('e' || i)::uuid, a.id, a.amount, 'ARS', now() - make_interval(secs => ${bulk + 1} - i)
+             FROM generate_series(1, ${bulk}) AS i, (VALUES ($1::uuid, -1::numeric), ($2::uuid, 1::numeric)) AS a(id, amount)`,
+          [sender.uuid, receiver.uuid],
+        );
+        await manager.query(`UPDATE ledger_accounts SET balance = balance - ${bulk} WHERE id = $1`, [
+          sender.uuid,
+        ]);
+        await manager.query(`UPDATE ledger_accounts SET balance = balance + ${bulk} WHERE id = $1`, [
+          receiver.uuid,
+        ]);
+      });
+      await t.dataSource.query('VACUUM ANALYZE transfers, postings, journal_entries, ledger_accounts');
+
+      const HISTORY = '1970-01-01T00:00:00Z';
+      const db = new pg.Client({ connectionString: t.databaseUrl });
+      await db.connect();
+      try {
+        for (const [account, appId, side] of [
+          [receiver, appB.appId, 'd'],
+          [sender, appA.appId, 'w'],
+        ] as const) {
+          const principal = { kind: 'client' as const, appId };
+          const middle = await nthPosting(db, account.uuid, 25000);
+          const window = { from: HISTORY, to: 'now', upTo: 'now', position: middle };
+          for (const query of [
+            statementQuery(account.uuid, principal, HISTORY, 'now', 101),
+            statementPageQuery(account.uuid, principal, window, 101, money(0)),
+          ]) {
+            const [{ movements }] = (await db.query(query.text, query.values)).rows as {
+              movements: { reference: string }[];
+            }[];
+            expect(movements).toHaveLength(101);
+            // Each line names a transfer row of its own account, on its own side, a different one each.
+            const [{ own }] = (
+              await db.query(
+                `SELECT count(*)::int AS own FROM transfers
+                  WHERE id = ANY ($1::uuid[]) AND account_id = $2 AND movement_type = $3`,
+                [movements.map((m) => m.reference), account.uuid, side === 'd' ? 'DEPOSIT' : 'WITHDRAW'],
+              )
+            ).rows as { own: number }[];
+            expect(own).toBe(101);
+            for (const mode of ['force_custom_plan', 'force_generic_plan'] as const) {
+              const nodes = await preparedPlan(db, query.text, query.values, mode);
+              const read = rowsRead(nodes, 'transfers');
+              expect([query.name, mode, read <= (side === 'd' ? 2 * 101 : 0)]).toStrictEqual([
+                query.name,
+                mode,
+                true,
+              ]);
+            }
           }
         }
       } finally {

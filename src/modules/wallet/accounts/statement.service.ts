@@ -111,13 +111,27 @@ const UTC_TEXT = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYY
 export const BALANCE_AT = `SELECT (${balanceNearer('$4::timestamptz', 'p.created_at', '$4::timestamptz')})::text AS balance
                       FROM (${SCOPE}) w JOIN ledger_accounts a ON a.id = w.id`;
 
+/**
+ * A movement's `reference`: the transaction of the statement's own account ($1) that the posting belongs to
+ * (decision 0084). An internal transfer's entry and a reversal's are named by the WITHDRAW of the account they
+ * debit, the same entry for both sides: the debit line keeps that reference, its own; the credit line names the
+ * row of its own account instead, the DEPOSIT linked to that WITHDRAW (two lookups by primary key, for those
+ * lines only). Every other entry already names the account's own row (or no transfer) and keeps its reference.
+ */
+const OWN_REFERENCE = `CASE WHEN e.kind IN ('INTERNAL_TRANSFER', 'TRANSFER_REVERSAL') AND pg.amount > 0
+                        THEN COALESCE((SELECT d.id::text
+                                         FROM transfers w JOIN transfers d ON d.id = w.linked_transfer_id
+                                        WHERE w.id = e.reference::uuid
+                                          AND d.account_id = $1::uuid AND d.movement_type = 'DEPOSIT'), e.reference)
+                        ELSE e.reference END`;
+
 /** A page's movements with their running balance from `start` (an SQL expression), as JSON, oldest first. */
 const MOVEMENTS = (start: string) => `COALESCE((SELECT json_agg(m ORDER BY m.n) FROM (
                  SELECT row_number() OVER (ORDER BY pg.created_at, pg.id) AS n,
                         pg.id::text AS posting_id, ${UTC_TEXT('pg.created_at')} AS posted_at,
                         pg.amount::text AS amount,
                         (${start} + sum(pg.amount) OVER (ORDER BY pg.created_at, pg.id))::text AS running,
-                        e.id AS entry_id, e.kind, e.reference, e.description
+                        e.id AS entry_id, e.kind, ${OWN_REFERENCE} AS reference, e.description
                    FROM page pg JOIN journal_entries e ON e.id = pg.entry_id) m), '[]') AS movements`;
 
 /** The account the principal reaches, with its ledger row. */

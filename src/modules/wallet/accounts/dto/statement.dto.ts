@@ -32,7 +32,13 @@ export class StatementMovementDto {
   entryId: string;
   @ApiProperty({ description: "the entry's kind as the ledger has it (e.g. TRANSFER, ADJUSTMENT)" })
   kind: string;
-  @ApiProperty({ type: String, nullable: true, description: "the entry's reference (a transfer's id, …)" })
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description:
+      "the entry's reference (a transfer's id, …); for either side of an internal transfer or a reversal, the id of " +
+      "this account's own transaction (its WITHDRAW or its DEPOSIT)",
+  })
   reference: string | null;
   @ApiProperty({ type: String, nullable: true, description: "the entry's description" })
   description: string | null;
