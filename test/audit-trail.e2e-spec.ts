@@ -1336,7 +1336,7 @@ describe('audit trail', () => {
       const bad = await cli(['audit', 'list', '--from', 'yesterday']);
       expect(bad.code).not.toBe(0);
       expect(bad.stderr).toContain('from');
-    });
+    }, 180_000);
 
     it("records webhooks send-test and replay as cli:<OS user>, for the event's application; a refused replay leaves none", async () => {
       const sent = await cliJson<{ eventId: string }>(['webhooks', 'send-test', '--app-id', app.appId]);

@@ -18,8 +18,9 @@ describe('GET /v1/.well-known/jwks.json and signing key rotation', () => {
   let client: TestClient;
 
   beforeAll(async () => {
-    // A rotated key signs a second after it is published (120 s by default).
-    t = await startTestApp({ extraModules: [FixtureModule], env: { SIGNING_KEY_ACTIVATION_SECONDS: '1' } });
+    // A rotated key signs 5 s after it is published (120 s by default): long enough for the checks made before
+    // then on a loaded machine.
+    t = await startTestApp({ extraModules: [FixtureModule], env: { SIGNING_KEY_ACTIVATION_SECONDS: '5' } });
     client = await registerClient(t.app);
   });
   afterAll(() => t.close());

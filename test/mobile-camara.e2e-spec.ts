@@ -374,7 +374,8 @@ describe('SIM swap limits when the provider fails (per application 3 a minute, p
     camara = await CamaraServer.start();
     proxy = await startTcpProxy(camara.port);
     t = await startCamaraApp(`http://127.0.0.1:${proxy.port}/sim-swap/v1`, {
-      CAMARA_TIMEOUT_MS: '400',
+      // Long enough that a loaded machine records the request before it: the timeout case is one after it.
+      CAMARA_TIMEOUT_MS: '2000',
       SIM_SWAP_APP_LIMIT_PER_MINUTE: '3',
       SIM_SWAP_USER_LIMIT_PER_HOUR: '2',
     });
@@ -437,7 +438,7 @@ describe('SIM swap limits when the provider fails (per application 3 a minute, p
   it.each<[string, () => Fault | undefined, 'unavailable' | 'no routes']>([
     [
       'a timeout once the provider has the request',
-      () => answers({ status: 200, body: { swapped: true }, delayMs: 1500 }),
+      () => answers({ status: 200, body: { swapped: true }, delayMs: 5000 }),
       'unavailable',
     ],
     [
@@ -501,6 +502,9 @@ describe('CAMARA endpoint whose name does not resolve (per user 1 check an hour 
     // RFC 6761: no name under .invalid ever resolves.
     t = await startCamaraApp('http://camara-sim-swap.invalid/sim-swap/v1', {
       SIM_SWAP_USER_LIMIT_PER_HOUR: '1',
+      // Longer than a slow resolver takes to say the name does not exist: a timeout would be a check the
+      // provider may have made, which counts.
+      CAMARA_TIMEOUT_MS: '30000',
     });
   });
   afterAll(() => t?.close());
@@ -515,5 +519,5 @@ describe('CAMARA endpoint whose name does not resolve (per user 1 check an hour 
       (await stores.store(limit).get?.(key))?.totalHits ?? 0;
     expect(await counted('simswap-user', `${client.appId}:${subject}`)).toBe(0);
     expect(await counted('simswap-app', client.appId)).toBe(0);
-  });
+  }, 120_000);
 });

@@ -36,7 +36,8 @@ describe('SMS and SIM swap with the simulators (worker in process)', () => {
   const userA2 = randomUUID();
 
   beforeAll(async () => {
-    t = await startTestApp({ runWorker: true, env: { SMS_SIM_DELIVERY_DELAY_MS: '300' } });
+    // Long enough that a message is still QUEUED/ENROUTE when a loaded machine asks for its status.
+    t = await startTestApp({ runWorker: true, env: { SMS_SIM_DELIVERY_DELAY_MS: '2000' } });
     appA = await registerClient(t.app, 'sms-a');
     appB = await registerClient(t.app, 'sms-b');
     tokenA = await accessToken(t.http, appA);

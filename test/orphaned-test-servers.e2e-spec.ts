@@ -87,5 +87,5 @@ describe('the test harness stops the embedded servers of runs that were killed',
     await waitFor(() => inUse.child.exitCode !== null, 20_000);
     expect(inUse.child.exitCode).toBe(0);
     expect(await sweepOrphanedTestServers(parent, Date.now() + 11 * 60_000)).toEqual([folder('in-use')]);
-  });
+  }, 180_000);
 });

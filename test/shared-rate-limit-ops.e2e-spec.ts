@@ -4,7 +4,8 @@ import type { Options, Store } from 'express-rate-limit';
 import { PostgresRateLimitStore, RedisRateLimitStore } from '../src/common/http/shared-rate-limit-store.js';
 import { createTestDatabase } from './support/database.js';
 
-const WINDOW_MS = 400;
+/** Long enough for 40 concurrent hits on a loaded machine to land in one window. */
+const WINDOW_MS = 1_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -66,6 +67,8 @@ describe('PostgresRateLimitStore (the counters without REDIS_URL)', () => {
     // database's DROP … WITH (FORCE) then terminates a backend still open: a FATAL on an idle client, which the pool
     // re-emits as 'error' (unhandled, it failed this file now and then). The service's own pools listen for it too.
     pool.on('error', () => undefined);
+    // Its 8 connections opened now, so the concurrent hits do not wait for them within one window.
+    await Promise.all(Array.from({ length: 8 }, () => pool.query('SELECT 1')));
     return {
       stores: [new PostgresRateLimitStore(pool, 'token:'), new PostgresRateLimitStore(pool, 'token:')],
       close: async () => {

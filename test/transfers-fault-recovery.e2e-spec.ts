@@ -428,10 +428,13 @@ describe('clearing jobs and the directory in the worker process', () => {
     writeFileSync(file, JSON.stringify(fixture));
 
     const { worker, output } = startWorker({ COUNTERPARTY_DIRECTORY_FILE: file });
+    // 'close', not the exit: once its output has been read to the end too.
+    let closed = false;
+    worker.once('close', () => (closed = true));
     // It exits, or (before the fixture was checked) runs and would leave every transfer to that account in flight.
-    await waitFor(() => worker.exitCode !== null || output().includes('"msg":"worker running"'), 30_000);
+    await waitFor(() => closed || output().includes('"msg":"worker running"'), 30_000);
     expect(output()).not.toContain('"msg":"worker running"');
-    expect(await waitFor(() => worker.exitCode !== null, 10_000)).toBe(true);
+    expect(await waitFor(() => closed, 10_000)).toBe(true);
     expect(worker.exitCode).toBe(1);
     // A provider that fails to build reaches the process's own fatal line, in JSON like every other line.
     const fatal = output()

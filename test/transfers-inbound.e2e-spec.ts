@@ -152,7 +152,7 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
     const refusedNew = await inbound(target.cvu, '40', ['--reference', `${reference[1]}-c`]);
     expect({ code: refusedNew.code, stdout: refusedNew.stdout }).toStrictEqual({ code: 1, stdout: '' });
     expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
-  });
+  }, 180_000);
 
   it('money that arrives while its account is being closed is refused, not credited to the closed account', async () => {
     const closingAccount = await openAccount(t.http, token, clientAppId, await createOwner(t.http, token));
@@ -205,5 +205,5 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
       expect(result.stderr).toMatch(/^error: /m);
     }
     expect(await t.dataSource.query(`SELECT count(*)::int AS n FROM transfers`)).toStrictEqual(before);
-  });
+  }, 180_000);
 });

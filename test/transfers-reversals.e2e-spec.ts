@@ -965,7 +965,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
-  });
+  }, 180_000);
 
   it("the rail's return is made once per reference (CLI transfers return --reference): run again, twice at once, after the account closed; the reference with another amount or transfer is refused; a new one after the close is held", async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-return-ref-'));

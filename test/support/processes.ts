@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { afterEach } from '@jest/globals';
 import { waitUntil } from '../../src/common/database/embedded-postgres-server.js';
 
 /** The repository root (tests run from it); dist/ is built by the global setup. */
@@ -32,7 +33,21 @@ export interface ProcessResult {
   stderr: string;
 }
 
-/** Runs `node script args…` to completion (killed after `timeoutMs`). */
+/**
+ * The children runNode started that are still running, each with what ends it. A test that runs out of time
+ * goes on in the background: after each test, its children are killed and their runNode promises rejected, so
+ * that it cannot run or start more CLI commands that write into the next tests.
+ */
+const running = new Map<ChildProcess, () => Promise<void>>();
+
+afterEach(async () => {
+  await Promise.all([...running.values()].map((end) => end()));
+});
+
+/**
+ * Runs `node script args…` to completion (killed after `timeoutMs`). A child still running when the test that
+ * started it ends is killed, and the promise is rejected.
+ */
 export function runNode(
   script: string,
   args: string[],
@@ -52,22 +67,33 @@ export function runNode(
       detached: options.detached ?? false,
     });
     options.onSpawn?.(child);
+    const kill = (): void => {
+      if (options.detached && child.pid) killGroup(child.pid);
+      else child.kill('SIGKILL');
+    };
+    let testEnded = false;
+    const closed = new Promise<void>((done) => child.once('close', () => done()));
+    running.set(child, () => {
+      testEnded = true;
+      kill();
+      return closed;
+    });
     child.stdin.end();
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-    const timer = setTimeout(() => {
-      if (options.detached && child.pid) killGroup(child.pid);
-      else child.kill('SIGKILL');
-    }, timeoutMs);
+    const timer = setTimeout(kill, timeoutMs);
     child.on('error', (error) => {
       clearTimeout(timer);
+      running.delete(child);
       reject(error);
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
+      running.delete(child);
+      if (testEnded) reject(new Error(`${path.basename(script)} killed: the test that started it ended`));
+      else resolve({ code, signal, stdout, stderr });
     });
   });
 }

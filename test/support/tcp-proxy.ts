@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { freePort } from './free-port.mjs';
 
 /** A TCP proxy in front of a real server, which a test cuts (every connection reset, new ones refused) and restores. */
 export interface TcpProxy {
@@ -92,7 +93,9 @@ export async function startTcpProxy(
         resolve((server.address() as net.AddressInfo).port);
       });
     });
-  const port = await listen(0);
+  // Below the ephemeral range (not listen(0)): restore() listens on it again, and an outgoing connection of the
+  // machine could have taken an ephemeral port meanwhile.
+  const port = await listen(await freePort());
   const stop = () =>
     new Promise<void>((resolve) => {
       for (const socket of open) socket.resetAndDestroy();

@@ -26,6 +26,8 @@ describe('httpObservability', () => {
   let port: number;
   const lines: Record<string, unknown>[] = [];
   const metrics = new MetricsRegistry();
+  /** Called when the /hang handler holds a request (the test that sends one sets it). */
+  let hanging = (): void => undefined;
 
   beforeAll(async () => {
     const sink = new Writable({
@@ -48,7 +50,10 @@ describe('httpObservability', () => {
       res.setHeader('X-Powered-By', 'should be removed');
       observe(req, res, () => {
         const path = (req.url ?? '').split('?')[0];
-        if (path === '/hang') return; // answered never: the client aborts
+        if (path === '/hang') {
+          hanging(); // answered never: the client aborts
+          return;
+        }
         res.statusCode = path === '/bad' ? 400 : path === '/boom' ? 500 : 200;
         res.end('{}');
       });
@@ -109,8 +114,9 @@ describe('httpObservability', () => {
     await new Promise<void>((resolve) => {
       const req = httpRequest({ host: '127.0.0.1', port, path: '/hang' });
       req.on('error', () => resolve());
+      // Aborted once the server holds it (on a timer, a stalled loop could abort it before it arrived).
+      hanging = () => req.destroy();
       req.end();
-      setTimeout(() => req.destroy(), 50);
     });
     expect(await until(() => lines.length >= 1)).toBe(true);
     expect(lines[0]).toEqual(
