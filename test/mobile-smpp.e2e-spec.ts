@@ -308,6 +308,13 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     );
     return smsc.submits.filter((s) => s.destination === dnis)[count - 1];
   };
+  /** Sends "Hola" and waits until the message is ENROUTE; its submit_sm beside it. */
+  const sendUntilEnroute = async (dnis: string) => {
+    const id = await send(dnis, 'Hola');
+    const submit = await submitFor(dnis, 1);
+    await until('ENROUTE', async () => (await row(id)).status === 'ENROUTE');
+    return { id, submit };
+  };
 
   it('submits an accepted message and applies its delivery receipt (status, delivery time, error code)', async () => {
     const id = await send('541123456789', 'Tu código: 1234');
@@ -353,25 +360,25 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
       async () => (await row(undelivered)).status === 'ENROUTE' && (await row(vendor)).status === 'ENROUTE',
     );
 
+    // delivery_time is when the network delivered the message: never set by a receipt that says it did not.
     await smsc.receipt(s1.messageId!, { stat: 'UNDELIV', err: '0A1', doneDate: '261123101530' });
     expect(await statusOf(undelivered)).toMatchObject({
       status: 'UNDELIV',
       error_code: '0A1',
-      delivery_time: '2026-11-23T10:15:30.000Z',
+      delivery_time: '',
+      system_delivery_time: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
     });
     await smsc.receipt(s1.messageId!, { stat: 'ENROUTE', esmClass: 0x20 });
     expect((await statusOf(undelivered)).status).toBe('UNDELIV');
 
     await smsc.receipt(s2.messageId!, { stat: 'BUFFRED', err: '000', esmClass: 0x20 });
-    expect((await statusOf(vendor)).status).toBe('BUFFRED');
+    expect(await statusOf(vendor)).toMatchObject({ status: 'BUFFRED', delivery_time: '' });
     await smsc.receipt(s2.messageId!, { stat: 'EXPIRED', err: '027' });
-    expect(await statusOf(vendor)).toMatchObject({ status: 'EXPIRED', error_code: '027' });
+    expect(await statusOf(vendor)).toMatchObject({ status: 'EXPIRED', error_code: '027', delivery_time: '' });
   });
 
   it('keeps a final status against intermediate notifications and UNKNOWN; a later final receipt replaces it', async () => {
-    const id = await send('541123450005', 'Hola');
-    const submit = await submitFor('541123450005', 1);
-    await until('ENROUTE', async () => (await row(id)).status === 'ENROUTE');
+    const { id, submit } = await sendUntilEnroute('541123450005');
     await smsc.receipt(submit.messageId!, { stat: 'DELIVRD', err: '000' });
     expect((await statusOf(id)).status).toBe('DELIVRD');
 
@@ -383,9 +390,22 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     // An intermediate notification never changes a final status, whatever its stat.
     await smsc.receipt(submit.messageId!, { stat: 'UNDELIV', err: '0A1', esmClass: 0x20 });
     expect(await statusOf(id)).toMatchObject({ status: 'DELIVRD', error_code: '000' });
-    // A final receipt is the SMSC's latest word.
-    await smsc.receipt(submit.messageId!, { stat: 'EXPIRED', err: '027' });
-    expect(await statusOf(id)).toMatchObject({ status: 'EXPIRED', error_code: '027' });
+    // A final receipt is the SMSC's latest word; the delivery time stays the one the DELIVRD receipt gave.
+    await smsc.receipt(submit.messageId!, { stat: 'EXPIRED', err: '027', doneDate: '2611241200' });
+    expect(await statusOf(id)).toMatchObject({
+      status: 'EXPIRED',
+      error_code: '027',
+      delivery_time: '2026-11-23T10:12:00.000Z',
+    });
+  });
+
+  it('keeps ACCEPTD (final, message_state 6) against a later intermediate notification', async () => {
+    const { id, submit } = await sendUntilEnroute('541123450006');
+    await smsc.receipt(submit.messageId!, { stat: 'ACCEPTD', err: '000' });
+    expect((await statusOf(id)).status).toBe('ACCEPTD');
+    await smsc.receipt(submit.messageId!, { stat: 'BUFFRED', err: '001', esmClass: 0x20 });
+    await smsc.receipt(submit.messageId!, { stat: 'ENROUTE', err: '002', esmClass: 0x20 });
+    expect(await statusOf(id)).toMatchObject({ status: 'ACCEPTD', error_code: '000' });
   });
 
   it('matches a receipt whose id is the decimal form of the hex id submit_sm_resp gave', async () => {
@@ -427,6 +447,50 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     await smsc.receipt('32', { stat: 'DELIVRD' });
     expect((await row(a20)).status).toBe('DELIVRD');
     expect((await row(b50)).status).toBe('ENROUTE');
+  });
+
+  it('never applies a receipt that came before its message was recorded to a message with another form of its id', async () => {
+    // Application A's message has "40"; application B's next message is given "64" (40 in hex) by the SMSC, and
+    // its recording waits on the provider id's lock (held here) while the SMSC sends its receipt.
+    const a40 = await sendWithProviderId('40', '541123450040');
+    nextIds.push('64');
+    const held = await holdTransaction(t.dataSource, [
+      ['SELECT pg_advisory_xact_lock($1, hashtext($2))', [ADVISORY_LOCKS.smsProviderId, 'smpp:64']],
+    ]);
+    try {
+      const b64 = await send('541123450041', 'Hola', tokenB);
+      await held.untilWaiting();
+      // Only the exact id is looked for while a submission is unrecorded; then the SMSC is asked to send it again.
+      const early = await smsc.receipt('64', { stat: 'UNDELIV', err: '001' });
+      expect(await row(a40)).toMatchObject({ status: 'ENROUTE', provider_message_id: '40' });
+      expect(early.command_status).toBe(0x64); // ESME_RX_T_APPN
+      expect(await statusOf(a40)).toMatchObject({
+        status: 'ENROUTE',
+        error_code: '',
+        system_delivery_time: '',
+      });
+
+      await held.commit();
+      await until('B ENROUTE', async () => (await row(b64)).status === 'ENROUTE');
+      expect((await smsc.receipt('64', { stat: 'UNDELIV', err: '001' })).command_status).toBe(0);
+      expect(await row(b64)).toMatchObject({ status: 'UNDELIV', provider_message_id: '64' });
+      expect((await row(a40)).status).toBe('ENROUTE');
+    } finally {
+      await held.release();
+    }
+  });
+
+  it('applies a receipt found only by another form of its id to a message without a final status only', async () => {
+    // "41" is delivered; a receipt for "65" (41 in hex), for which no message exists, must not undo that.
+    const delivered = await sendWithProviderId('41', '541123450042');
+    await smsc.receipt('41', { stat: 'DELIVRD', err: '000' });
+    expect((await row(delivered)).status).toBe('DELIVRD');
+    expect((await smsc.receipt('65', { stat: 'UNDELIV', err: '001' })).command_status).toBe(0);
+    expect(await statusOf(delivered)).toMatchObject({
+      status: 'DELIVRD',
+      error_code: '000',
+      delivery_time: '2026-11-23T10:12:00.000Z',
+    });
   });
 
   const submitsTo = (dnis: string) => smsc.submits.filter((s) => s.destination === dnis).length;

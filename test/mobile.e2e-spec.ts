@@ -131,7 +131,8 @@ describe('SMS and SIM swap with the simulators (worker in process)', () => {
       expect(done).toMatchObject({
         status: 'UNDELIV',
         error_code: '001',
-        delivery_time: expect.stringMatching(ISO),
+        delivery_time: '', // not delivered: no delivery time
+        system_delivery_time: expect.stringMatching(ISO),
       });
     });
 

@@ -45,7 +45,8 @@ export class SmsStatusResponseDto {
   status: string;
 
   @ApiProperty({
-    description: "When the network delivered it (the receipt's done date, RFC 3339); '' before",
+    description:
+      "When the network delivered it (the done date of the DELIVRD receipt, RFC 3339); '' until the SMSC reports a delivery",
     example: '2026-11-23T10:15:00.000Z',
   })
   delivery_time: string;

@@ -65,7 +65,7 @@ export class SmsMessageEntity {
   @Column('text', { nullable: true })
   mccmnc: string | null;
 
-  /** The receipt's `done date`: when the network delivered (or gave up). */
+  /** The `done date` of the DELIVRD receipt: when the network delivered; null until then (decision 0085). */
   @Column('timestamptz', { name: 'delivery_time', nullable: true })
   deliveryTime: Date | null;
 

@@ -1,10 +1,13 @@
 import { encodeText, fitsGsm7 } from './encoding.js';
 import {
+  exactProviderIds,
+  FINAL_STATES,
   isIntermediateNotification,
   parseDeliveryReceipt,
   parseReceiptDate,
   providerIdCandidates,
   replacesFinalStatus,
+  setsDeliveryTime,
 } from './delivery-receipt.js';
 
 describe('parseDeliveryReceipt', () => {
@@ -58,6 +61,66 @@ describe('parseDeliveryReceipt', () => {
     expect(parseDeliveryReceipt('id:123 stat:DELIVERED_TO_THE_HANDSET_OK')).toBeUndefined();
   });
 
+  it('reads no field from the text the user wrote (the text: field and after it)', () => {
+    const header = 'sub:001 dlvrd:001 submit date:2611231010 done date:2611231012';
+    // A header without an id: the TLV's id, never one the message text quotes.
+    expect(
+      parseDeliveryReceipt(`${header} stat:DELIVRD err:000 Text:Hola id:77 stat:UNDELIV`, {
+        receiptedMessageId: '99',
+      }),
+    ).toMatchObject({ id: '99', stat: 'DELIVRD', err: '000' });
+    // A header without stat, err or dates: none of them from the text.
+    expect(parseDeliveryReceipt('id:99 sub:001 dlvrd:001 Text:ok stat:DELIVRD err:000')).toBeUndefined();
+    expect(
+      parseDeliveryReceipt('id:99 stat:UNDELIV TEXT: err:123 done date:2611231012 submit date:2611231010'),
+    ).toEqual({
+      id: '99',
+      stat: 'UNDELIV',
+      err: '',
+      submitDate: undefined,
+      doneDate: undefined,
+      intermediate: false,
+    });
+    // A header without stat takes the message_state TLV, not the text's stat.
+    expect(
+      parseDeliveryReceipt(`id:99 ${header} err:000 text:ok stat:DELIVRD`, { messageState: 5 }),
+    ).toMatchObject({ id: '99', stat: 'UNDELIV' });
+    // "text:" counts only as a field: inside another field's value it cuts nothing.
+    expect(parseDeliveryReceipt('id:context:1 stat:DELIVRD')).toMatchObject({ id: 'context:1' });
+  });
+
+  it('accepts whitespace after the colon and submit_date/done_date with underscores', () => {
+    expect(
+      parseDeliveryReceipt(
+        'id: 77 sub: 001 dlvrd: 001 submit date: 2611231010 done date: 2611231012 stat: DELIVRD err: 000 Text: Hola',
+      ),
+    ).toEqual({
+      id: '77',
+      stat: 'DELIVRD',
+      err: '000',
+      submitDate: new Date('2026-11-23T10:10:00Z'),
+      doneDate: new Date('2026-11-23T10:12:00Z'),
+      intermediate: false,
+    });
+    expect(
+      parseDeliveryReceipt(
+        'id:77 sub:001 dlvrd:001 submit_date:2611231010 done_date:261123101530 stat:DELIVRD',
+      ),
+    ).toMatchObject({
+      submitDate: new Date('2026-11-23T10:10:00Z'),
+      doneDate: new Date('2026-11-23T10:15:30Z'),
+    });
+    // An empty field is empty: the whitespace after its colon never leads to the next field's name.
+    expect(parseDeliveryReceipt('id: stat:DELIVRD', { receiptedMessageId: '5' })).toMatchObject({
+      id: '5',
+      stat: 'DELIVRD',
+    });
+    expect(parseDeliveryReceipt('id:5 err: stat:DELIVRD done date: submit_date:2611231010')).toMatchObject({
+      err: '',
+      doneDate: undefined,
+    });
+  });
+
   it('refuses impossible dates', () => {
     expect(parseReceiptDate('2613231010')).toBeUndefined();
     expect(parseReceiptDate('2602301010')).toBeUndefined();
@@ -88,6 +151,24 @@ describe('replacesFinalStatus', () => {
     expect(replacesFinalStatus({ stat: 'ENROUTE' })).toBe(false);
     expect(replacesFinalStatus({ stat: 'BUFFRED' })).toBe(false);
   });
+
+  it('counts ACCEPTD (message_state 6) as final, as SMPP 3.4 and DOMAIN.md C7 do', () => {
+    expect(FINAL_STATES).toContain('ACCEPTD');
+    expect(parseDeliveryReceipt('', { receiptedMessageId: '1', messageState: 6 })).toMatchObject({
+      stat: 'ACCEPTD',
+    });
+    expect(replacesFinalStatus({ stat: 'ACCEPTD' })).toBe(true);
+  });
+});
+
+describe('setsDeliveryTime', () => {
+  it('is true for a final DELIVRD receipt only', () => {
+    expect(setsDeliveryTime({ stat: 'DELIVRD' })).toBe(true);
+    expect(setsDeliveryTime({ stat: 'DELIVRD', intermediate: true })).toBe(false);
+    for (const stat of ['UNDELIV', 'EXPIRED', 'REJECTD', 'ENROUTE', 'BUFFRED', 'ACCEPTD', 'UNKNOWN']) {
+      expect(setsDeliveryTime({ stat })).toBe(false);
+    }
+  });
 });
 
 describe('providerIdCandidates', () => {
@@ -105,6 +186,15 @@ describe('providerIdCandidates', () => {
     expect(providerIdCandidates('00ab')).toEqual(['00ab', 'ab', '171']);
     // Zeros only: one zero is left, never an empty id.
     expect(providerIdCandidates('0000')).toEqual(['0000', '0']);
+  });
+});
+
+describe('exactProviderIds', () => {
+  it('is the id as sent and without leading zeros, never another base', () => {
+    expect(exactProviderIds('16')).toEqual(['16']);
+    expect(exactProviderIds('0000012345')).toEqual(['0000012345', '12345']);
+    expect(exactProviderIds('0000')).toEqual(['0000', '0']);
+    expect(exactProviderIds('1a2b')).toEqual(['1a2b']);
   });
 });
 

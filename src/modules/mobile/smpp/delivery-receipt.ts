@@ -33,9 +33,13 @@ const MESSAGE_STATES: Record<number, string> = {
   9: 'SKIPPED',
 };
 
-/** Final states: only a later final receipt replaces one of them, and not every one ({@link replacesFinalStatus}). */
+/**
+ * Final states: only a later final receipt replaces one of them, and not every one ({@link replacesFinalStatus}).
+ * SMPP 3.4's final message states (every one but ENROUTE, DOMAIN.md C7) and the vendor word FAILED.
+ */
 export const FINAL_STATES: readonly string[] = [
   'DELIVRD',
+  'ACCEPTD',
   'EXPIRED',
   'DELETED',
   'UNDELIV',
@@ -62,8 +66,21 @@ export function replacesFinalStatus(receipt: Pick<DeliveryReceipt, 'stat' | 'int
   return receipt.intermediate !== true && receipt.stat !== 'UNKNOWN' && FINAL_STATES.includes(receipt.stat);
 }
 
-const field = (text: string, name: string, value: string): string | undefined =>
-  new RegExp(`(?:^|\\s)${name}:(${value})`, 'i').exec(text)?.[1];
+/**
+ * One field of the receipt's header: `name:value`, at a field boundary, in any case, with optional whitespace after
+ * the colon (`stat: DELIVRD`), though never a skip onto the next field's name (`err: stat:…` is no err).
+ */
+const field = (header: string, name: string, value: string): string | undefined =>
+  new RegExp(`(?:^|\\s)${name}:(?:\\s+(?![a-z_]+(?: date)?:))?(${value})`, 'i').exec(header)?.[1];
+
+/**
+ * The receipt's text without its `text:` field and what follows: that is the start of the message as the user
+ * wrote it, and may read like a receipt (`Text:id:77 stat:UNDELIV`). Only the header before it is read.
+ */
+function receiptHeader(text: string): string {
+  const start = text.search(/(?:^|\s)text:/i);
+  return start < 0 ? text : text.slice(0, start);
+}
 
 /** `YYMMDDhhmm` or `YYMMDDhhmmss`, read as UTC (the receipt carries no zone). */
 export function parseReceiptDate(value: string | undefined): Date | undefined {
@@ -92,8 +109,9 @@ export function parseDeliveryReceipt(
   text: string,
   pdu: { receiptedMessageId?: string; messageState?: number; esmClass?: number } = {},
 ): DeliveryReceipt | undefined {
-  const id = field(text, 'id', '[^\\s]+') ?? pdu.receiptedMessageId;
-  const statText = field(text, 'stat', '[A-Za-z_]+');
+  const header = receiptHeader(text);
+  const id = field(header, 'id', '[^\\s]+') ?? pdu.receiptedMessageId;
+  const statText = field(header, 'stat', '[A-Za-z_]+');
   const stat = normaliseStat(
     statText ?? (pdu.messageState !== undefined ? (MESSAGE_STATES[pdu.messageState] ?? '') : ''),
   );
@@ -101,29 +119,44 @@ export function parseDeliveryReceipt(
   return {
     id: id.replace(/\0+$/, ''),
     stat,
-    err: field(text, 'err', '[0-9A-Za-z]{1,10}') ?? '',
-    submitDate: parseReceiptDate(field(text, 'submit date', '\\d{10,12}')),
-    doneDate: parseReceiptDate(field(text, 'done date', '\\d{10,12}')),
+    err: field(header, 'err', '[0-9A-Za-z]{1,10}') ?? '',
+    submitDate: parseReceiptDate(field(header, 'submit[ _]date', '\\d{10,12}')),
+    doneDate: parseReceiptDate(field(header, 'done[ _]date', '\\d{10,12}')),
     intermediate: pdu.esmClass !== undefined && isIntermediateNotification(pdu.esmClass),
   };
 }
 
 /**
- * The forms one provider id may take, in the order a receipt tries them; the receipt applies to the
- * message of the first form some message has, never to several:
+ * The forms of a provider id that are the id itself: as sent, then without leading zeros (SMPP 3.4's message_id is
+ * often zero-padded to 10 characters in receipts). A receipt looks only for these while its message's id may still
+ * be on its way to the database (the receipt-before-record race, docs/decisions/0085).
+ */
+export function exactProviderIds(id: string): string[] {
+  return [...new Set([id, id.replace(/^0+(?=.)/, '')])];
+}
+
+/**
+ * Every form one provider id may take, in the order a receipt tries them once no message has an exact form
+ * ({@link exactProviderIds}); the receipt applies to the message of the first form some message has, never to
+ * several:
  * 1. the id as sent;
- * 2. without leading zeros (SMPP 3.4's message_id is often zero-padded to 10 characters in receipts);
+ * 2. without leading zeros;
  * 3. a decimal id in hex, lower then upper case (the SMSC answered submit_sm in hex, the receipt in decimal);
  * 4. a hex id in decimal (the reverse).
  * So "16" is tried as "16", then "10", then "22": a message whose id is exactly "16" always wins.
  */
 export function providerIdCandidates(id: string): string[] {
+  const candidates = new Set(exactProviderIds(id));
   const unpadded = id.replace(/^0+(?=.)/, '');
-  const candidates = new Set([id, unpadded]);
   if (/^[0-9]{1,30}$/.test(unpadded)) {
     const hex = BigInt(unpadded).toString(16);
     candidates.add(hex).add(hex.toUpperCase());
   }
   if (/^[0-9a-f]{1,24}$/i.test(unpadded)) candidates.add(BigInt(`0x${unpadded}`).toString(10));
   return [...candidates];
+}
+
+/** Whether a receipt sets delivery_time: only a final DELIVRD receipt says when the network delivered the message. */
+export function setsDeliveryTime(receipt: Pick<DeliveryReceipt, 'stat' | 'intermediate'>): boolean {
+  return receipt.stat === 'DELIVRD' && receipt.intermediate !== true;
 }

@@ -3,9 +3,11 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import { DataSource } from 'typeorm';
 import {
+  exactProviderIds,
   FINAL_STATES,
   providerIdCandidates,
   replacesFinalStatus,
+  setsDeliveryTime,
   type DeliveryReceipt,
 } from '../smpp/delivery-receipt.js';
 import { SMS_STATUS } from './sms-status.js';
@@ -29,7 +31,7 @@ const RECENT_SUBMISSION_MINUTES = 2;
 
 /**
  * Applies delivery receipts to stored messages: status (the receipt's stat,
- * as sent), delivery time (its done date), error code (its err) and the time
+ * as sent), delivery time (the done date of a final DELIVRD receipt), error code (its err) and the time
  * this service recorded it. A final status is replaced only by a later final
  * receipt that is neither UNKNOWN nor an intermediate notification (replacesFinalStatus).
  */
@@ -42,26 +44,32 @@ export class SmsReceiptsService {
     this.logger.setContext('SmsReceipts');
   }
 
+  /**
+   * Looks for the message of the receipt's own id (exactProviderIds) while its recording may still be on its way
+   * (the receipt-before-record race): {@link UNMATCHED_RETRIES} more tries, {@link UNMATCHED_RETRY_MS} apart. Then,
+   * while some submission is still unrecorded, the SMSC is asked to send the receipt again (its message may be that
+   * one). Only when none is does it try the id's other forms (providerIdCandidates), and a message found by one of
+   * them only while its status is not final (docs/decisions/0085).
+   */
   async apply(provider: string, receipt: DeliveryReceipt): Promise<ReceiptOutcome> {
-    for (let attempt = 0; ; attempt++) {
-      const outcome = await this.applyOnce(provider, receipt);
-      if (outcome !== 'unmatched' || attempt >= UNMATCHED_RETRIES) {
-        if (outcome === 'unmatched') {
-          if (await this.submissionsUnrecorded()) {
-            // Perhaps this one's: its recording is late (retried through a database fault). The SMSC is asked to
-            // send the receipt again later (ESME_RX_T_APPN) instead of having it acknowledged and lost.
-            throw new ReceiptTooEarlyError();
-          }
-          // Only the provider's id: the receipt's text may name the destination.
-          this.logger.warn(
-            { provider, providerMessageId: receipt.id },
-            'delivery receipt for no known message',
-          );
-        }
-        return outcome;
-      }
-      await new Promise((resolve) => setTimeout(resolve, UNMATCHED_RETRY_MS));
+    const exact = exactProviderIds(receipt.id);
+    for (let attempt = 0; attempt <= UNMATCHED_RETRIES; attempt++) {
+      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, UNMATCHED_RETRY_MS));
+      const outcome = await this.applyOnce(provider, receipt, exact, exact);
+      if (outcome !== 'unmatched') return outcome;
     }
+    if (await this.submissionsUnrecorded()) {
+      // Perhaps this one's: its recording is late (retried through a database fault). The SMSC is asked to send the
+      // receipt again later (ESME_RX_T_APPN) instead of having it acknowledged and lost, or applied to a message
+      // that only has another form of the id.
+      throw new ReceiptTooEarlyError();
+    }
+    const outcome = await this.applyOnce(provider, receipt, providerIdCandidates(receipt.id), exact);
+    if (outcome === 'unmatched') {
+      // Only the provider's id: the receipt's text may name the destination.
+      this.logger.warn({ provider, providerMessageId: receipt.id }, 'delivery receipt for no known message');
+    }
+    return outcome;
   }
 
   /**
@@ -80,11 +88,17 @@ export class SmsReceiptsService {
   }
 
   /**
-   * One statement: picks the one message the receipt is for (the first of the id's forms, in
-   * providerIdCandidates' order, that a message of this provider has; the unique index finds each form) and
-   * updates it unless the status guard keeps its final status.
+   * One statement: picks the one message the receipt is for (the first of the given forms, in their order, that a
+   * message of this provider has; the unique index finds each form) and updates it unless the status guard keeps
+   * its final status. A message found by a form that is not one of `exact` is updated only while its status is not
+   * final: a guess at the id's form never replaces a final status.
    */
-  private async applyOnce(provider: string, receipt: DeliveryReceipt): Promise<ReceiptOutcome> {
+  private async applyOnce(
+    provider: string,
+    receipt: DeliveryReceipt,
+    forms: string[],
+    exact: string[],
+  ): Promise<ReceiptOutcome> {
     const [target] = (await this.dataSource.query(
       `WITH target AS (
          SELECT id, provider_message_id FROM sms_messages
@@ -93,21 +107,24 @@ export class SmsReceiptsService {
           LIMIT 1
        ), applied AS (
          UPDATE sms_messages m
-            SET status = $3, error_code = $4, delivery_time = COALESCE($5, now()), system_delivery_time = now()
+            SET status = $3, error_code = $4, system_delivery_time = now(),
+                delivery_time = CASE WHEN $8::boolean THEN COALESCE($5, now()) ELSE m.delivery_time END
            FROM target
           WHERE m.id = target.id AND m.provider_message_id = target.provider_message_id
-            AND (NOT (m.status = ANY($6::text[])) OR $7::boolean)
+            AND (NOT (m.status = ANY($6::text[])) OR ($7::boolean AND m.provider_message_id = ANY($9::text[])))
          RETURNING m.id
        )
        SELECT target.id, target.provider_message_id, EXISTS (SELECT 1 FROM applied) AS applied FROM target`,
       [
         provider,
-        providerIdCandidates(receipt.id),
+        forms,
         receipt.stat,
         receipt.err || null,
         receipt.doneDate ?? null,
         FINAL_STATES,
         replacesFinalStatus(receipt),
+        setsDeliveryTime(receipt),
+        exact,
       ],
     )) as { id: string; provider_message_id: string; applied: boolean }[];
     if (!target) return 'unmatched';
