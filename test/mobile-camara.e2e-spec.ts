@@ -139,6 +139,10 @@ const startCamaraApp = (url: string, env: Record<string, string> = {}) =>
     env: { SIM_SWAP_PROVIDER: 'camara', CAMARA_SIM_SWAP_URL: url, CAMARA_ACCESS_TOKEN: CAMARA_TOKEN, ...env },
   });
 
+/** The units the SIM swap limit `limit` (simswap-user, simswap-app) holds for `key` in the shared store. */
+const counted = async (t: TestApp, limit: string, key: string): Promise<number> =>
+  (await t.app.get(SharedRateLimitStores).store(limit).get?.(key))?.totalHits ?? 0;
+
 /** POST /v1/mobile/simSwap of a number that is not a simulator test number. */
 const checkSimSwap = (t: TestApp, authorization: string) =>
   request(t.http)
@@ -435,6 +439,25 @@ describe('SIM swap limits when the provider fails (per application 3 a minute, p
     expectNoRoutes400(await check(app)); // the application's minute: three checks made
   });
 
+  it('never sends a number with a leading 0 (not E.164): 400 NO ROUTES, no request, no unit of either limit (decision 0086)', async () => {
+    const client = await registerClient(t.app, 'camara-leading-zero');
+    const subject = randomUUID();
+    const callers = [bearer(await subjectToken(client, subject)), bearer(await accessToken(t.http, client))];
+    // What an operator answers `+012345678901`: sent, the check would be one it may have made, and count (0080).
+    answers({ status: 400, body: { status: 400, code: 'INVALID_ARGUMENT', message: 'phoneNumber' } });
+    for (const authorization of callers) {
+      expectNoRoutes400(
+        await request(t.http)
+          .post('/v1/mobile/simSwap')
+          .set('Authorization', authorization)
+          .send({ phoneNumber: '012345678901' }),
+      );
+    }
+    expect(camara.requests).toHaveLength(0);
+    expect(await counted(t, 'simswap-user', `${client.appId}:${subject}`)).toBe(0);
+    expect(await counted(t, 'simswap-app', client.appId)).toBe(0);
+  });
+
   it.each<[string, () => Fault | undefined, 'unavailable' | 'no routes']>([
     [
       'a timeout once the provider has the request',
@@ -514,10 +537,7 @@ describe('CAMARA endpoint whose name does not resolve (per user 1 check an hour 
     const subject = randomUUID();
     const user = bearer(await subjectToken(client, subject));
     for (let i = 0; i < 3; i++) expectUnavailable(await checkSimSwap(t, user));
-    const stores = t.app.get(SharedRateLimitStores);
-    const counted = async (limit: string, key: string) =>
-      (await stores.store(limit).get?.(key))?.totalHits ?? 0;
-    expect(await counted('simswap-user', `${client.appId}:${subject}`)).toBe(0);
-    expect(await counted('simswap-app', client.appId)).toBe(0);
+    expect(await counted(t, 'simswap-user', `${client.appId}:${subject}`)).toBe(0);
+    expect(await counted(t, 'simswap-app', client.appId)).toBe(0);
   }, 120_000);
 });

@@ -59,7 +59,11 @@ export function cnpjProblem(value: string): string | undefined {
   return undefined;
 }
 
-/** Derives the legal person type from a CUIT/CUIL prefix: Fisica (natural person) or Juridica (entity). */
+/**
+ * Guesses the legal person type from a CUIT/CUIL prefix: Fisica (natural person) or Juridica (entity). Only for a
+ * tax id typed by a client or sent by the rail: a party of this service is what its record says (a company is
+ * Juridica whatever its tax id, a CNPJ too; decision 0086).
+ */
 export function personTypeOf(cuit: string): 'Fisica' | 'Juridica' {
   return (ENTITY_PREFIXES as readonly string[]).includes(normalizeTaxId(cuit).slice(0, 2))
     ? 'Juridica'

@@ -85,7 +85,9 @@ export class ReversalsService {
       requestHash: idempotencyKey === undefined ? null : requestHash(principal, { uuid: id, body: input }),
     };
     const result = await this.call(request);
-    return reversalView('replay' in result ? result.replay : result.row);
+    return reversalView(
+      await this.views.withCounterpartyOwner('replay' in result ? result.replay : result.row),
+    );
   }
 
   /**

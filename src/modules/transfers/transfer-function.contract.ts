@@ -83,6 +83,14 @@ export interface TransferViewRow {
   owner_tax_id: string | null;
   owner_tax_id_type: string | null;
   counterparty_owner_id: string | null;
+  /**
+   * Read by the views only (decision 0086), the money functions do not answer them: the type of the owner of the
+   * counterparty's account (null for an external party) and that owner's tax-id type (a user's cuil or cuit).
+   */
+  counterparty_owner_type?: 'USER' | 'COMPANY' | null;
+  counterparty_owner_tax_id_type?: string | null;
+  /** The row it reverses: read by the views, answered by the reversal function; absent from a transfer's answer. */
+  reversal_of?: string | null;
 }
 
 /**

@@ -24,28 +24,39 @@ const COLUMNS = `t.id, t.clearing_id, t.movement_type, t.status, t.route, t.coun
          coalesce(u.first_name || ' ' || u.last_name, c.legal_name) AS owner_name,
          coalesce(u.tax_id, c.tax_value) AS owner_tax_id,
          coalesce(u.tax_id_type, 'cuit') AS owner_tax_id_type,
-         cw.owner_id AS counterparty_owner_id`;
+         cw.owner_id AS counterparty_owner_id, cw.owner_type AS counterparty_owner_type,
+         cu.tax_id_type AS counterparty_owner_tax_id_type, t.reversal_of`;
 const FROM = `
     FROM transfers t
     JOIN wallet_accounts w ON w.id = t.account_id
     LEFT JOIN wallet_accounts cw ON cw.id = t.counterparty_account_id
+    LEFT JOIN users cu ON cw.owner_type = 'USER' AND cu.id = cw.owner_id
     LEFT JOIN users u ON w.owner_type = 'USER' AND u.id = w.owner_id
     LEFT JOIN companies c ON w.owner_type = 'COMPANY' AND c.id = w.owner_id`;
 const SELECT = `SELECT ${COLUMNS} ${FROM}`;
 /** TransferViews.find's statements: one transfer of an application, and of one of a subject's accounts. */
 const FIND = `${SELECT} WHERE t.id = $1 AND t.app_id = $2`;
 const FIND_OWN = `${FIND} AND w.owner_id = $3`;
-/** With what a reversal needs: the row's own reversal_of. */
-const SELECT_REVERSAL = `SELECT ${COLUMNS}, t.reversal_of ${FROM}`;
+/**
+ * What the views read besides a money function's answer (decision 0086): the type of the owner of the
+ * counterparty's account, and that owner's tax-id type.
+ */
+const COUNTERPARTY_OWNER = `SELECT cw.owner_type AS counterparty_owner_type,
+         cu.tax_id_type AS counterparty_owner_tax_id_type
+    FROM wallet_accounts cw
+    LEFT JOIN users cu ON cw.owner_type = 'USER' AND cu.id = cw.owner_id
+   WHERE cw.id = $1`;
 
 /**
  * Rows by id alone, whatever their scope, with the keys the money functions answer (reversal_of included): what a
  * call whose answer was lost wrote under the ids the API made for it (TransferWriter, decision 0066).
  */
-export const ROWS_BY_ID = `${SELECT_REVERSAL} WHERE t.id = ANY ($1::uuid[])`;
+export const ROWS_BY_ID = `${SELECT} WHERE t.id = ANY ($1::uuid[])`;
 
 /** A transfer row with its reversal_of (null unless it is a reversal or a return). */
 export type RowWithReversal = TransferViewRow & { reversal_of: string | null };
+
+type CounterpartyOwner = Pick<TransferViewRow, 'counterparty_owner_type' | 'counterparty_owner_tax_id_type'>;
 
 /** A stable uuid for an external counterparty (derived from its account number). */
 function partyUuid(identifier: string): string {
@@ -76,6 +87,27 @@ export class TransferViews {
   }
 
   /**
+   * A money function's answer row with what the views read besides, when its counterparty is shown as the other
+   * owner's record (registeredCounterparty): the functions do not answer the owner's type, and the transfer
+   * function's answer stays as it is (its rows show what the client typed). A reversal's answer reads it here, by
+   * the row's counterparty account (decision 0086).
+   */
+  async withCounterpartyOwner<T extends TransferViewRow>(row: T): Promise<T> {
+    if (
+      !registeredCounterparty(row) ||
+      row.counterparty_owner_type !== undefined ||
+      !row.counterparty_account_id
+    )
+      return row;
+    const { rows } = await this.pool.query<CounterpartyOwner>({
+      name: 'wallet_counterparty_owner',
+      text: COUNTERPARTY_OWNER,
+      values: [row.counterparty_account_id],
+    });
+    return { ...row, ...rows[0] };
+  }
+
+  /**
    * The row `id` in the principal's scope (its application; a subject, its own accounts) and the rows that
    * reverse it (reversal_of = id: they are on the same account), oldest first. Undefined when out of scope.
    */
@@ -91,14 +123,13 @@ export class TransferViews {
       scope += ' AND w.owner_id = $3';
     }
     const [original] = (await manager.query(
-      `${SELECT_REVERSAL} WHERE t.id = $1 AND ${scope}`,
+      `${SELECT} WHERE t.id = $1 AND ${scope}`,
       params,
     )) as RowWithReversal[];
     if (!original) return undefined;
-    const reversals = (await manager.query(
-      `${SELECT_REVERSAL} WHERE t.reversal_of = $1 ORDER BY t.created_at, t.id`,
-      [id],
-    )) as RowWithReversal[];
+    const reversals = (await manager.query(`${SELECT} WHERE t.reversal_of = $1 ORDER BY t.created_at, t.id`, [
+      id,
+    ])) as RowWithReversal[];
     return { original, reversals };
   }
 
@@ -130,8 +161,8 @@ export interface TransferListFilter {
 }
 
 /**
- * TransferViews.list's statement: a named one, planned once per connection and shape (its five-table join cost
- * 0.5-0.9 ms of planning on every call, more than running it; decision 0048). The status and movement type are
+ * TransferViews.list's statement: a named one, planned once per connection and shape (its join, then of five tables,
+ * cost 0.5-0.9 ms of planning on every call, more than running it; decision 0048; six since 0086). The status and movement type are
  * literals, checked against their closed sets, so the plan knows the value (a rare status reads the partial
  * index of transfers in flight instead of the application's whole history); the LIMIT is a literal from a few
  * fixed sizes (listFetchSize), at least `limit`. Everything else (application, subject, account, dates, the
@@ -226,26 +257,53 @@ function applied(row: TransferViewRow, total: string): number {
   return (FAILURE_STATUSES as readonly string[]).includes(row.status) ? 0 : toJson(total);
 }
 
+/** The key of an owner's tax id: a user's as it registered it (cuil or cuit), a company's always cuit. */
+function taxIdKey(ownerType: 'USER' | 'COMPANY', taxIdType: string | null | undefined): 'cuit' | 'cuil' {
+  return ownerType === 'USER' && taxIdType === 'cuil' ? 'cuil' : 'cuit';
+}
+
 function accountParty(row: TransferViewRow): TransactionInfoDto['account'] {
-  const ownerTaxKey = row.owner_type === 'USER' && row.owner_tax_id_type === 'cuil' ? 'cuil' : 'cuit';
   return {
     uuid: row.owner_id,
     name: row.owner_name ?? '',
-    [ownerTaxKey]: row.owner_tax_id ?? '',
+    [taxIdKey(row.owner_type, row.owner_tax_id_type)]: row.owner_tax_id ?? '',
     type: row.owner_type,
     cvu: row.cvu,
   } as TransactionInfoDto['account'];
 }
 
+/**
+ * Whether the row's counterparty name and tax id were copied from the other owner's record, not typed by a client
+ * (decision 0086): an internal transfer's DEPOSIT (the sender's owner), and the WITHDRAW of its reversal, which
+ * copies that DEPOSIT's. An internal transfer's WITHDRAW and its reversal's DEPOSIT show what the client typed.
+ */
+function registeredCounterparty(row: TransferViewRow): boolean {
+  return row.route === 'INTERNAL' && (row.movement_type === 'DEPOSIT') === (row.reversal_of == null);
+}
+
+/**
+ * The counterparty's personType and the key of its tax id: from the owner's record when the row shows that owner's
+ * own name and tax id (a company is Juridica, a user Fisica; the key as in accountParty), else guessed from the
+ * tax id's prefix (30/33/34 a company's CUIT, else a person's CUIL): all a typed id says.
+ */
 function counterParty(row: TransferViewRow): TransactionInfoDto['counterParty'] {
-  const counterpartyPerson = personTypeOf(row.counterparty_tax_id);
+  let personType: 'Fisica' | 'Juridica';
+  let taxKey: 'cuit' | 'cuil';
+  const owner = registeredCounterparty(row) ? row.counterparty_owner_type : undefined;
+  if (owner) {
+    personType = owner === 'COMPANY' ? 'Juridica' : 'Fisica';
+    taxKey = taxIdKey(owner, row.counterparty_owner_tax_id_type);
+  } else {
+    personType = personTypeOf(row.counterparty_tax_id);
+    taxKey = personType === 'Juridica' ? 'cuit' : 'cuil';
+  }
   return {
     // Like account.uuid, the party's own uuid: the owner of an internal counterparty's account.
     uuid: row.counterparty_owner_id ?? partyUuid(row.counterparty_identifier),
     name: row.counterparty_name,
-    [counterpartyPerson === 'Juridica' ? 'cuit' : 'cuil']: row.counterparty_tax_id,
+    [taxKey]: row.counterparty_tax_id,
     type: row.route,
-    personType: counterpartyPerson,
+    personType,
     identifierType: row.counterparty_identifier_type,
     identifier: row.counterparty_identifier,
   } as TransactionInfoDto['counterParty'];

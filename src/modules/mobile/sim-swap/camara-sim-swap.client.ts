@@ -58,6 +58,8 @@ export class CamaraSimSwapClient implements SimSwapProvider {
 
   async swappedWithin(phoneNumber: string, maxAgeHours: number): Promise<boolean> {
     const { baseUrl, accessToken, timeoutMs, phoneFormat } = this.config.mobile.camara;
+    // Outside the try: a number that is not CAMARA's is a caller's error (SimSwapService refuses it), not a failure.
+    const e164 = toE164(phoneNumber, phoneFormat);
     const correlator = randomUUID();
     const started = performance.now();
     let response: Response;
@@ -70,7 +72,7 @@ export class CamaraSimSwapClient implements SimSwapProvider {
           Accept: 'application/json',
           'x-correlator': correlator,
         },
-        body: JSON.stringify({ phoneNumber: toE164(phoneNumber, phoneFormat), maxAge: maxAgeHours }),
+        body: JSON.stringify({ phoneNumber: e164, maxAge: maxAgeHours }),
         signal: AbortSignal.timeout(timeoutMs),
         redirect: 'error',
       });

@@ -8,8 +8,22 @@
  */
 export type PhoneFormat = 'e164' | 'ar-mobile-9';
 
-export function toE164(digits: string, format: PhoneFormat): string {
+/** CAMARA's `phoneNumber` (DOMAIN.md C5): E.164 with a leading `+`; no country code starts with 0. */
+export const CAMARA_PHONE_NUMBER = /^\+[1-9][0-9]{4,14}$/;
+
+/**
+ * The 12 digits in the form CAMARA is sent, or undefined when that form is not CAMARA's (a leading 0): the
+ * operator would refuse it (400 INVALID_ARGUMENT), so it is never sent (decision 0086).
+ */
+export function camaraPhoneNumber(digits: string, format: PhoneFormat): string | undefined {
   if (!/^[0-9]{12}$/.test(digits)) throw new Error('a phone number here is exactly 12 digits');
-  if (format === 'ar-mobile-9' && digits.startsWith('54')) return `+549${digits.slice(2)}`;
-  return `+${digits}`;
+  const e164 = format === 'ar-mobile-9' && digits.startsWith('54') ? `+549${digits.slice(2)}` : `+${digits}`;
+  return CAMARA_PHONE_NUMBER.test(e164) ? e164 : undefined;
+}
+
+/** The number CAMARA is sent; throws for one that is not CAMARA's (SimSwapService refuses those first). */
+export function toE164(digits: string, format: PhoneFormat): string {
+  const e164 = camaraPhoneNumber(digits, format);
+  if (e164 === undefined) throw new Error('not a number CAMARA takes (E.164 with a leading +, not +0)');
+  return e164;
 }

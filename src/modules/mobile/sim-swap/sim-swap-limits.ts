@@ -27,9 +27,10 @@ export type TakenUnits = readonly Taken[];
  * Each SIM swap check is a paid request to the operator: SIM_SWAP_APP_LIMIT_PER_MINUTE per application and, for
  * a user token, SIM_SWAP_USER_LIMIT_PER_HOUR per user (so one user cannot use up the application's checks),
  * counted across every API process in the shared rate-limit store (Redis or PostgreSQL, as the token endpoint's
- * limit; per process while Redis does not answer). Taken by the route once its body is valid, the user's count
- * first: a user past its own limit never reaches the application's. A refusal is the route's 400 `NO ROUTES` with
- * Retry-After: the seconds until the window that refused it ends (decision 0054).
+ * limit; per process while Redis does not answer). Taken by the route once its body is valid and its number is
+ * one CAMARA takes (decision 0086), the user's count first: a user past its own limit never reaches the
+ * application's. A refusal is the route's 400 `NO ROUTES` with Retry-After: the seconds until the window that
+ * refused it ends (decision 0054).
  *
  * A refused request gives back every unit it took (decision 0058): the user's when the application's limit
  * refuses it, and the refusing limit's own, so each count is the checks it let through. A unit is taken before it

@@ -3,7 +3,7 @@ export const SIM_SWAP_PROVIDER = Symbol('SIM_SWAP_PROVIDER');
 
 export interface SimSwapProvider {
   /**
-   * Whether the SIM of `phoneNumber` (12 digits) changed within the last
+   * Whether the SIM of `phoneNumber` (12 digits, a number CAMARA takes: not 0 first) changed within the last
    * `maxAgeHours`. Throws SimSwapLookupError when the provider cannot say.
    */
   swappedWithin(phoneNumber: string, maxAgeHours: number): Promise<boolean>;

@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { ServiceUnavailableError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import type { Principal } from '#common/auth/principal.js';
+import { camaraPhoneNumber } from './phone-number.js';
 import { SimSwapLimits } from './sim-swap-limits.js';
 import { SIM_SWAP_PROVIDER, SimSwapLookupError, type SimSwapProvider } from './sim-swap.port.js';
 
@@ -30,23 +31,20 @@ export class SimSwapService {
 
   /**
    * The check for `principal`, within its limits (SimSwapLimits: each check is a paid provider request). A check
-   * the provider certainly did not make gives its units back (decision 0080); the answer is the same.
+   * the provider certainly did not make gives its units back (decision 0080); the answer is the same. A number
+   * whose E.164 form is not CAMARA's (a leading 0) is refused before any unit is taken, and never sent (decision
+   * 0086): the same 400 as a number the provider cannot check. The simulator stands for CAMARA, so it too.
    */
   async check(principal: Principal, phoneNumber: string): Promise<{ swapped: boolean; message: string }> {
+    const { maxAgeHours, phoneFormat } = this.config.mobile.camara;
+    if (camaraPhoneNumber(phoneNumber, phoneFormat) === undefined) throw cannotCheck();
     const taken = await this.limits.take(principal);
-    const maxAgeHours = this.config.mobile.camara.maxAgeHours;
     try {
       const swapped = await this.provider.swappedWithin(phoneNumber, maxAgeHours);
       return { swapped, message: simSwapMessage(swapped, maxAgeHours) };
     } catch (error) {
       if (error instanceof SimSwapLookupError && error.performed === 'no') await this.limits.giveBack(taken);
-      if (error instanceof SimSwapLookupError && error.kind === 'unsupported-number') {
-        throw ValidationFailedError.single(
-          'phoneNumber',
-          'invalid',
-          'the SIM swap provider cannot check this number',
-        );
-      }
+      if (error instanceof SimSwapLookupError && error.kind === 'unsupported-number') throw cannotCheck();
       if (error instanceof SimSwapLookupError) {
         const asked = error.retryAfterSeconds ?? SIM_SWAP_RETRY_AFTER.default;
         throw new ServiceUnavailableError(
@@ -58,4 +56,13 @@ export class SimSwapService {
       throw error;
     }
   }
+}
+
+/** A number the provider cannot check: the route's 400 `NO ROUTES`, as an SMS without a route. */
+function cannotCheck(): ValidationFailedError {
+  return ValidationFailedError.single(
+    'phoneNumber',
+    'invalid',
+    'the SIM swap provider cannot check this number',
+  );
 }
