@@ -483,6 +483,9 @@ describe('SIM swap limits when the provider fails (per application 3 a minute, p
       'unavailable',
     ],
     ['a 502', () => answers({ status: 502 }), 'unavailable'],
+    // What a gateway in front of the provider answers when its upstream reset the connection, maybe after it
+    // had the request: no CAMARA body, no Retry-After.
+    ['a bare 503', () => answers({ status: 503 }), 'unavailable'],
     ['a 504', () => answers({ status: 504 }), 'unavailable'],
     [
       'a redirect',

@@ -454,6 +454,33 @@ describe('wallet statements and balance as of a time (real database)', () => {
         expectNotFound(await open(other), other);
       }
     });
+    it('keeps the reference of an internal-transfer entry whose reference is not a uuid (a repaired entry) instead of failing the page (decision 0084)', async () => {
+      const account = await openAccount(t.http, tokenA, appA.appId, await createOwner(t.http, tokenA));
+      const system = randomUUID();
+      await t.dataSource.transaction(async (manager) => {
+        await manager.query(
+          `INSERT INTO ledger_accounts (id, kind, code, currency) VALUES ($1, 'SYSTEM', 'TEST', 'ARS')`,
+          [system],
+        );
+        const entry = randomUUID();
+        await manager.query(
+          `INSERT INTO journal_entries (id, app_id, kind, reference, description, actor)
+           VALUES ($1, $2, 'INTERNAL_TRANSFER', 'repaired-by-hand', 'repair', 'test:repair')`,
+          [entry, appA.appId],
+        );
+        await manager.query(
+          `INSERT INTO postings (entry_id, account_id, amount, currency) VALUES ($1, $2, 2, 'ARS'), ($1, $3, -2, 'ARS')`,
+          [entry, account.uuid, system],
+        );
+        await manager.query(`UPDATE ledger_accounts SET balance = balance + 2 WHERE id = $1`, [account.uuid]);
+      });
+      const query = { from: '2000-01-01T00:00:00Z', to: '2999-01-01T00:00:00Z' };
+      const json = await statement(account.uuid, query);
+      expect(json.status).toBe(200);
+      expect(
+        (json.body as Statement).movements.map((m) => [m.kind, m.amount, m.reference, m.balance]),
+      ).toStrictEqual([['INTERNAL_TRANSFER', 2, 'repaired-by-hand', 2]]);
+    });
   });
 
   describe('cursors keep the statement (decision 0063)', () => {

@@ -15,7 +15,6 @@ export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
 export const JOBS = {
   pruneUsedAssertions: 'prune-used-assertions',
-  sweepWebhooks: 'sweep-webhooks',
   pruneEvents: 'prune-events',
   reapDocuments: 'reap-documents',
   deliverWebhook: 'deliver',

@@ -116,7 +116,12 @@ export class CamaraSimSwapClient implements SimSwapProvider {
     throw new SimSwapLookupError(
       unsupported ? 'unsupported-number' : 'unavailable',
       `SIM swap provider answered ${response.status}${code ? ` ${code}` : ''}`,
-      refusedBeforeCheck(response.status, unsupported) ? 'no' : 'maybe',
+      refusedBeforeCheck(response.status, unsupported, {
+        camaraCode: code !== undefined,
+        retryAfter: response.headers.has('retry-after'),
+      })
+        ? 'no'
+        : 'maybe',
       response.status,
       retryAfterMs === undefined ? undefined : Math.ceil(retryAfterMs / 1000),
     );
@@ -124,16 +129,23 @@ export class CamaraSimSwapClient implements SimSwapProvider {
 }
 
 /**
- * Whether an answer that is not a result says the provider made no check (decision 0080): a 503 (it does not
- * take requests now) or a 4xx about our request rather than the number (401 and 403 our token, 429 our rate, 400
- * OUT_OF_RANGE our maxAge, 422 UNNECESSARY_IDENTIFIER or MISSING_IDENTIFIER our token's kind). An answer about
- * the number (`unsupported`) came from looking it up: the provider served the request. A 500, 502, 504 or other
- * 5xx may come after the check was made (a failure while answering, a gateway whose upstream had the request),
- * and so may a 200 we could not read.
+ * Whether an answer that is not a result says the provider made no check (decision 0080): the provider's own 503
+ * (it does not take requests now) or a 4xx about our request rather than the number (401 and 403 our token, 429
+ * our rate, 400 OUT_OF_RANGE our maxAge, 422 UNNECESSARY_IDENTIFIER or MISSING_IDENTIFIER our token's kind). An
+ * answer about the number (`unsupported`) came from looking it up: the provider served the request. A 500, 502,
+ * 504 or other 5xx may come after the check was made (a failure while answering, a gateway whose upstream had
+ * the request), and so may a 200 we could not read. A 503 counts as the provider's own only with a CAMARA error
+ * body or a Retry-After: a bare 503 is what a gateway in front of it (Envoy, Istio) answers when its upstream
+ * reset or closed the connection, maybe after it had the request (found in review).
  */
-function refusedBeforeCheck(status: number, unsupported: boolean): boolean {
+function refusedBeforeCheck(
+  status: number,
+  unsupported: boolean,
+  answer: { camaraCode: boolean; retryAfter: boolean },
+): boolean {
   if (unsupported) return false;
-  return status === 503 || (status >= 400 && status < 500);
+  if (status === 503) return answer.camaraCode || answer.retryAfter;
+  return status >= 400 && status < 500;
 }
 
 /** The most of a provider's answer that is read: a CAMARA answer is a few hundred bytes. */

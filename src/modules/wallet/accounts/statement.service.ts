@@ -117,8 +117,11 @@ export const BALANCE_AT = `SELECT (${balanceNearer('$4::timestamptz', 'p.created
  * debit, the same entry for both sides: the debit line keeps that reference, its own; the credit line names the
  * row of its own account instead, the DEPOSIT linked to that WITHDRAW (two lookups by primary key, for those
  * lines only). Every other entry already names the account's own row (or no transfer) and keeps its reference.
+ * A reference that is not a uuid (none is written so, but no constraint stops a repaired entry) keeps its own
+ * instead of failing the page on the cast (found in review).
  */
 const OWN_REFERENCE = `CASE WHEN e.kind IN ('INTERNAL_TRANSFER', 'TRANSFER_REVERSAL') AND pg.amount > 0
+                             AND pg_input_is_valid(e.reference, 'uuid')
                         THEN COALESCE((SELECT d.id::text
                                          FROM transfers w JOIN transfers d ON d.id = w.linked_transfer_id
                                         WHERE w.id = e.reference::uuid
