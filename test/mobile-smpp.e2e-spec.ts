@@ -22,6 +22,17 @@ const FAST = {
   reconnectMaxMs: 400,
 };
 
+/** The app's settings for SMPP to the test SMSC, with fast reconnections. */
+const smppEnv = (smsc: TestSmsc): Record<string, string> => ({
+  SMS_PROVIDER: 'smpp',
+  SMPP_HOST: '127.0.0.1',
+  SMPP_PORT: String(smsc.port),
+  SMPP_SYSTEM_ID: SYSTEM_ID,
+  SMPP_PASSWORD: PASSWORD,
+  SMPP_RECONNECT_MIN_MS: '100',
+  SMPP_RECONNECT_MAX_MS: '400',
+});
+
 const until = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) => {
   if (!(await waitFor(check, timeoutMs, 25))) throw new Error(`timed out waiting for ${what}`);
 };
@@ -256,17 +267,13 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     t = await startTestApp({
       runWorker: true,
       env: {
-        SMS_PROVIDER: 'smpp',
-        SMPP_HOST: '127.0.0.1',
-        SMPP_PORT: String(smsc.port),
-        SMPP_SYSTEM_ID: SYSTEM_ID,
-        SMPP_PASSWORD: PASSWORD,
+        ...smppEnv(smsc),
         SMPP_SOURCE_ADDR: '5491100000000',
         SMPP_ENQUIRE_LINK_MS: '500',
         SMPP_RESPONSE_TIMEOUT_MS: '1000',
-        SMPP_RECONNECT_MIN_MS: '100',
-        SMPP_RECONNECT_MAX_MS: '400',
         SMS_ROUTE_PREFIXES: '54',
+        // The SMSC answers submit_sm in hex; some receipts below carry the id in decimal (decision 0085's auto).
+        SMPP_RECEIPT_ID_FORM: 'auto',
       },
     });
     client = await registerClient(t.app, 'smpp');
@@ -408,6 +415,21 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     expect(await statusOf(id)).toMatchObject({ status: 'ACCEPTD', error_code: '000' });
   });
 
+  it('never lets a late ACCEPTD ("accepted" at many SMSCs) replace DELIVRD; a later DELIVRD replaces ACCEPTD', async () => {
+    const delivered = await sendUntilEnroute('541123450007');
+    await smsc.receipt(delivered.submit.messageId!, { stat: 'DELIVRD', err: '000' });
+    await smsc.receipt(delivered.submit.messageId!, { stat: 'ACCEPTD', err: '001' });
+    expect(await statusOf(delivered.id)).toMatchObject({ status: 'DELIVRD', error_code: '000' });
+
+    const accepted = await sendUntilEnroute('541123450008');
+    await smsc.receipt(accepted.submit.messageId!, { stat: 'ACCEPTD', err: '000' });
+    await smsc.receipt(accepted.submit.messageId!, { stat: 'DELIVRD', err: '000', doneDate: '2611231012' });
+    expect(await statusOf(accepted.id)).toMatchObject({
+      status: 'DELIVRD',
+      delivery_time: '2026-11-23T10:12:00.000Z',
+    });
+  });
+
   it('matches a receipt whose id is the decimal form of the hex id submit_sm_resp gave', async () => {
     const id = await send('541123450003', 'Hola');
     const submit = await submitFor('541123450003', 1);
@@ -491,6 +513,34 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
       error_code: '000',
       delivery_time: '2026-11-23T10:12:00.000Z',
     });
+  });
+
+  it('gives a receipt found only by another form of its id to the next form whose message is not final', async () => {
+    // No message "96"; its hex form "60" is delivered, its decimal form of hex "150" is not: "150" gets it.
+    const delivered = await sendWithProviderId('60', '541123450043');
+    await smsc.receipt('60', { stat: 'DELIVRD', err: '000' });
+    const enroute = await sendWithProviderId('150', '541123450044');
+    expect((await smsc.receipt('96', { stat: 'UNDELIV', err: '001' })).command_status).toBe(0);
+    expect(await row(enroute)).toMatchObject({ status: 'UNDELIV', provider_message_id: '150' });
+    expect(await statusOf(delivered)).toMatchObject({ status: 'DELIVRD', error_code: '000' });
+  });
+
+  it("is not sent back to the SMSC for another provider's unrecorded submission", async () => {
+    const enroute = await sendWithProviderId('291', '541123450045');
+    // A simulator message handed over and not recorded (a worker of a deployment on SMS_PROVIDER=simulator).
+    const other = randomUUID();
+    await t.dataSource.query(
+      `INSERT INTO sms_messages (id, app_id, dnis, body, status, provider, attempts)
+       SELECT $1, app_id, '541123450046', 'Hola', 'QUEUED', 'simulator', 1 FROM sms_messages WHERE id = $2`,
+      [other, enroute],
+    );
+    try {
+      // No message "123"; with no SMPP submission unrecorded, its decimal form "291" is tried.
+      expect((await smsc.receipt('123', { stat: 'UNDELIV', err: '001' })).command_status).toBe(0);
+      expect((await row(enroute)).status).toBe('UNDELIV');
+    } finally {
+      await t.dataSource.query('DELETE FROM sms_messages WHERE id = $1', [other]);
+    }
   });
 
   const submitsTo = (dnis: string) => smsc.submits.filter((s) => s.destination === dnis).length;
@@ -646,5 +696,89 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     expect((await statusOf(id)).status).toBe('DELIVRD');
     // Sent once.
     expect(smsc.submits.filter((s) => s.destination === dnis)).toHaveLength(1);
+  });
+});
+
+/** A receipt the SMSC sends, and the status of each message (by provider id) after it. */
+type Step = [receiptId: string, stat: string, after: Record<string, string>];
+
+describe.each<{ name: string; form?: string; submitIds: string[]; steps: Step[] }>([
+  {
+    name: 'unset (same)',
+    // SMPP 3.4 (the default): the receipt carries the submit_sm_resp id, perhaps zero-padded; "10" is never "16".
+    submitIds: ['16'],
+    steps: [
+      ['10', 'UNDELIV', { '16': 'ENROUTE' }],
+      ['0000000016', 'DELIVRD', { '16': 'DELIVRD' }],
+    ],
+  },
+  {
+    // submit_sm_resp in decimal, receipts in hex: "10" is message "16", never the older message "10".
+    name: 'hex',
+    form: 'hex',
+    submitIds: ['10', '16'],
+    steps: [
+      ['a', 'DELIVRD', { '10': 'DELIVRD', '16': 'ENROUTE' }],
+      ['10', 'UNDELIV', { '10': 'DELIVRD', '16': 'UNDELIV' }],
+      ['0000000010', 'EXPIRED', { '10': 'DELIVRD', '16': 'EXPIRED' }],
+    ],
+  },
+  {
+    // submit_sm_resp in hex, receipts in decimal: "10" is message "a" (none here), never message "10".
+    name: 'decimal',
+    form: 'decimal',
+    submitIds: ['10', '1A'],
+    steps: [
+      ['16', 'DELIVRD', { '10': 'DELIVRD', '1A': 'ENROUTE' }],
+      ['10', 'UNDELIV', { '10': 'DELIVRD', '1A': 'ENROUTE' }],
+      ['0000000026', 'UNDELIV', { '10': 'DELIVRD', '1A': 'UNDELIV' }],
+    ],
+  },
+])('SMS receipts with SMPP_RECEIPT_ID_FORM $name', ({ form, submitIds, steps }) => {
+  let smsc: TestSmsc;
+  let t: TestApp;
+  let token: string;
+  const nextIds = [...submitIds];
+
+  beforeAll(async () => {
+    smsc = await TestSmsc.start({
+      systemId: SYSTEM_ID,
+      password: PASSWORD,
+      messageId: (n) => nextIds.shift() ?? String(1000 + n),
+    });
+    t = await startTestApp({
+      runWorker: true,
+      env: { ...smppEnv(smsc), ...(form ? { SMPP_RECEIPT_ID_FORM: form } : {}) },
+    });
+    token = await accessToken(t.http, await registerClient(t.app, `smpp-${form ?? 'default'}`));
+    await t.app.get(SmppSmsProvider).current!.ready(5000);
+  });
+  afterAll(async () => {
+    await t?.close();
+    await smsc?.close();
+  });
+
+  const statuses = async () =>
+    Object.fromEntries(
+      (
+        (await t.dataSource.query(
+          `SELECT provider_message_id, status FROM sms_messages WHERE provider = 'smpp' AND provider_message_id IS NOT NULL`,
+        )) as { provider_message_id: string; status: string }[]
+      ).map((m) => [m.provider_message_id, m.status]),
+    );
+
+  it('looks a receipt up by the one stored form of its id only, never by a guess at another base', async () => {
+    for (const [n] of submitIds.entries()) {
+      const response = await request(t.http)
+        .post('/v1/mobile/sms')
+        .set('Authorization', `Bearer ${token}`)
+        .send({ dnis: `54112345006${n}`, message: 'Hola' });
+      expect(response.status).toBe(200);
+      await until(`message ${n + 1} ENROUTE`, async () => Object.keys(await statuses()).length === n + 1);
+    }
+    for (const [receiptId, stat, after] of steps) {
+      expect((await smsc.receipt(receiptId, { stat, err: '000' })).command_status).toBe(0);
+      expect(await statuses()).toEqual(after);
+    }
   });
 });

@@ -36,8 +36,8 @@ import { WebhookReceiver } from './support/webhook-receiver.js';
  * else changed. Edited by a script for decision 0082 (an application is shown an operator's command as `cli` /
  * `operator`, not the OS user): the 13 audit records of `cli` principals went from `<os-user>` to `operator`.
  * Recorded again on 2026-12-02 for decision 0084 (a statement line names its own account's transaction): the
- * `reference` of the credit lines of internal transfers and reversals (23 values in 15 statement answers, JSON and
- * CSV) went from the other side's WITHDRAW to the account's own DEPOSIT, and nothing else changed.
+ * `reference` of the credit lines of internal transfers and reversals (24 values in 15 statement answers: 14 in
+ * JSON, 10 in CSV) went from the other side's WITHDRAW to the account's own DEPOSIT, and nothing else changed.
  */
 
 const FIXTURE = path.resolve('test/fixtures/read-routes-recorded.json');

@@ -60,6 +60,8 @@ describe('loadConfig', () => {
       expect(config.eventsRetentionDays).toBe(30);
       expect(config.apiProcesses).toBe(1);
       expect(config.maxConnections).toBe(10_000);
+      // SMPP 3.4: a receipt carries the submit_sm_resp message_id as it was (decision 0085).
+      expect(config.mobile.smpp.receiptIdForm).toBe('same');
     });
 
     it('is silent by default under NODE_ENV=test', () => {
@@ -158,6 +160,12 @@ describe('loadConfig', () => {
       }
     });
 
+    it('reads SMPP_RECEIPT_ID_FORM: same, hex, decimal or auto', () => {
+      for (const form of ['same', 'hex', 'decimal', 'auto']) {
+        expect(loadConfig({ SMPP_RECEIPT_ID_FORM: form }).mobile.smpp.receiptIdForm).toBe(form);
+      }
+    });
+
     it('treats blank values as unset', () => {
       const config = loadConfig({ PORT: '  ', DATABASE_URL: '', LOG_LEVEL: ' ' });
       expect(config.port).toBe(3000);
@@ -196,6 +204,8 @@ describe('loadConfig', () => {
       ['HTTP_HEADERS_TIMEOUT_MS', '40000'], // longer than the whole request (30 s)
       ['EVENTS_RETENTION_DAYS', '0'],
       ['EVENTS_RETENTION_DAYS', 'a month'],
+      ['SMPP_RECEIPT_ID_FORM', 'base36'],
+      ['SMPP_RECEIPT_ID_FORM', 'HEX'],
     ])('%s=%s throws a ConfigError naming the variable', (name, value) => {
       const error = configError({ [name]: value });
       expect(error.name).toBe('ConfigError');

@@ -29,6 +29,12 @@ export interface MobileConfig {
     readonly responseTimeoutMs: number;
     readonly reconnectMinMs: number;
     readonly reconnectMaxMs: number;
+    /**
+     * How receipts write the submit_sm_resp message_id (docs/decisions/0085): `same` (SMPP 3.4, leading zeros
+     * tolerated), `hex` (receipts in hex, submit_sm_resp in decimal), `decimal` (the reverse), `auto` (exact first,
+     * then the other forms).
+     */
+    readonly receiptIdForm: 'same' | 'hex' | 'decimal' | 'auto';
   };
   readonly simSwapProvider: 'simulator' | 'camara';
   readonly camara: {
@@ -99,6 +105,7 @@ export function loadMobileConfig(
       responseTimeoutMs: int('SMPP_RESPONSE_TIMEOUT_MS', 10_000, 100, 600_000),
       reconnectMinMs,
       reconnectMaxMs,
+      receiptIdForm: choice('SMPP_RECEIPT_ID_FORM', ['same', 'hex', 'decimal', 'auto'], 'same'),
     },
     simSwapProvider,
     camara: {

@@ -52,7 +52,10 @@ export class SmsMessageEntity {
   @Column('text', { default: 'QUEUED' })
   status: string;
 
-  /** `simulator` or `smpp`: the provider that took the message. */
+  /**
+   * `simulator` or `smpp`: the provider that took the message, set with each attempt to hand it over (a receipt waits
+   * only for its own provider's unrecorded submissions, docs/decisions/0085).
+   */
   @Column('text', { nullable: true })
   provider: string | null;
 

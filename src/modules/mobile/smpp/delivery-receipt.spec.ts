@@ -6,6 +6,7 @@ import {
   parseDeliveryReceipt,
   parseReceiptDate,
   providerIdCandidates,
+  receiptProviderIds,
   replacesFinalStatus,
   setsDeliveryTime,
 } from './delivery-receipt.js';
@@ -157,7 +158,12 @@ describe('replacesFinalStatus', () => {
     expect(parseDeliveryReceipt('', { receiptedMessageId: '1', messageState: 6 })).toMatchObject({
       stat: 'ACCEPTD',
     });
-    expect(replacesFinalStatus({ stat: 'ACCEPTD' })).toBe(true);
+  });
+
+  it('never lets ACCEPTD replace another final status ("accepted" at many SMSCs), though DELIVRD replaces it', () => {
+    expect(replacesFinalStatus({ stat: 'ACCEPTD' })).toBe(false);
+    expect(replacesFinalStatus({ stat: 'ACCEPTD', intermediate: true })).toBe(false);
+    expect(replacesFinalStatus({ stat: 'DELIVRD' })).toBe(true);
   });
 });
 
@@ -210,5 +216,24 @@ describe('encodeText', () => {
     const encoded = encodeText('ó😀');
     expect(encoded).toMatchObject({ alphabet: 'UCS2', dataCoding: 8 });
     expect([...encoded.bytes]).toEqual([0x00, 0xf3, 0xd8, 0x3d, 0xde, 0x00]);
+  });
+});
+
+describe('receiptProviderIds', () => {
+  it('is the exact forms with same and auto (SMPP 3.4: the receipt carries the submit_sm_resp id)', () => {
+    expect(receiptProviderIds('0000000016', 'same')).toEqual(['0000000016', '16']);
+    expect(receiptProviderIds('1a2b', 'auto')).toEqual(['1a2b']);
+  });
+
+  it('is only the decimal form of a hex receipt id with hex, never the id as sent', () => {
+    expect(receiptProviderIds('10', 'hex')).toEqual(['16']);
+    expect(receiptProviderIds('000000001A', 'hex')).toEqual(['26']);
+    expect(receiptProviderIds('sim-1', 'hex')).toEqual([]);
+  });
+
+  it('is only the hex forms of a decimal receipt id with decimal, never the id as sent', () => {
+    expect(receiptProviderIds('16', 'decimal')).toEqual(['10']);
+    expect(receiptProviderIds('0000000026', 'decimal')).toEqual(['1a', '1A']);
+    expect(receiptProviderIds('1a', 'decimal')).toEqual([]);
   });
 });

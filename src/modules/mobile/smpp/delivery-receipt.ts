@@ -58,12 +58,23 @@ export function isIntermediateNotification(esmClass: number): boolean {
 }
 
 /**
+ * Final stats that never replace another final status: UNKNOWN (no news after, say, DELIVRD) and ACCEPTD (many
+ * SMSCs send it for "accepted", and receipts arrive concurrently, so a late ACCEPTD must not undo a delivery).
+ * Both stay final against intermediate notifications, and a later DELIVRD still replaces them.
+ */
+const NEVER_REPLACING: readonly string[] = ['UNKNOWN', 'ACCEPTD'];
+
+/**
  * Whether a receipt may replace a status that is already final. Never a non-final stat, never an
- * intermediate notification (whatever its stat), never UNKNOWN (no news after, say, DELIVRD). Any other final
- * receipt does: the SMSC's latest final word wins (a correction, or the same receipt sent again).
+ * intermediate notification (whatever its stat), never UNKNOWN or ACCEPTD ({@link NEVER_REPLACING}). Any other
+ * final receipt does: the SMSC's latest final word wins (a correction, or the same receipt sent again).
  */
 export function replacesFinalStatus(receipt: Pick<DeliveryReceipt, 'stat' | 'intermediate'>): boolean {
-  return receipt.intermediate !== true && receipt.stat !== 'UNKNOWN' && FINAL_STATES.includes(receipt.stat);
+  return (
+    receipt.intermediate !== true &&
+    !NEVER_REPLACING.includes(receipt.stat) &&
+    FINAL_STATES.includes(receipt.stat)
+  );
 }
 
 /**
@@ -127,18 +138,52 @@ export function parseDeliveryReceipt(
 }
 
 /**
+ * How the SMSC writes a receipt's id against the message_id its submit_sm_resp gave (SMPP_RECEIPT_ID_FORM,
+ * docs/decisions/0085): `same` (SMPP 3.4: the same id, perhaps zero-padded), `hex` (receipts in hex, submit_sm_resp
+ * in decimal), `decimal` (the reverse), or `auto` (the exact id first, then the other forms).
+ */
+export type ReceiptIdForm = 'same' | 'hex' | 'decimal' | 'auto';
+
+const withoutLeadingZeros = (id: string): string => id.replace(/^0+(?=.)/, '');
+
+/** A decimal id in hex, lower then upper case; none when the id is not decimal. */
+function decimalInHex(id: string): string[] {
+  const unpadded = withoutLeadingZeros(id);
+  if (!/^[0-9]{1,30}$/.test(unpadded)) return [];
+  const hex = BigInt(unpadded).toString(16);
+  return [...new Set([hex, hex.toUpperCase()])];
+}
+
+/** A hex id in decimal; none when the id is not hex. */
+function hexInDecimal(id: string): string[] {
+  const unpadded = withoutLeadingZeros(id);
+  return /^[0-9a-f]{1,24}$/i.test(unpadded) ? [BigInt(`0x${unpadded}`).toString(10)] : [];
+}
+
+/**
  * The forms of a provider id that are the id itself: as sent, then without leading zeros (SMPP 3.4's message_id is
  * often zero-padded to 10 characters in receipts). A receipt looks only for these while its message's id may still
  * be on its way to the database (the receipt-before-record race, docs/decisions/0085).
  */
 export function exactProviderIds(id: string): string[] {
-  return [...new Set([id, id.replace(/^0+(?=.)/, '')])];
+  return [...new Set([id, withoutLeadingZeros(id)])];
 }
 
 /**
- * Every form one provider id may take, in the order a receipt tries them once no message has an exact form
- * ({@link exactProviderIds}); the receipt applies to the message of the first form some message has, never to
- * several:
+ * The stored forms a receipt's id names under the configured {@link ReceiptIdForm}, the only ones it is looked up
+ * by: `same` and `auto` the exact forms (auto tries {@link providerIdCandidates} later), `hex` the hex id in decimal,
+ * `decimal` the decimal id in hex (lower and upper case). Empty when the id cannot be read in that base.
+ */
+export function receiptProviderIds(id: string, form: ReceiptIdForm): string[] {
+  if (form === 'hex') return hexInDecimal(id);
+  if (form === 'decimal') return decimalInHex(id);
+  return exactProviderIds(id);
+}
+
+/**
+ * Every form one provider id may take, in the order a receipt tries them with SMPP_RECEIPT_ID_FORM=auto once no
+ * message has an exact form ({@link exactProviderIds}); the receipt applies to the message of the first form some
+ * message has, never to several:
  * 1. the id as sent;
  * 2. without leading zeros;
  * 3. a decimal id in hex, lower then upper case (the SMSC answered submit_sm in hex, the receipt in decimal);
@@ -146,14 +191,7 @@ export function exactProviderIds(id: string): string[] {
  * So "16" is tried as "16", then "10", then "22": a message whose id is exactly "16" always wins.
  */
 export function providerIdCandidates(id: string): string[] {
-  const candidates = new Set(exactProviderIds(id));
-  const unpadded = id.replace(/^0+(?=.)/, '');
-  if (/^[0-9]{1,30}$/.test(unpadded)) {
-    const hex = BigInt(unpadded).toString(16);
-    candidates.add(hex).add(hex.toUpperCase());
-  }
-  if (/^[0-9a-f]{1,24}$/i.test(unpadded)) candidates.add(BigInt(`0x${unpadded}`).toString(10));
-  return [...candidates];
+  return [...new Set([...exactProviderIds(id), ...decimalInHex(id), ...hexInDecimal(id)])];
 }
 
 /** Whether a receipt sets delivery_time: only a final DELIVRD receipt says when the network delivered the message. */

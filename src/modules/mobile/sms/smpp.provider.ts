@@ -32,7 +32,7 @@ export class SmppSmsProvider implements SmsProvider, OnApplicationBootstrap, OnA
     this.link = new SmppLink(
       { ...smpp },
       async (receipt) => {
-        await this.receipts.apply(this.name, receipt);
+        await this.receipts.apply(this.name, receipt, smpp.receiptIdForm);
       },
       (level, fields, message) =>
         this.logger[level]({ ...fields, host: smpp.host, port: smpp.port, systemId: smpp.systemId }, message),

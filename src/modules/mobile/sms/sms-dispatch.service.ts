@@ -46,10 +46,10 @@ export class SmsDispatchService {
 
   async submit(messageId: string): Promise<DispatchOutcome> {
     const [rows] = (await this.dataSource.query(
-      `UPDATE sms_messages SET attempts = attempts + 1
+      `UPDATE sms_messages SET attempts = attempts + 1, provider = $3
         WHERE id = $1 AND status = $2 AND body IS NOT NULL
       RETURNING dnis, body, attempts`,
-      [messageId, SMS_STATUS.queued],
+      [messageId, SMS_STATUS.queued, this.provider.name],
     )) as [{ dnis: string; body: string; attempts: number }[], number];
     const message = rows[0];
     if (!message) return 'skipped';

@@ -3,12 +3,13 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import { DataSource } from 'typeorm';
 import {
-  exactProviderIds,
   FINAL_STATES,
   providerIdCandidates,
+  receiptProviderIds,
   replacesFinalStatus,
   setsDeliveryTime,
   type DeliveryReceipt,
+  type ReceiptIdForm,
 } from '../smpp/delivery-receipt.js';
 import { SMS_STATUS } from './sms-status.js';
 
@@ -45,26 +46,35 @@ export class SmsReceiptsService {
   }
 
   /**
-   * Looks for the message of the receipt's own id (exactProviderIds) while its recording may still be on its way
-   * (the receipt-before-record race): {@link UNMATCHED_RETRIES} more tries, {@link UNMATCHED_RETRY_MS} apart. Then,
-   * while some submission is still unrecorded, the SMSC is asked to send the receipt again (its message may be that
-   * one). Only when none is does it try the id's other forms (providerIdCandidates), and a message found by one of
-   * them only while its status is not final (docs/decisions/0085).
+   * Looks for the message of the forms the receipt's id names under `idForm` (receiptProviderIds; SMPP_RECEIPT_ID_FORM
+   * for SMPP, `same` for the simulator) while its recording may still be on its way (the receipt-before-record race):
+   * {@link UNMATCHED_RETRIES} more tries, {@link UNMATCHED_RETRY_MS} apart. Then, while some submission to this
+   * provider is still unrecorded, the SMSC is asked to send the receipt again (its message may be that one). Only
+   * with `auto`, and only when none is, does it try the id's other forms (providerIdCandidates), and a message found
+   * by one of them only while its status is not final (docs/decisions/0085).
    */
-  async apply(provider: string, receipt: DeliveryReceipt): Promise<ReceiptOutcome> {
-    const exact = exactProviderIds(receipt.id);
-    for (let attempt = 0; attempt <= UNMATCHED_RETRIES; attempt++) {
-      if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, UNMATCHED_RETRY_MS));
-      const outcome = await this.applyOnce(provider, receipt, exact, exact);
+  async apply(
+    provider: string,
+    receipt: DeliveryReceipt,
+    idForm: ReceiptIdForm = 'same',
+  ): Promise<ReceiptOutcome> {
+    const exact = receiptProviderIds(receipt.id, idForm);
+    let outcome: ReceiptOutcome = 'unmatched';
+    if (exact.length > 0) {
+      for (let attempt = 0; attempt <= UNMATCHED_RETRIES && outcome === 'unmatched'; attempt++) {
+        if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, UNMATCHED_RETRY_MS));
+        outcome = await this.applyOnce(provider, receipt, exact, exact);
+      }
       if (outcome !== 'unmatched') return outcome;
+      if (await this.submissionsUnrecorded(provider)) {
+        // Perhaps this one's: its recording is late (retried through a database fault). The SMSC is asked to send
+        // the receipt again later (ESME_RX_T_APPN) instead of having it acknowledged and lost, or applied to a
+        // message that only has another form of the id.
+        throw new ReceiptTooEarlyError();
+      }
     }
-    if (await this.submissionsUnrecorded()) {
-      // Perhaps this one's: its recording is late (retried through a database fault). The SMSC is asked to send the
-      // receipt again later (ESME_RX_T_APPN) instead of having it acknowledged and lost, or applied to a message
-      // that only has another form of the id.
-      throw new ReceiptTooEarlyError();
-    }
-    const outcome = await this.applyOnce(provider, receipt, providerIdCandidates(receipt.id), exact);
+    if (idForm === 'auto')
+      outcome = await this.applyOnce(provider, receipt, providerIdCandidates(receipt.id), exact);
     if (outcome === 'unmatched') {
       // Only the provider's id: the receipt's text may name the destination.
       this.logger.warn({ provider, providerMessageId: receipt.id }, 'delivery receipt for no known message');
@@ -73,16 +83,17 @@ export class SmsReceiptsService {
   }
 
   /**
-   * Whether a message may have been handed to a provider and not recorded yet: QUEUED with an attempt made, and
-   * created in the last {@link RECENT_SUBMISSION_MINUTES} minutes (a message is submitted as soon as it is queued,
-   * and its recording is retried for at most 12 s; one waiting out a provider's refusals for longer does not keep
-   * every unknown receipt coming back). The partial index of QUEUED messages by creation finds them.
+   * Whether a message may have been handed to this provider and not recorded yet: QUEUED with an attempt made on
+   * this provider (the dispatch records the provider with the attempt), and created in the last
+   * {@link RECENT_SUBMISSION_MINUTES} minutes (a message is submitted as soon as it is queued, and its recording is
+   * retried for at most 12 s; one waiting out a provider's refusals for longer does not keep every unknown receipt
+   * coming back). The partial index of QUEUED messages by creation finds them.
    */
-  private async submissionsUnrecorded(): Promise<boolean> {
+  private async submissionsUnrecorded(provider: string): Promise<boolean> {
     const [row] = (await this.dataSource.query(
-      `SELECT EXISTS (SELECT 1 FROM sms_messages WHERE status = $1 AND attempts > 0
+      `SELECT EXISTS (SELECT 1 FROM sms_messages WHERE status = $1 AND attempts > 0 AND provider = $3
           AND created_at > now() - $2 * interval '1 minute') AS pending`,
-      [SMS_STATUS.queued, RECENT_SUBMISSION_MINUTES],
+      [SMS_STATUS.queued, RECENT_SUBMISSION_MINUTES, provider],
     )) as { pending: boolean }[];
     return row.pending;
   }
@@ -90,8 +101,8 @@ export class SmsReceiptsService {
   /**
    * One statement: picks the one message the receipt is for (the first of the given forms, in their order, that a
    * message of this provider has; the unique index finds each form) and updates it unless the status guard keeps
-   * its final status. A message found by a form that is not one of `exact` is updated only while its status is not
-   * final: a guess at the id's form never replaces a final status.
+   * its final status. A message with a final status is never picked by a form that is not one of `exact`, so a
+   * later form's message without one gets the receipt: a guess at the id's form never replaces a final status.
    */
   private async applyOnce(
     provider: string,
@@ -103,6 +114,7 @@ export class SmsReceiptsService {
       `WITH target AS (
          SELECT id, provider_message_id FROM sms_messages
           WHERE provider = $1 AND provider_message_id = ANY($2::text[])
+            AND (provider_message_id = ANY($9::text[]) OR NOT (status = ANY($6::text[])))
           ORDER BY array_position($2::text[], provider_message_id)
           LIMIT 1
        ), applied AS (
