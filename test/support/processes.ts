@@ -75,8 +75,11 @@ export function runNode(
     const closed = new Promise<void>((done) => child.once('close', () => done()));
     running.set(child, () => {
       testEnded = true;
+      running.delete(child);
       kill();
-      return closed;
+      // 'close' waits for the child's pipes, which a process it started may still hold: wait for the child's own
+      // exit at most a few seconds more, so the hook never hangs on a grandchild (found in review).
+      return Promise.race([closed, new Promise<void>((done) => setTimeout(done, 5_000).unref())]);
     });
     child.stdin.end();
     let stdout = '';
