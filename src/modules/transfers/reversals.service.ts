@@ -3,6 +3,7 @@ import { InjectDataSource } from '@nestjs/typeorm';
 import type pg from 'pg';
 import { DataSource } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
+import { tryAgain } from '#common/async/try-again.js';
 import { PG_POOL } from '#common/database/pg-pool.js';
 import { isDependencyUnavailable } from '#common/errors/dependency-unavailable.js';
 import { NotFoundError, ValidationFailedError } from '#common/errors/domain-errors.js';
@@ -149,25 +150,23 @@ export class ReversalsService {
    * out of reach for longer still fails the command, with a message that names the booked return.
    */
   private async whereItWent(id: string): Promise<{ account_id: string; unclaimed: boolean }> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        const { rows } = await this.pool.query<{ account_id: string; unclaimed: boolean }>(
+    const read = async () =>
+      (
+        await this.pool.query<{ account_id: string; unclaimed: boolean }>(
           `SELECT t.account_id, u.transfer_id IS NOT NULL AS unclaimed
              FROM transfers t LEFT JOIN unclaimed_returns u ON u.transfer_id = t.id WHERE t.id = $1`,
           [id],
-        );
-        return rows[0];
-      } catch (error) {
+        )
+      ).rows[0];
+    return tryAgain(read, BOOKED_READ_DELAYS_MS, (error) => isDependencyUnavailable(error)).catch(
+      (error: unknown) => {
         if (!isDependencyUnavailable(error)) throw error;
-        const delay = BOOKED_READ_DELAYS_MS[attempt];
-        if (delay === undefined)
-          throw new Error(
-            `the return ${id} was booked, but the database was lost before its account could be read: do not run the command again (audit list --resource ${id})`,
-            { cause: error },
-          );
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-    }
+        throw new Error(
+          `the return ${id} was booked, but the database was lost before its account could be read: do not run the command again (audit list --resource ${id})`,
+          { cause: error },
+        );
+      },
+    );
   }
 
   /** What was given back for the transfer `id` (either row the caller sees), and what is left. */

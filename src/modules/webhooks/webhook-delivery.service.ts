@@ -13,6 +13,7 @@ import { JOBS, QUEUES } from '#common/queue/queue-names.js';
 import { QueueFactory } from '#common/queue/queue.factory.js';
 import { SigningKeysService } from '#modules/auth/signing-keys.service.js';
 import type { WebhookPayload } from './entities/webhook-event.entity.js';
+import { tryAgain } from '#common/async/try-again.js';
 import { MicroBatcher } from '#common/database/micro-batcher.js';
 import { PG_POOL } from '#common/database/pg-pool.js';
 import { WebhookSender, type SendResult } from './webhook-sender.js';
@@ -572,21 +573,18 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
    * safe), as a named statement on the pool's connections (parsed once per connection).
    */
   private async batchQuery<T>(what: 'claim' | 'record', sql: string, parameters: unknown[]): Promise<T[]> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return (
-          await this.pool.query<T & pg.QueryResultRow>({
-            name: `webhook-${what}`,
-            text: sql,
-            values: parameters,
-          })
-        ).rows;
-      } catch (error) {
-        if (attempt >= BATCH_RETRY_DELAYS_MS.length) throw error;
-        this.logger.warn({ err: error, attempt: attempt + 1 }, `webhook ${what} batch failed; trying again`);
-        await new Promise((resolve) => setTimeout(resolve, BATCH_RETRY_DELAYS_MS[attempt]));
-      }
-    }
+    const run = async () =>
+      (
+        await this.pool.query<T & pg.QueryResultRow>({
+          name: `webhook-${what}`,
+          text: sql,
+          values: parameters,
+        })
+      ).rows;
+    return tryAgain(run, BATCH_RETRY_DELAYS_MS, (error, attempt) => {
+      this.logger.warn({ err: error, attempt }, `webhook ${what} batch failed; trying again`);
+      return true;
+    });
   }
 }
 

@@ -4,6 +4,7 @@ import { PinoLogger } from '#common/logging/pino-logger.js';
 import { DataSource, type EntityManager } from 'typeorm';
 import { SMS_PROVIDER, type SmsProvider } from './sms-provider.port.js';
 import { SMS_STATUS } from './sms-status.js';
+import { tryAgain } from '#common/async/try-again.js';
 import { ADVISORY_LOCKS, lockUntilCommit } from '#common/database/advisory-locks.js';
 
 export type DispatchOutcome = 'submitted' | 'rejected' | 'skipped';
@@ -94,19 +95,14 @@ export class SmsDispatchService {
    */
   private async persistently<T>(messageId: string, record: () => Promise<T>): Promise<T> {
     const started = Date.now();
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await record();
-      } catch (error) {
-        const delay = RECORD_RETRY_DELAYS_MS[attempt];
-        if (delay === undefined || Date.now() + delay - started > RECORD_RETRY_BUDGET_MS) throw error;
-        this.logger.warn(
-          { err: error, messageId, attempt: attempt + 1 },
-          'could not record an SMS the provider accepted; trying again',
-        );
-        await new Promise((resolve) => setTimeout(resolve, delay));
-      }
-    }
+    return tryAgain(record, RECORD_RETRY_DELAYS_MS, (error, attempt, delay) => {
+      if (Date.now() + delay - started > RECORD_RETRY_BUDGET_MS) return false;
+      this.logger.warn(
+        { err: error, messageId, attempt },
+        'could not record an SMS the provider accepted; trying again',
+      );
+      return true;
+    });
   }
 
   /**
