@@ -274,6 +274,8 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
         SMS_ROUTE_PREFIXES: '54',
         // The SMSC answers submit_sm in hex; some receipts below carry the id in decimal (decision 0085's auto).
         SMPP_RECEIPT_ID_FORM: 'auto',
+        // Receipts' dates in the SMSC's clock, on Argentine time (decision 0087): done date 10:12 is 13:12 UTC.
+        SMPP_RECEIPT_UTC_OFFSET: '-03:00',
       },
     });
     client = await registerClient(t.app, 'smpp');
@@ -349,7 +351,7 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     const status = await statusOf(id);
     expect(status).toStrictEqual({
       status: 'DELIVRD',
-      delivery_time: '2026-11-23T10:12:00.000Z',
+      delivery_time: '2026-11-23T13:12:00.000Z',
       mccmnc: '',
       error_code: '000',
       system_delivery_time: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/),
@@ -402,7 +404,7 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     expect(await statusOf(id)).toMatchObject({
       status: 'EXPIRED',
       error_code: '027',
-      delivery_time: '2026-11-23T10:12:00.000Z',
+      delivery_time: '2026-11-23T13:12:00.000Z',
     });
   });
 
@@ -426,7 +428,7 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     await smsc.receipt(accepted.submit.messageId!, { stat: 'DELIVRD', err: '000', doneDate: '2611231012' });
     expect(await statusOf(accepted.id)).toMatchObject({
       status: 'DELIVRD',
-      delivery_time: '2026-11-23T10:12:00.000Z',
+      delivery_time: '2026-11-23T13:12:00.000Z',
     });
   });
 
@@ -511,7 +513,7 @@ describe('SMS over SMPP through the service (HTTP → queue → worker → SMPP)
     expect(await statusOf(delivered)).toMatchObject({
       status: 'DELIVRD',
       error_code: '000',
-      delivery_time: '2026-11-23T10:12:00.000Z',
+      delivery_time: '2026-11-23T13:12:00.000Z',
     });
   });
 

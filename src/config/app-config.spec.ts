@@ -166,6 +166,15 @@ describe('loadConfig', () => {
       }
     });
 
+    it('reads SMPP_RECEIPT_UTC_OFFSET as minutes east of UTC (UTC when unset)', () => {
+      expect(loadConfig({}).mobile.smpp.receiptUtcOffsetMinutes).toBe(0);
+      expect(loadConfig({ SMPP_RECEIPT_UTC_OFFSET: '-03:00' }).mobile.smpp.receiptUtcOffsetMinutes).toBe(
+        -180,
+      );
+      expect(loadConfig({ SMPP_RECEIPT_UTC_OFFSET: '+05:30' }).mobile.smpp.receiptUtcOffsetMinutes).toBe(330);
+      expect(loadConfig({ SMPP_RECEIPT_UTC_OFFSET: '-00:00' }).mobile.smpp.receiptUtcOffsetMinutes).toBe(0);
+    });
+
     it('treats blank values as unset', () => {
       const config = loadConfig({ PORT: '  ', DATABASE_URL: '', LOG_LEVEL: ' ' });
       expect(config.port).toBe(3000);
@@ -206,6 +215,10 @@ describe('loadConfig', () => {
       ['EVENTS_RETENTION_DAYS', 'a month'],
       ['SMPP_RECEIPT_ID_FORM', 'base36'],
       ['SMPP_RECEIPT_ID_FORM', 'HEX'],
+      ['SMPP_RECEIPT_UTC_OFFSET', '-3'],
+      ['SMPP_RECEIPT_UTC_OFFSET', 'ART'],
+      ['SMPP_RECEIPT_UTC_OFFSET', '-03:60'],
+      ['SMPP_RECEIPT_UTC_OFFSET', '+15:00'],
     ])('%s=%s throws a ConfigError naming the variable', (name, value) => {
       const error = configError({ [name]: value });
       expect(error.name).toBe('ConfigError');

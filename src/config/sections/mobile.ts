@@ -35,6 +35,11 @@ export interface MobileConfig {
      * then the other forms).
      */
     readonly receiptIdForm: 'same' | 'hex' | 'decimal' | 'auto';
+    /**
+     * The SMSC's clock in receipts' `submit date`/`done date`, which carry no zone: minutes east of UTC
+     * (SMPP_RECEIPT_UTC_OFFSET `±hh:mm`, default `+00:00`; `-03:00` for an SMSC on Argentine time; decision 0087).
+     */
+    readonly receiptUtcOffsetMinutes: number;
   };
   readonly simSwapProvider: 'simulator' | 'camara';
   readonly camara: {
@@ -73,6 +78,13 @@ export function loadMobileConfig(
   const sourceAddr = str('SMPP_SOURCE_ADDR') ?? '';
   if (sourceAddr.length > 20) problems.push('SMPP_SOURCE_ADDR must be at most 20 characters');
   const isSmpp = smsProvider === 'smpp';
+  const receiptOffset = str('SMPP_RECEIPT_UTC_OFFSET') ?? '+00:00';
+  const offsetParts = /^([+-])(0\d|1[0-4]):([0-5]\d)$/.exec(receiptOffset);
+  if (!offsetParts)
+    problems.push('SMPP_RECEIPT_UTC_OFFSET must be an offset from UTC such as -03:00 or +00:00');
+  const receiptUtcOffsetMinutes = offsetParts
+    ? (offsetParts[1] === '-' ? -1 : 1) * (Number(offsetParts[2]) * 60 + Number(offsetParts[3])) || 0
+    : 0;
   const isCamara = simSwapProvider === 'camara';
   if (isCamara && str('CAMARA_SIM_SWAP_URL') === undefined) {
     problems.push('CAMARA_SIM_SWAP_URL is required when SIM_SWAP_PROVIDER=camara');
@@ -106,6 +118,7 @@ export function loadMobileConfig(
       reconnectMinMs,
       reconnectMaxMs,
       receiptIdForm: choice('SMPP_RECEIPT_ID_FORM', ['same', 'hex', 'decimal', 'auto'], 'same'),
+      receiptUtcOffsetMinutes,
     },
     simSwapProvider,
     camara: {

@@ -127,6 +127,21 @@ describe('parseDeliveryReceipt', () => {
     expect(parseReceiptDate('2602301010')).toBeUndefined();
     expect(parseReceiptDate('26112310')).toBeUndefined();
   });
+
+  it("reads the date as the SMSC's clock, the offset east of UTC given", () => {
+    // An SMSC on Argentine time (UTC−3): 10:12 there is 13:12 UTC, across midnight and a year's end too.
+    expect(parseReceiptDate('2611231012', -180)?.toISOString()).toBe('2026-11-23T13:12:00.000Z');
+    expect(parseReceiptDate('261231223045', -180)?.toISOString()).toBe('2027-01-01T01:30:45.000Z');
+    expect(parseReceiptDate('2611231012', 330)?.toISOString()).toBe('2026-11-23T04:42:00.000Z');
+    // A rollover is refused on the SMSC's own reading, whatever the offset.
+    expect(parseReceiptDate('2602302330', -180)).toBeUndefined();
+    expect(
+      parseDeliveryReceipt('id:1 submit date:2611231010 done date:2611231012 stat:DELIVRD err:000', {}, -180),
+    ).toMatchObject({
+      submitDate: new Date('2026-11-23T13:10:00.000Z'),
+      doneDate: new Date('2026-11-23T13:12:00.000Z'),
+    });
+  });
 });
 
 describe('isIntermediateNotification', () => {

@@ -93,16 +93,20 @@ function receiptHeader(text: string): string {
   return start < 0 ? text : text.slice(0, start);
 }
 
-/** `YYMMDDhhmm` or `YYMMDDhhmmss`, read as UTC (the receipt carries no zone). */
-export function parseReceiptDate(value: string | undefined): Date | undefined {
+/**
+ * `YYMMDDhhmm` or `YYMMDDhhmmss`. The receipt carries no zone: it is read as the SMSC's clock, `utcOffsetMinutes`
+ * east of UTC (SMPP_RECEIPT_UTC_OFFSET; 0, UTC, by default; −180 for an SMSC on Argentine time).
+ */
+export function parseReceiptDate(value: string | undefined, utcOffsetMinutes = 0): Date | undefined {
   const m = value ? /^(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})?$/.exec(value) : null;
   if (!m) return undefined;
   const [, yy, mo, dd, hh, mi, ss] = m;
   const date = new Date(
     Date.UTC(2000 + Number(yy), Number(mo) - 1, Number(dd), Number(hh), Number(mi), Number(ss ?? 0)),
   );
-  // Reject rollovers such as month 13 or day 32.
-  return date.getUTCMonth() === Number(mo) - 1 && date.getUTCDate() === Number(dd) ? date : undefined;
+  // Reject rollovers such as month 13 or day 32 (checked on the wall-clock reading, before the offset).
+  if (date.getUTCMonth() !== Number(mo) - 1 || date.getUTCDate() !== Number(dd)) return undefined;
+  return new Date(date.getTime() - utcOffsetMinutes * 60_000);
 }
 
 /** A stat word safe to store: letters and underscores, upper case, at most 20. */
@@ -114,11 +118,13 @@ export function normaliseStat(stat: string): string | undefined {
 /**
  * Reads a receipt from the deliver_sm text, falling back to the TLVs
  * (receipted_message_id, message_state). Undefined when it is not a receipt.
- * The deliver_sm's esm_class, when given, says whether it is an intermediate notification.
+ * The deliver_sm's esm_class, when given, says whether it is an intermediate notification. Its dates are read as
+ * the SMSC's clock, `utcOffsetMinutes` east of UTC ({@link parseReceiptDate}).
  */
 export function parseDeliveryReceipt(
   text: string,
   pdu: { receiptedMessageId?: string; messageState?: number; esmClass?: number } = {},
+  utcOffsetMinutes = 0,
 ): DeliveryReceipt | undefined {
   const header = receiptHeader(text);
   const id = field(header, 'id', '[^\\s]+') ?? pdu.receiptedMessageId;
@@ -131,8 +137,8 @@ export function parseDeliveryReceipt(
     id: id.replace(/\0+$/, ''),
     stat,
     err: field(header, 'err', '[0-9A-Za-z]{1,10}') ?? '',
-    submitDate: parseReceiptDate(field(header, 'submit[ _]date', '\\d{10,12}')),
-    doneDate: parseReceiptDate(field(header, 'done[ _]date', '\\d{10,12}')),
+    submitDate: parseReceiptDate(field(header, 'submit[ _]date', '\\d{10,12}'), utcOffsetMinutes),
+    doneDate: parseReceiptDate(field(header, 'done[ _]date', '\\d{10,12}'), utcOffsetMinutes),
     intermediate: pdu.esmClass !== undefined && isIntermediateNotification(pdu.esmClass),
   };
 }

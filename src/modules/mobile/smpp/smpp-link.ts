@@ -16,6 +16,8 @@ export interface SmppLinkOptions {
   responseTimeoutMs: number;
   reconnectMinMs: number;
   reconnectMaxMs: number;
+  /** The SMSC's clock in receipts' dates, minutes east of UTC (SMPP_RECEIPT_UTC_OFFSET; 0 when absent). */
+  receiptUtcOffsetMinutes?: number;
 }
 
 /** What the link reports; never phone numbers or texts. */
@@ -343,12 +345,16 @@ export class SmppLink {
     const esmClass = Number(pdu.esm_class ?? 0);
     const text = messageText(pdu);
     const receipt = RECEIPT_TYPES.has(esmClass & 0x3c)
-      ? parseDeliveryReceipt(text, {
-          receiptedMessageId:
-            typeof pdu.receipted_message_id === 'string' ? pdu.receipted_message_id : undefined,
-          messageState: typeof pdu.message_state === 'number' ? pdu.message_state : undefined,
-          esmClass,
-        })
+      ? parseDeliveryReceipt(
+          text,
+          {
+            receiptedMessageId:
+              typeof pdu.receipted_message_id === 'string' ? pdu.receipted_message_id : undefined,
+            messageState: typeof pdu.message_state === 'number' ? pdu.message_state : undefined,
+            esmClass,
+          },
+          this.options.receiptUtcOffsetMinutes ?? 0,
+        )
       : undefined;
     if (!receipt) {
       // A mobile-originated message or an unreadable receipt: acknowledged and not kept (no inbound SMS here).
