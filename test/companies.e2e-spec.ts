@@ -281,6 +281,9 @@ describe('identity: companies (real database)', () => {
         ['taxCondition', 'EXEMPT'],
         ['taxCondition', 'vat_registered'],
         ['name', ''],
+        ['name', '   '], // blank: stored trimmed, it was "" (decision 0091)
+        ['tradeName', ' \t '],
+        ['companyType', '  '],
         ['name', 42],
         ['legalName', 'x'.repeat(201)],
         ['operationCountry', 'XX'],

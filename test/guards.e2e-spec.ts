@@ -335,9 +335,12 @@ describe('authentication and authorization on fixture routes', () => {
       );
     });
 
-    it('refuses sub equal to the appId, a non-uuid sub and a missing sub', async () => {
+    it('refuses sub equal to the appId, a non-uuid sub (or one of no uuid version or variant) and a missing sub', async () => {
       await expectRefusedEverywhere(bearer(await subjectToken(appA, appA.appId)));
       await expectRefusedEverywhere(bearer(await subjectToken(appA, 'not-a-uuid')));
+      // uuid-shaped, but of no version the routes take (decision 0091): the user it created could never be read.
+      await expectRefusedEverywhere(bearer(await subjectToken(appA, '11111111-1111-1111-1111-111111111111')));
+      await expectRefusedEverywhere(bearer(await subjectToken(appA, '0f3c2a1e-9b7d-4c1a-7e2f-5d6c7b8a9e0f')));
       await expectRefusedEverywhere(bearer(await subjectToken(appA, ownerA1, { omit: ['sub'] })));
     });
 

@@ -77,6 +77,7 @@ describe('transfers: API (real database)', () => {
       ['CBU type for a 000 number', { identifierType: 'CBU' }, 'counterParty.identifierType'],
       ['cValue not a tax id', { cValue: '20123456780' }, 'counterParty.cValue'],
       ['unknown property', { extra: 1 }, 'counterParty.extra'],
+      ['blank name (stored trimmed, it was "": decision 0091)', { name: '  ' }, 'counterParty.name'],
     ])('counterParty %s: 400 at its path', async (_name, patch, path) => {
       expect(paths(expectValidation(await send(withParty(patch))))).toContain(path);
     });

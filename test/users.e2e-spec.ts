@@ -385,6 +385,9 @@ describe('identity: users (real database)', () => {
         const cases: [string, unknown][] = [
           ['firstName', 42],
           ['firstName', ''],
+          // Blank: the service stores names trimmed, so it was stored as "" (decision 0091).
+          ['firstName', '   '],
+          ['lastName', '\t \n'],
           ['lastName', ['González']],
           ['legalInformation.taxExempt', 'false'],
           ['legalInformation.taxId', 20123456786],

@@ -111,3 +111,22 @@ function codePointRule(
       },
     });
 }
+
+/**
+ * A string with something besides whitespace: for the names the services store trimmed, where `"   "` passed
+ * class-validator's `IsNotEmpty` and was stored as `""` (decision 0091). Same rule name and message as
+ * `IsNotEmpty`, so a blank name is refused as an empty one is.
+ */
+export function IsNotBlank(validation?: ValidationOptions) {
+  return (target: object, property: string) =>
+    registerDecorator({
+      name: 'isNotEmpty',
+      target: target.constructor,
+      propertyName: property,
+      options: validation,
+      validator: {
+        validate: (value: unknown) => typeof value === 'string' && value.trim() !== '',
+        defaultMessage: (args: ValidationArguments) => `${args.property} should not be empty`,
+      },
+    });
+}

@@ -1,13 +1,13 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { PassportStrategy } from '@nestjs/passport';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
+import { isUUID } from 'class-validator';
 import { ExtractJwt, Strategy } from 'passport-jwt';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import type { SubjectPrincipal } from '#common/auth/principal.js';
 import { AppsService } from '#modules/apps/apps.service.js';
 import { MAX_ASSERTION_LIFETIME_SECONDS } from '../token.service.js';
 import { CredentialLookupError } from '#common/auth/credential-lookup-error.js';
-import { UUID_PATTERN } from '#common/ids/uuid.js';
 
 interface SubjectTokenPayload {
   iss?: unknown;
@@ -72,7 +72,10 @@ export class SubjectTokenStrategy extends PassportStrategy(Strategy, 'subject') 
     // jsonwebtoken takes an aud array when any one member matches: a token made for several services, which any
     // of them could replay here. Exactly {base_url}, as one value.
     if (aud !== this.config.publicBaseUrl) return false;
-    if (typeof iss !== 'string' || typeof sub !== 'string' || !UUID_PATTERN.test(sub)) return false;
+    // The subject becomes the id of the user or company it creates: a uuid that the routes' path and body checks
+    // take (class-validator's isUUID: versions 1-8, nil, max; decisions 0042, 0091), or the record could never be
+    // addressed again.
+    if (typeof iss !== 'string' || typeof sub !== 'string' || !isUUID(sub)) return false;
     // uuids in the stored (lower-case) form, whatever the case the application signed them in.
     const appId = iss.toLowerCase();
     const subject = sub.toLowerCase();

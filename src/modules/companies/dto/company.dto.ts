@@ -1,6 +1,6 @@
 import { ApiProperty, ApiSchema } from '@nestjs/swagger';
 import { IsIn, IsNotEmpty, IsString } from 'class-validator';
-import { IsCountryCode, IsRequiredNested, MaxLength } from '#common/http/validators.js';
+import { IsCountryCode, IsNotBlank, IsRequiredNested, MaxLength } from '#common/http/validators.js';
 import { sharedType } from '#common/http/openapi.js';
 import { LegalAddressDto } from '#modules/kyc/dto/legal-address.dto.js';
 import { TAX_CONDITION_ENUM } from '#modules/kyc/dto/owner-enums.js';
@@ -12,12 +12,12 @@ const TAX_TYPE_ENUM = { enum: ['CUIT', 'CNPJ'], enumName: 'TaxType' };
 /** CreateCompanyRequest (closed, all required). */
 @ApiSchema({ name: 'CreateCompanyRequest' })
 export class CreateCompanyDto {
-  @ApiProperty({ maxLength: 200 }) @MaxLength(200) @IsNotEmpty() @IsString() name: string;
-  @ApiProperty({ maxLength: 200 }) @MaxLength(200) @IsNotEmpty() @IsString() legalName: string;
-  @ApiProperty({ maxLength: 200 }) @MaxLength(200) @IsNotEmpty() @IsString() tradeName: string;
+  @ApiProperty({ maxLength: 200 }) @MaxLength(200) @IsNotBlank() @IsString() name: string;
+  @ApiProperty({ maxLength: 200 }) @MaxLength(200) @IsNotBlank() @IsString() legalName: string;
+  @ApiProperty({ maxLength: 200 }) @MaxLength(200) @IsNotBlank() @IsString() tradeName: string;
   @ApiProperty({ maxLength: 100, example: 'SRL' })
   @MaxLength(100)
-  @IsNotEmpty()
+  @IsNotBlank()
   @IsString()
   companyType: string;
 

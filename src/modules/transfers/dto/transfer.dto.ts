@@ -15,7 +15,7 @@ import {
   ValidateNested,
 } from 'class-validator';
 import { sharedType } from '#common/http/openapi.js';
-import { MaxLength } from '#common/http/validators.js';
+import { IsNotBlank, MaxLength } from '#common/http/validators.js';
 import { OWNER_TYPE_ENUM } from '#modules/kyc/dto/owner-enums.js';
 import { TRANSFER_STATUSES } from '../transfer-status.js';
 
@@ -50,7 +50,7 @@ const IDENTIFIER_TYPE_ENUM = { enum: ['CBU', 'CVU'], enumName: 'IdentifierType' 
 export class CreateCounterPartyDto {
   @ApiProperty({ description: 'legal name preferred', maxLength: 200 })
   @MaxLength(200)
-  @IsNotEmpty()
+  @IsNotBlank()
   @IsString()
   name: string;
   @ApiProperty({ description: 'tax id (CUIT/CUIL) of the party' })

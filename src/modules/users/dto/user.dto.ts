@@ -1,6 +1,12 @@
 import { ApiExtraModels, ApiProperty, ApiPropertyOptional, ApiSchema } from '@nestjs/swagger';
 import { IsBoolean, IsEmail, IsIn, IsNotEmpty, IsOptional, IsString } from 'class-validator';
-import { IsCountryCode, IsRealDate, IsRequiredNested, MaxLength } from '#common/http/validators.js';
+import {
+  IsCountryCode,
+  IsNotBlank,
+  IsRealDate,
+  IsRequiredNested,
+  MaxLength,
+} from '#common/http/validators.js';
 import { nullableRef, sharedType } from '#common/http/openapi.js';
 import { LegalAddressDto } from '#modules/kyc/dto/legal-address.dto.js';
 import { OWNER_TYPE_ENUM, TAX_CONDITION_ENUM } from '#modules/kyc/dto/owner-enums.js';
@@ -48,8 +54,8 @@ export class UserLegalInformationRequestDto {
 /** CreateUserRequest (closed). */
 @ApiSchema({ name: 'CreateUserRequest' })
 export class CreateUserDto {
-  @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotEmpty() @IsString() firstName: string;
-  @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotEmpty() @IsString() lastName: string;
+  @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotBlank() @IsString() firstName: string;
+  @ApiProperty({ maxLength: 100 }) @MaxLength(100) @IsNotBlank() @IsString() lastName: string;
   @ApiProperty({ format: 'date', example: '1990-04-21' })
   @IsRealDate({ past: true })
   @IsString()
@@ -79,8 +85,8 @@ export class UpdateUserDto {
   @IsEmail()
   @IsString()
   email?: string;
-  @ApiPropertyOptional() @IsOptional() @MaxLength(100) @IsNotEmpty() @IsString() firstName?: string;
-  @ApiPropertyOptional() @IsOptional() @MaxLength(100) @IsNotEmpty() @IsString() lastName?: string;
+  @ApiPropertyOptional() @IsOptional() @MaxLength(100) @IsNotBlank() @IsString() firstName?: string;
+  @ApiPropertyOptional() @IsOptional() @MaxLength(100) @IsNotBlank() @IsString() lastName?: string;
   @ApiPropertyOptional({ format: 'date' })
   @IsOptional()
   @IsRealDate({ past: true })
