@@ -6,6 +6,7 @@ import { fileTypeFromBuffer } from 'file-type';
 import { DataSource, type EntityManager } from 'typeorm';
 import type { Principal } from '#common/auth/principal.js';
 import { oldestFirstRows, placeFreesSql } from '#common/database/sql.js';
+import { currentTransactionId, transactionCommitted } from '#common/database/transaction-fate.js';
 import { NotFoundError, TooManyRequestsError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import { assertStorableJson } from '#common/http/json-body.middleware.js';
@@ -94,7 +95,7 @@ export class DocumentsService {
     let xid: string | undefined;
     try {
       await this.dataSource.transaction(async (manager) => {
-        [{ xid }] = (await manager.query('SELECT txid_current()::text AS xid')) as { xid: string }[];
+        xid = await currentTransactionId(manager);
         // The owner again, locked: one deleted while the bytes were stored gets no document (404).
         await this.owners.find(manager, principal, ownerType, ownerId, true);
         await this.checkUploadLimit(manager, principal.appId, ownerType, ownerId);
@@ -108,7 +109,7 @@ export class DocumentsService {
     } catch (error) {
       // A COMMIT whose answer was lost (the connection cut while or after the server committed) throws too: the
       // row is there, or is about to be, and so must the bytes be. The transaction's fate is asked for.
-      const recorded = await this.committed(xid);
+      const recorded = await transactionCommitted(this.dataSource, xid);
       if (recorded) return this.view(row);
       if (recorded === undefined) {
         // Not known (the database still unreachable): the bytes stay, the log names them.
@@ -128,27 +129,6 @@ export class DocumentsService {
       throw error;
     }
     return this.view(row);
-  }
-
-  /**
-   * Whether the transaction `xid` committed: true, false (aborted, or it never got an id: nothing was written), or
-   * undefined when that cannot be known (the database unreachable, the id too old, a COMMIT still under way after
-   * a few seconds). A COMMIT whose connection broke may still be finishing (its WAL flush): asked until it is not
-   * `in progress`.
-   */
-  private async committed(xid: string | undefined): Promise<boolean | undefined> {
-    if (xid === undefined) return false;
-    for (let attempt = 0; attempt < 50; attempt++) {
-      const rows = (await this.dataSource
-        .query('SELECT txid_status($1::bigint) AS status', [xid])
-        .catch(() => undefined)) as { status: string | null }[] | undefined;
-      const status = rows?.[0]?.status;
-      if (status === 'committed') return true;
-      if (status === 'aborted') return false;
-      if (status !== 'in progress') return undefined;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    return undefined;
   }
 
   /**

@@ -52,18 +52,23 @@ export class SmsReceiptsService {
    * provider is still unrecorded, the SMSC is asked to send the receipt again (its message may be that one). Only
    * with `auto`, and only when none is, does it try the id's other forms (providerIdCandidates), and a message found
    * by one of them only while its status is not final (docs/decisions/0085).
+   *
+   * `keepsFinal`: the receipt never replaces a final status. For a provider that sends one final receipt per
+   * message (the simulator), so that a second copy of it (its job and the sweeper's, decision 0089) changes nothing.
    */
   async apply(
     provider: string,
     receipt: DeliveryReceipt,
     idForm: ReceiptIdForm = 'same',
+    { keepsFinal = false }: { keepsFinal?: boolean } = {},
   ): Promise<ReceiptOutcome> {
+    const replacesFinal = !keepsFinal && replacesFinalStatus(receipt);
     const exact = receiptProviderIds(receipt.id, idForm);
     let outcome: ReceiptOutcome = 'unmatched';
     if (exact.length > 0) {
       for (let attempt = 0; attempt <= UNMATCHED_RETRIES && outcome === 'unmatched'; attempt++) {
         if (attempt > 0) await new Promise((resolve) => setTimeout(resolve, UNMATCHED_RETRY_MS));
-        outcome = await this.applyOnce(provider, receipt, exact, exact);
+        outcome = await this.applyOnce(provider, receipt, replacesFinal, exact, exact);
       }
       if (outcome !== 'unmatched') return outcome;
       if (await this.submissionsUnrecorded(provider)) {
@@ -74,7 +79,13 @@ export class SmsReceiptsService {
       }
     }
     if (idForm === 'auto')
-      outcome = await this.applyOnce(provider, receipt, providerIdCandidates(receipt.id), exact);
+      outcome = await this.applyOnce(
+        provider,
+        receipt,
+        replacesFinal,
+        providerIdCandidates(receipt.id),
+        exact,
+      );
     if (outcome === 'unmatched') {
       // Only the provider's id: the receipt's text may name the destination.
       this.logger.warn({ provider, providerMessageId: receipt.id }, 'delivery receipt for no known message');
@@ -103,10 +114,12 @@ export class SmsReceiptsService {
    * message of this provider has; the unique index finds each form) and updates it unless the status guard keeps
    * its final status. A message with a final status is never picked by a form that is not one of `exact`, so a
    * later form's message without one gets the receipt: a guess at the id's form never replaces a final status.
+   * `replacesFinal`: whether the receipt may replace a final status of a message found by an exact form.
    */
   private async applyOnce(
     provider: string,
     receipt: DeliveryReceipt,
+    replacesFinal: boolean,
     forms: string[],
     exact: string[],
   ): Promise<ReceiptOutcome> {
@@ -134,7 +147,7 @@ export class SmsReceiptsService {
         receipt.err || null,
         receipt.doneDate ?? null,
         FINAL_STATES,
-        replacesFinalStatus(receipt),
+        replacesFinal,
         setsDeliveryTime(receipt),
         exact,
       ],

@@ -15,6 +15,7 @@ import { SmsRouting } from './sms-routing.js';
 import { SMS_STATUS } from './sms-status.js';
 import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 import { ADVISORY_LOCKS, lockUntilCommit } from '#common/database/advisory-locks.js';
+import { currentTransactionId, transactionCommitted } from '#common/database/transaction-fate.js';
 
 /** What GET /mobile/sms/{uuid} reports: all strings, '' where nothing is known yet. */
 export type SmsStatusView =
@@ -49,22 +50,34 @@ export class SmsService {
       throw ValidationFailedError.single('dnis', 'invalid', 'no route to the destination');
     }
     const messageId = randomUUID();
-    await this.dataSource.transaction(async (manager) => {
-      await this.checkRateLimits(manager, principal, input.dnis);
-      await manager.insert(SmsMessageEntity, {
-        id: messageId,
-        appId: principal.appId,
-        senderSubject: principal.kind === 'subject' ? principal.subject : null,
-        dnis: input.dnis,
-        body: input.message,
-        status: SMS_STATUS.queued,
+    // The transaction's id once the message is written, to ask after a failure whether it committed (txid_status).
+    let xid: string | undefined;
+    try {
+      await this.dataSource.transaction(async (manager) => {
+        await this.checkRateLimits(manager, principal, input.dnis);
+        await manager.insert(SmsMessageEntity, {
+          id: messageId,
+          appId: principal.appId,
+          senderSubject: principal.kind === 'subject' ? principal.subject : null,
+          dnis: input.dnis,
+          body: input.message,
+          status: SMS_STATUS.queued,
+        });
+        await auditAppend(manager, requestActor(principal), {
+          resourceType: 'sms',
+          resourceId: messageId,
+          outcome: 'created',
+        });
+        xid = await currentTransactionId(manager);
       });
-      await auditAppend(manager, requestActor(principal), {
-        resourceType: 'sms',
-        resourceId: messageId,
-        outcome: 'created',
-      });
-    });
+    } catch (error) {
+      // A COMMIT whose answer was lost (the connection cut while or after the server committed) throws too, and the
+      // sweeper would send the stored message while the client, told 503, sends another (decision 0089). Its fate
+      // is asked for: committed, the message is accepted as any other. A failure before the last statement (a
+      // refusal by a limit included) left no xid: nothing was written, and nothing is asked.
+      if ((await transactionCommitted(this.dataSource, xid)) !== true) throw error;
+      this.logger.warn({ messageId }, 'SMS stored although its commit failed to answer');
+    }
     // The message is stored as QUEUED: should this hand-over fail or be late, the worker's sweeper enqueues it.
     await handOver(() => this.queue.enqueueSubmit(messageId), this.logger, 'an SMS', { messageId });
     this.logger.info({ messageId, appId: principal.appId }, 'SMS accepted');
