@@ -19,6 +19,14 @@ const PNG = Buffer.from(
   'base64',
 );
 
+/** A user's DNI_FRONT document (the PNG). */
+const uploadFront = (t: TestApp, token: string, owner: string) =>
+  request(t.http)
+    .post(`/v1/users/${owner}/documents`)
+    .set('Authorization', bearer(token))
+    .field('documentType', 'DNI_FRONT')
+    .attach('file', PNG, 'front.png');
+
 /** The interface's 503 for a service out of reach, with a trackingId and Retry-After (decision 0004). */
 function expect503(response: request.Response): void {
   expect({ status: response.status, body: response.body as unknown }).toEqual({
@@ -87,11 +95,7 @@ describe('the database out of reach', () => {
     const owner = await createOwner(t.http, token);
     // PostgreSQL's simple Query message for COMMIT: 'Q', the length (4 + 7), "COMMIT" and its NUL.
     proxy.loseAnswerTo(Buffer.from('Q\0\0\0\x0bCOMMIT\0', 'latin1'));
-    const response = await request(t.http)
-      .post(`/v1/users/${owner}/documents`)
-      .set('Authorization', bearer(token))
-      .field('documentType', 'DNI_FRONT')
-      .attach('file', PNG, 'front.png');
+    const response = await uploadFront(t, token, owner);
     expect(response.status).toBe(201);
     const content = await request(t.http)
       .get(`/v1/documents/${response.body.uuid}/content`)
@@ -334,7 +338,8 @@ describe('the database out of reach', () => {
       await expectNothingWritten(sender, receiver);
     });
 
-    it('a reversal whose answer was cut answers 201 with the reversal, once', async () => {
+    /** A settled internal transfer of 20 from a sender funded with 100: `d`, the receiver's DEPOSIT, to reverse. */
+    const settledForReversal = async () => {
       const sender = await open(100);
       const receiver = await open();
       const original = await postTransfer(t.http, token, transferBody(sender.uuid, receiver.cvu, 20));
@@ -344,16 +349,28 @@ describe('the database out of reach', () => {
           original.body.uuid,
         ])
       ).rows;
-      const reason = marker('reversal-cut');
-      const fault = proxy.cutAtAnswerTo(Buffer.from(reason));
-      const response = await request(t.http)
+      return { sender, receiver, d };
+    };
+    /** A reversal of 5 of `d`, without an Idempotency-Key. */
+    const reverse = (d: string, reason: string) =>
+      request(t.http)
         .post(`/v1/wallet/transactions/${d}/reversals`)
         .set('Authorization', bearer(token))
         .send({ amount: 5, reason });
-      expect(fault.fired).toBe(true);
-      expect(response.status).toBe(201);
+    /** The reversal's answer is, byte for byte, its GET with `reversalOf`. */
+    const expectAnswerAsRead = async (response: request.Response, d: string) => {
       const read = await get(response.body.uuid);
       expect(response.text).toBe(JSON.stringify({ ...read.body, reversalOf: d }));
+    };
+
+    it('a reversal whose answer was cut answers 201 with the reversal, once', async () => {
+      const { sender, receiver, d } = await settledForReversal();
+      const reason = marker('reversal-cut');
+      const fault = proxy.cutAtAnswerTo(Buffer.from(reason));
+      const response = await reverse(d, reason);
+      expect(fault.fired).toBe(true);
+      expect(response.status).toBe(201);
+      await expectAnswerAsRead(response, d);
       const reversals = await request(t.http)
         .get(`/v1/wallet/transactions/${d}/reversals`)
         .set('Authorization', bearer(token));
@@ -362,6 +379,96 @@ describe('the database out of reach', () => {
       expect(await balanceOf(t.http, token, receiver.uuid)).toBe(15);
       expect(await balanceOf(t.http, token, sender.uuid)).toBe(85);
       await ledgerOk();
+    });
+
+    it('a reversal is answered from its call alone: with any later statement that names its counterparty cut, it answers 201, once (decision 0088)', async () => {
+      const { sender, receiver, d } = await settledForReversal();
+      // The reversal of the receiver's DEPOSIT names the sender's account as its counterparty; the call itself does
+      // not carry that id. The answer used to read that account's owner after the call committed (decision 0086):
+      // the first statement naming it after the call is cut before it reaches the server.
+      const fault = proxy.cutBefore(Buffer.from(sender.uuid));
+      const first = await reverse(d, 'refund part');
+      // A client told 503 ("try again shortly") may retry without an Idempotency-Key, which is optional.
+      const answers = first.status === 503 ? [first, await reverse(d, 'refund part')] : [first];
+      proxy.disarm();
+      expect({ statuses: answers.map((answer) => answer.status), cut: fault.fired }).toEqual({
+        statuses: [201],
+        cut: false,
+      });
+      const written = await direct.query<{ id: string }>(`SELECT id FROM transfers WHERE reversal_of = $1`, [
+        d,
+      ]);
+      expect(written.rows.map((row) => row.id)).toEqual([first.body.uuid]);
+      await expectAnswerAsRead(first, d);
+      expect(await balanceOf(t.http, token, receiver.uuid)).toBe(15);
+      expect(await balanceOf(t.http, token, sender.uuid)).toBe(85);
+      await ledgerOk();
+    });
+  });
+
+  describe('a KYC answer is read before the commit (decision 0088)', () => {
+    let token: string;
+    let owner: string;
+    beforeAll(async () => {
+      const client = await registerClient(t.app, 'kyc answers');
+      token = await accessToken(t.http, client);
+      owner = await createOwner(t.http, token);
+    });
+    const sessionsOf = async (ownerId: string) =>
+      (
+        (await t.dataSource.query('SELECT id FROM kyc_sessions WHERE owner_id = $1', [ownerId])) as {
+          id: string;
+        }[]
+      ).map((row) => row.id);
+    const start = () =>
+      request(t.http)
+        .post('/v1/kyc/sessions')
+        .set('Authorization', bearer(token))
+        .send({ ownerType: 'USER', ownerId: owner });
+    const read = (id: string) =>
+      request(t.http).get(`/v1/kyc/sessions/${id}`).set('Authorization', bearer(token));
+
+    it('a session whose read for the answer is cut is not made (503), and the retry makes one', async () => {
+      // The first statement that reads a session (TypeORM's select names the table and its entity) is cut before
+      // it reaches the server. The answer's read came after the commit: it answered 503 for a session that was
+      // made, and the retry made a second. Now it is in the transaction, which the cut rolls back.
+      const fault = proxy.cutBefore(Buffer.from('FROM "kyc_sessions" "KycSessionEntity"'));
+      const first = await start();
+      expect(fault.fired).toBe(true);
+      expect(first.status).toBe(503);
+      expect(await sessionsOf(owner)).toEqual([]);
+      const retry = await start();
+      expect(retry.status).toBe(201);
+      expect(await sessionsOf(owner)).toEqual([retry.body.uuid]);
+      expect(retry.text).toBe((await read(retry.body.uuid)).text);
+    });
+
+    it('a submitted step is answered without a read after its commit: a cut read of the session answers no 503', async () => {
+      const session = (await start()).body.uuid as string;
+      const document = await uploadFront(t, token, owner);
+      expect(document.status).toBe(201);
+      const submit = () =>
+        request(t.http)
+          .post(`/v1/kyc/sessions/${session}/steps/DOCUMENT_FRONT`)
+          .set('Authorization', bearer(token))
+          .send({ documentUuid: document.body.uuid });
+      // The session as a GET reads it, by id and application without a lock (the step's own transaction locks it:
+      // its statement ends in FOR UPDATE), is cut before it reaches the server: the read the answer once made
+      // after the commit, which answered 503 for a step submitted, and the retry was refused as already submitted.
+      const fault = proxy.cutBefore(Buffer.from('"app_id" = $2)) LIMIT 1\0', 'latin1'));
+      const first = await submit();
+      const answers = first.status === 503 ? [first, await submit()] : [first];
+      proxy.disarm();
+      expect({ statuses: answers.map((answer) => answer.status), cut: fault.fired }).toEqual({
+        statuses: [202],
+        cut: false,
+      });
+      expect(first.body).toMatchObject({ status: 'IN_PROGRESS' });
+      const [front] = (await t.dataSource.query(
+        `SELECT submitted_at IS NOT NULL AS submitted FROM kyc_session_steps WHERE session_id = $1 AND step = 'DOCUMENT_FRONT'`,
+        [session],
+      )) as { submitted: boolean }[];
+      expect(front.submitted).toBe(true);
     });
   });
 

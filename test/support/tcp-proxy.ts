@@ -27,6 +27,8 @@ export interface TcpProxy {
    * of that connection are reset instead. A call lost before it reached the server.
    */
   cutBefore(bytes: Buffer): Fault;
+  /** Takes back the fault armed last if it has not happened: a test that expects it never to happen leaves none. */
+  disarm(): void;
 }
 
 /** An armed fault: whether it has happened yet. */
@@ -117,5 +119,8 @@ export async function startTcpProxy(
     loseAnswerTo: (bytes) => arm('loseAnswer', bytes),
     cutAtAnswerTo: (bytes) => arm('cutAtAnswer', bytes),
     cutBefore: (bytes) => arm('cutBefore', bytes),
+    disarm: () => {
+      armed = undefined;
+    },
   };
 }

@@ -84,8 +84,9 @@ export interface TransferViewRow {
   owner_tax_id_type: string | null;
   counterparty_owner_id: string | null;
   /**
-   * Read by the views only (decision 0086), the money functions do not answer them: the type of the owner of the
-   * counterparty's account (null for an external party) and that owner's tax-id type (a user's cuil or cuit).
+   * Not answered by the money functions (decision 0086): the type of the owner of the counterparty's account (null
+   * for an external party) and that owner's tax-id type (a user's cuil or cuit). The views read them, and so does
+   * the reversal call's statement, beside the function (TransferWriter, decision 0088).
    */
   counterparty_owner_type?: 'USER' | 'COMPANY' | null;
   counterparty_owner_tax_id_type?: string | null;

@@ -38,16 +38,6 @@ const SELECT = `SELECT ${COLUMNS} ${FROM}`;
 const FIND = `${SELECT} WHERE t.id = $1 AND t.app_id = $2`;
 const FIND_OWN = `${FIND} AND w.owner_id = $3`;
 /**
- * What the views read besides a money function's answer (decision 0086): the type of the owner of the
- * counterparty's account, and that owner's tax-id type.
- */
-const COUNTERPARTY_OWNER = `SELECT cw.owner_type AS counterparty_owner_type,
-         cu.tax_id_type AS counterparty_owner_tax_id_type
-    FROM wallet_accounts cw
-    LEFT JOIN users cu ON cw.owner_type = 'USER' AND cu.id = cw.owner_id
-   WHERE cw.id = $1`;
-
-/**
  * Rows by id alone, whatever their scope, with the keys the money functions answer (reversal_of included): what a
  * call whose answer was lost wrote under the ids the API made for it (TransferWriter, decision 0066).
  */
@@ -55,8 +45,6 @@ export const ROWS_BY_ID = `${SELECT} WHERE t.id = ANY ($1::uuid[])`;
 
 /** A transfer row with its reversal_of (null unless it is a reversal or a return). */
 export type RowWithReversal = TransferViewRow & { reversal_of: string | null };
-
-type CounterpartyOwner = Pick<TransferViewRow, 'counterparty_owner_type' | 'counterparty_owner_tax_id_type'>;
 
 /** A stable uuid for an external counterparty (derived from its account number). */
 function partyUuid(identifier: string): string {
@@ -84,27 +72,6 @@ export class TransferViews {
         : { name: 'wallet_transfer_view', text: FIND, values: [id, principal.appId] },
     );
     return rows[0] ? info(rows[0]) : undefined;
-  }
-
-  /**
-   * A money function's answer row with what the views read besides, when its counterparty is shown as the other
-   * owner's record (registeredCounterparty): the functions do not answer the owner's type, and the transfer
-   * function's answer stays as it is (its rows show what the client typed). A reversal's answer reads it here, by
-   * the row's counterparty account (decision 0086).
-   */
-  async withCounterpartyOwner<T extends TransferViewRow>(row: T): Promise<T> {
-    if (
-      !registeredCounterparty(row) ||
-      row.counterparty_owner_type !== undefined ||
-      !row.counterparty_account_id
-    )
-      return row;
-    const { rows } = await this.pool.query<CounterpartyOwner>({
-      name: 'wallet_counterparty_owner',
-      text: COUNTERPARTY_OWNER,
-      values: [row.counterparty_account_id],
-    });
-    return { ...row, ...rows[0] };
   }
 
   /**

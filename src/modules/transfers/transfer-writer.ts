@@ -254,10 +254,25 @@ export class TransferWriter {
   }
 }
 
-/** The database functions TransferWriter calls (src/modules/transfers/sql/), each as its named statement. */
+/**
+ * The database functions TransferWriter calls (src/modules/transfers/sql/), each as its named statement.
+ *
+ * A reversal's answer also shows what the function does not answer (decision 0086): the type of the owner of the
+ * row's counterparty account, and that owner's tax-id type, read by the account as TransferViews reads them. They
+ * are read in the call's own statement and merged into its answer row (`row` or `replay`), so nothing is read
+ * after the call commits: a read there that lost its connection answered 503 for a reversal that was written, and
+ * a retry without a key reversed again (decision 0088). The read sees the owner as the statement's snapshot has it,
+ * taken when the call began. A row without a counterparty account (a return's) gets nulls, which the views ignore.
+ */
 const MONEY_CALLS = {
   wallet_create_transfers: 'SELECT wallet_create_transfers($1::jsonb) AS result',
-  wallet_reverse_transfer: 'SELECT wallet_reverse_transfer($1::jsonb) AS result',
+  wallet_reverse_transfer: `WITH called AS MATERIALIZED (SELECT wallet_reverse_transfer($1::jsonb) AS result),
+         answer AS (SELECT result, CASE WHEN result ? 'row' THEN 'row' ELSE 'replay' END AS kind FROM called)
+  SELECT jsonb_build_object(a.kind, (a.result -> a.kind) || jsonb_build_object(
+           'counterparty_owner_type', cw.owner_type, 'counterparty_owner_tax_id_type', cu.tax_id_type)) AS result
+    FROM answer a
+    LEFT JOIN wallet_accounts cw ON cw.id = (a.result -> a.kind ->> 'counterparty_account_id')::uuid
+    LEFT JOIN users cu ON cw.owner_type = 'USER' AND cu.id = cw.owner_id`,
 } as const;
 type MoneyFunction = keyof typeof MONEY_CALLS;
 

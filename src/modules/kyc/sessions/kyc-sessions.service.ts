@@ -39,9 +39,14 @@ export class KycSessionsService {
     this.logger.setContext('KycSessionsService');
   }
 
+  /**
+   * A new session with every step PENDING. Its answer is read in the transaction that writes it: a read after the
+   * commit that lost its connection answered 503 for a session that was made, and the client's retry made a second
+   * one (decision 0088). A failure here rolls the session back, so a 503 still means nothing was written.
+   */
   async start(principal: Principal, ownerType: OwnerType, ownerId: string): Promise<KycSessionDto> {
     const id = randomUUID();
-    await this.dataSource.transaction(async (manager) => {
+    return this.dataSource.transaction(async (manager) => {
       try {
         // Locked: an owner deleted meanwhile does not end up with a new session.
         await this.owners.find(manager, principal, ownerType, ownerId, true);
@@ -67,8 +72,8 @@ export class KycSessionsService {
         resourceId: id,
         outcome: 'created',
       });
+      return this.viewIn(manager, id);
     });
-    return this.get(principal, id);
   }
 
   async get(principal: Principal, id: string): Promise<KycSessionDto> {
@@ -86,7 +91,9 @@ export class KycSessionsService {
       throw ValidationFailedError.single('step', 'invalid', `step must be one of ${KYC_STEPS.join(', ')}`);
     }
     const stepKind = stepName as KycStep;
-    const submittedAt = await this.dataSource.transaction(async (manager) => {
+    // The answer is read in the transaction, as start's is (decision 0088): a lost read after the commit answered
+    // 503 for a step that was submitted, and the retry was refused as already submitted.
+    const { submittedAt, answer } = await this.dataSource.transaction(async (manager) => {
       const session = await this.find(manager, principal, id, true);
       if (session.status === 'APPROVED' || session.status === 'REJECTED') {
         throw new ForbiddenError('INVALID_STATE', `the session is ${session.status}`);
@@ -138,7 +145,7 @@ export class KycSessionsService {
         resourceId: session.id,
         outcome: `submitted ${stepKind}`,
       });
-      return now;
+      return { submittedAt: now, answer: await this.viewIn(manager, id) };
     });
     // After commit: should this hand-over fail or be late, the worker's recovery sweep submits the step again.
     await handOver(
@@ -147,7 +154,12 @@ export class KycSessionsService {
       'a KYC step',
       { sessionId: id, step: stepKind },
     );
-    return this.get(principal, id);
+    return answer;
+  }
+
+  /** The session `id` as it stands in `manager`'s transaction, which has just written it. */
+  private async viewIn(manager: EntityManager, id: string): Promise<KycSessionDto> {
+    return this.view(await manager.findOneByOrFail(KycSessionEntity, { id }), await stepsOf(manager, id));
   }
 
   private async find(
