@@ -1,7 +1,11 @@
+import { randomUUID } from 'node:crypto';
+import { Global, Module } from '@nestjs/common';
+import { Redis } from 'ioredis';
 import request from 'supertest';
 import { HAND_OVER_TIMEOUT_MS } from '../src/common/queue/hand-over.js';
 import { JOBS, QUEUES } from '../src/common/queue/queue-names.js';
 import { QueueFactory } from '../src/common/queue/queue.factory.js';
+import { RECONNECT_SPREAD_MS, SCHEDULES_CHECK_PERIOD } from '../src/common/queue/worker-host.js';
 import { accessToken, clientAssertion, registerClient } from './support/auth.js';
 import { kill, startRedis, type Running } from './support/bank.js';
 import { bearer } from './support/identity.js';
@@ -34,6 +38,7 @@ function onOwnRedis(options: TestAppOptions) {
   });
   return {
     app: () => state.t!,
+    url: () => `redis://127.0.0.1:${state.port}`,
     stopRedis: async () => {
       await kill(state.redis!);
       state.redis = undefined;
@@ -233,4 +238,123 @@ describe('an application with its workers started while Redis is down', () => {
       if (redis) await kill(redis);
     }
   }, 90_000);
+});
+
+/** The worker's recurring jobs, by scheduler id, and the queue each is on. */
+const RECURRING = [
+  { queue: QUEUES.maintenance, id: JOBS.pruneUsedAssertions },
+  { queue: QUEUES.events, id: JOBS.pruneEvents },
+  { queue: QUEUES.documents, id: JOBS.reapDocuments },
+] as const;
+
+/** Each recurring job's next run (undefined: no scheduler), in RECURRING's order. */
+async function schedulers(t: TestApp): Promise<(number | undefined)[]> {
+  const factory = t.app.get(QueueFactory);
+  return Promise.all(
+    RECURRING.map(
+      async ({ queue, id }) => (await factory.queue(queue).getJobScheduler(id))?.next ?? undefined,
+    ),
+  );
+}
+
+/** An expired client-assertion id: the used-assertions pruner's next run deletes it. */
+async function expiredAssertion(t: TestApp): Promise<() => Promise<boolean>> {
+  const jti = randomUUID();
+  await t.dataSource.query(
+    `INSERT INTO used_assertions (app_id, jti, expires_at) VALUES ($1, $2, now() - interval '1 hour')`,
+    [randomUUID(), jti],
+  );
+  return async () =>
+    ((await t.dataSource.query('SELECT 1 FROM used_assertions WHERE jti = $1', [jti])) as unknown[])
+      .length === 0;
+}
+
+/**
+ * Waits until every recurring job has its scheduler, each first run (at once on registering) under way (its next
+ * one minutes away), and the used-assertions pruner's done: a later pruning is the work of a later run.
+ */
+async function registered(t: TestApp): Promise<(number | undefined)[]> {
+  const maintenance = t.app.get(QueueFactory).queue(QUEUES.maintenance);
+  const state = await pollUntil(
+    async () => ({
+      next: await schedulers(t),
+      pruned: (await maintenance.getJobs(['completed'])).some((job) => job.name === JOBS.pruneUsedAssertions),
+    }),
+    ({ next, pruned }) => pruned && next.every((at) => at !== undefined && at > Date.now() + 60_000),
+    20_000,
+  );
+  expect(state.pruned && state.next.every(Boolean)).toBe(true);
+  return state.next;
+}
+
+/** Within `boundMs`, every scheduler is back and the pruner has deleted the expired assertion. */
+async function expectBack(t: TestApp, pruned: () => Promise<boolean>, boundMs: number): Promise<void> {
+  const back = await pollUntil(
+    async () => ({ schedulers: (await schedulers(t)).map(Boolean), pruned: await pruned() }),
+    (state) => state.schedulers.every(Boolean) && state.pruned,
+    boundMs,
+  );
+  expect(back).toEqual({ schedulers: [true, true, true], pruned: true });
+}
+
+/**
+ * The worker registers its recurring jobs (the used-assertions and events pruners, the document reaper) in Redis
+ * at start. A Redis that comes back empty (restarted without persistence, failed over to a replica that lagged,
+ * flushed) had them gone until the worker restarted: nothing pruned, nothing reaped. The worker registers them
+ * again after each reconnect and now and then, without moving a run (decision 0090).
+ */
+describe('recurring jobs after Redis lost them', () => {
+  describe('Redis restarted empty', () => {
+    const own = onOwnRedis({ runWorker: true });
+
+    it('registers them again once Redis is back, and the pruner runs', async () => {
+      const t = own.app();
+      await registered(t);
+
+      await own.stopRedis();
+      const pruned = await expiredAssertion(t);
+      await own.startRedis();
+      // The reconnect (ioredis waits at most 2 s between tries), the spread, and the writes.
+      await expectBack(t, pruned, 2_000 + RECONNECT_SPREAD_MS + 5_000);
+    }, 60_000);
+  });
+
+  describe('Redis flushed under a connected worker', () => {
+    const CHECK_MS = 1_000;
+    @Global()
+    @Module({
+      providers: [{ provide: SCHEDULES_CHECK_PERIOD, useValue: CHECK_MS }],
+      exports: [SCHEDULES_CHECK_PERIOD],
+    })
+    class ShortCheck {}
+    const own = onOwnRedis({ runWorker: true, extraModules: [ShortCheck] });
+
+    it('registering again moves no run and adds no job', async () => {
+      const t = own.app();
+      // The first runs done, then several checks.
+      const settled = await registered(t);
+      await new Promise((resolve) => setTimeout(resolve, 4 * CHECK_MS));
+      expect(await schedulers(t)).toEqual(settled);
+      const factory = t.app.get(QueueFactory);
+      for (const { queue, id } of RECURRING) {
+        const delayed = await factory.queue(queue).getJobs(['delayed', 'wait']);
+        expect(delayed.filter((job) => job.name === id)).toHaveLength(1);
+      }
+    }, 60_000);
+
+    it('registers them again within the check period, and the pruner runs', async () => {
+      const t = own.app();
+      await registered(t);
+      const pruned = await expiredAssertion(t);
+      expect(await pruned()).toBe(false); // the pruner's next run is minutes away
+
+      const admin = new Redis(own.url(), { maxRetriesPerRequest: 1 });
+      try {
+        await admin.flushall();
+      } finally {
+        admin.disconnect();
+      }
+      await expectBack(t, pruned, 1.5 * CHECK_MS + 5_000);
+    }, 60_000);
+  });
 });

@@ -19,7 +19,10 @@ export const JobProcessor = (options: JobProcessorOptions) => SetMetadata(JOB_PR
 
 export interface JobHandler {
   process(job: Job): Promise<unknown>;
-  /** Registers repeatable jobs (job schedulers) once the worker starts. */
+  /**
+   * Registers repeatable jobs (job schedulers) once the worker starts, and again on Redis after a reconnect and
+   * now and then (decision 0090): it must be idempotent (an upsert by a fixed id).
+   */
   schedule?(queue: AppQueue): Promise<void>;
   workerOptions?(): Omit<WorkerOptions, 'connection'>;
 }

@@ -83,6 +83,8 @@ export class QueueFactory implements OnApplicationShutdown {
   /** The loops this factory started (PostgreSQL workers): closing waits for them to end. */
   private readonly loops: Promise<unknown>[] = [];
   private redis?: Redis;
+  /** Called each time the shared Redis connection is ready again after a break (not on its first connect). */
+  private readonly reconnectListeners = new Set<() => void>();
   private readonly workerConnections: Redis[] = [];
 
   constructor(
@@ -116,6 +118,18 @@ export class QueueFactory implements OnApplicationShutdown {
       return;
     }
     await this.queue('maintenance').getJobCounts('wait');
+  }
+
+  /**
+   * Calls `listener` each time the producers' Redis connection is ready again after it broke (a Redis restarted,
+   * failed over): what was in Redis may be gone. Never on the PostgreSQL backend, whose queue tables are the
+   * database's own. Returns the unsubscribe.
+   */
+  onReconnect(listener: () => void): () => void {
+    if (this.connection.kind !== 'redis') return () => undefined;
+    this.sharedRedis();
+    this.reconnectListeners.add(listener);
+    return () => this.reconnectListeners.delete(listener);
   }
 
   /** The producer side of a queue (one instance per name per process). */
@@ -195,6 +209,7 @@ export class QueueFactory implements OnApplicationShutdown {
     this.queues.clear();
     // Forget the connection: a second disconnect() of an ended ioredis client arms a 2 s timer
     // that never clears (it waits for a 'close' already emitted) and holds the process open.
+    this.reconnectListeners.clear();
     this.redis?.disconnect();
     this.redis = undefined;
   }
@@ -229,7 +244,15 @@ export class QueueFactory implements OnApplicationShutdown {
 
   private sharedRedis(): Redis {
     if (this.connection.kind !== 'redis') throw new Error('not a Redis queue backend');
-    this.redis ??= new Redis(this.connection.url, { maxRetriesPerRequest: null });
+    if (!this.redis) {
+      const redis = new Redis(this.connection.url, { maxRetriesPerRequest: null });
+      let connected = false;
+      redis.on('ready', () => {
+        if (connected) for (const listener of this.reconnectListeners) listener();
+        connected = true;
+      });
+      this.redis = redis;
+    }
     return this.redis;
   }
 
