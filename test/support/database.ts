@@ -100,8 +100,10 @@ export async function holdTransaction(
     return row.n;
   };
   return {
+    // Up to 30 s: the waiters are often CLI processes, which start Nest and connect before they reach the lock, and
+    // took over 10 s on a loaded machine. Only a test that fails waits that long.
     untilWaiting: async (count = 1) => {
-      for (const deadline = Date.now() + 10_000; ;) {
+      for (const deadline = Date.now() + 30_000; ;) {
         if ((await waiting()) >= count) return;
         if (Date.now() > deadline) throw new Error('nothing waited for the held transaction');
         await new Promise((resolve) => setTimeout(resolve, 20));
