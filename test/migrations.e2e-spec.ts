@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { DataSource } from 'typeorm';
+import { DataSource, type Logger, MigrationExecutor } from 'typeorm';
 import { MIGRATIONS } from '../migrations/index.js';
 import { createIndexConcurrently, functionDefinitions, sha256Of } from '../migrations/sql.js';
 import { migrateWithLock } from '../src/common/database/database-runtime.js';
 import { dataSourceOptions } from '../src/data-source.js';
-import { createTestDatabase } from './support/database.js';
+import { createEmptyDatabase, createTestDatabase } from './support/database.js';
+import { factLine, type SchemaFact, schemaDifferences, schemaSnapshot } from './support/schema-snapshot.js';
 
 /** The SQL TypeORM would run to make the database match the entities (nothing, when there is no drift). */
 async function pendingSchemaChanges(dataSource: DataSource): Promise<string[]> {
@@ -680,4 +681,150 @@ describe('migrations and entities', () => {
       await query(`DROP TABLE concurrent_index_test`);
     }
   });
+});
+
+/**
+ * TypeORM's own executor, as `runMigrations` uses it (`transaction: 'each'`, and a migration's `transaction =
+ * false` honoured), knowing only the first `count` migrations: it applies those of them still pending, so one
+ * DataSource applies the migrations one at a time.
+ */
+class FirstMigrations extends MigrationExecutor {
+  constructor(
+    dataSource: DataSource,
+    private readonly count: number,
+  ) {
+    super(dataSource);
+    this.transaction = 'each';
+  }
+
+  protected override getMigrations() {
+    return super.getMigrations().slice(0, this.count);
+  }
+}
+
+/** What loadFunction hands a migration (migrations/sql.ts): its first line, and the next when it installs nothing. */
+const LOAD = /^-- loadFunction (\w+) sha256:\S+\n(-- changed or removed since)?/;
+
+describe('every migration down to none and up again', () => {
+  const names = MIGRATIONS.map((migration) => new migration().name);
+  let database: { url: string; drop: () => Promise<void> };
+  let dataSource: DataSource;
+  /** What loadFunction handed the migrations since the last `loads.length = 0`: each function, and if installed. */
+  const loads: { name: string; installed: boolean }[] = [];
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    const record: Logger = {
+      logQuery(query) {
+        const load = LOAD.exec(query);
+        if (load) loads.push({ name: load[1], installed: load[2] === undefined });
+      },
+      logQueryError: () => undefined,
+      logQuerySlow: () => undefined,
+      logSchemaBuild: () => undefined,
+      logMigration: () => undefined,
+      log: () => undefined,
+    };
+    dataSource = new DataSource({ ...dataSourceOptions(database.url, 2, 'round-trip'), logger: record });
+    await dataSource.initialize();
+  });
+  afterAll(async () => {
+    if (dataSource?.isInitialized) await dataSource.destroy();
+    await database?.drop();
+  });
+
+  const snapshot = async () => schemaSnapshot((sql) => dataSource.query(sql));
+  /** The schema of a database no migration ran on: TypeORM's table of applied migrations alone. */
+  const nothingApplied = async () => {
+    const empty = await createEmptyDatabase();
+    const bare = new DataSource({ ...dataSourceOptions(empty.url, 1, 'round-trip-empty'), migrations: [] });
+    await bare.initialize();
+    try {
+      await bare.runMigrations({ transaction: 'each' });
+      return await schemaSnapshot((sql) => bare.query(sql));
+    } finally {
+      await bare.destroy();
+      await empty.drop();
+    }
+  };
+
+  it('undoes every migration down to none, each down succeeding, then applies them one at a time: with k applied, the schema reached from below is the one reached from above, for every k; the round trip ends where it started', async () => {
+    const n = names.length;
+    await expect(appliedMigrations(dataSource)).resolves.toEqual(names);
+
+    // From above: the schema with k migrations applied, each down undoing the last.
+    const above: SchemaFact[][] = [];
+    above[n] = await snapshot();
+    for (let k = n; k > 0; k--) {
+      try {
+        await dataSource.undoLastMigration({ transaction: 'each' });
+      } catch (error) {
+        throw new Error(`${names[k - 1]}'s down failed: ${(error as Error).message}`, { cause: error });
+      }
+      expect(await appliedMigrations(dataSource)).toEqual(names.slice(0, k - 1));
+      above[k - 1] = await snapshot();
+    }
+    // The downs leave nothing behind.
+    expect(above[0].map(factLine)).toEqual((await nothingApplied()).map(factLine));
+
+    // From below, one migration at a time. A migration whose loadFunction pins a text its function's file no
+    // longer has installs nothing (src/modules/transfers/sql/README.md): on the way up that function keeps its
+    // older text, or is not there yet, where the way down gives back the text the migration installed when it
+    // landed. Such a function is left out of the comparison from that migration until a later one installs it
+    // (the last loader of each file pins its text now: migrations-function-files) or drops it both ways.
+    // Everything else is compared at every step.
+    const unsettled = new Set<string>();
+    const differences: { k: number; onlyAbove: string[]; onlyBelow: string[] }[] = [];
+    for (let k = 1; k <= n; k++) {
+      loads.length = 0;
+      let applied: string[];
+      try {
+        applied = (await new FirstMigrations(dataSource, k).executePendingMigrations()).map((m) => m.name);
+      } catch (error) {
+        throw new Error(`${names[k - 1]}'s up failed: ${(error as Error).message}`, { cause: error });
+      }
+      expect(applied).toEqual([names[k - 1]]);
+      for (const load of loads) {
+        if (load.installed) unsettled.delete(`public.${load.name}`);
+        else unsettled.add(`public.${load.name}`);
+      }
+      const below = await snapshot();
+      const compared = (facts: SchemaFact[]) =>
+        facts.filter((fact) => !fact.kind.startsWith('function') || !unsettled.has(fact.name)).map(factLine);
+      const { onlyA, onlyB } = schemaDifferences(compared(above[k]), compared(below));
+      if (onlyA.length > 0 || onlyB.length > 0) differences.push({ k, onlyAbove: onlyA, onlyBelow: onlyB });
+      // A function dropped on both ways (with its file) is settled: gone.
+      const present = new Set(
+        [...above[k], ...below].filter((f) => f.kind === 'function').map((f) => f.name),
+      );
+      for (const name of unsettled) if (!present.has(name)) unsettled.delete(name);
+    }
+    expect(await appliedMigrations(dataSource)).toEqual(names);
+
+    if (differences.length > 0) {
+      // Reached from above, k migrations applied is the down of migration k+1 after its up (k+1 matched): the
+      // highest k that differs names the migration whose down does not give back the schema its up started from.
+      const highest = differences[differences.length - 1].k;
+      const culprit =
+        highest === n
+          ? 'the migrations applied one at a time from nothing do not give the schema the test database started with'
+          : `${names[highest]}'s down does not give back the schema its up started from`;
+      throw new Error(
+        [
+          `${culprit}. The schema with k migrations applied, reached from above (downs) and from below (ups):`,
+          ...differences.map(({ k, onlyAbove, onlyBelow }) =>
+            [
+              `k = ${k} (up to ${names[k - 1]}):`,
+              ...onlyAbove.map((line) => `  only from above: ${line}`),
+              ...onlyBelow.map((line) => `  only from below: ${line}`),
+            ].join('\n'),
+          ),
+        ].join('\n'),
+      );
+    }
+    // Every function that a migration on the way up left as it was has been installed since, or dropped.
+    expect(unsettled).toEqual(new Set());
+    // The round trip ends where it started, function texts included.
+    expect((await snapshot()).map(factLine)).toEqual(above[n].map(factLine));
+  }, 120_000);
 });
