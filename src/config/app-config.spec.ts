@@ -196,6 +196,7 @@ describe('loadConfig', () => {
       ['REDIS_URL', 'http://x'],
       ['WEBHOOK_RETRY_DELAYS', '5x'],
       ['WEBHOOK_RETRY_DELAYS', '5s,,1m'],
+      ['WEBHOOK_RETRY_DELAYS', '5s,8d'], // over a week: its milliseconds overflowed the recording's int
       ['BODY_LIMIT', 'tiny'],
       ['BODY_LIMIT', '512b'],
       ['NODE_ENV', 'staging'],

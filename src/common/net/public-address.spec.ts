@@ -11,6 +11,7 @@ describe('isPublicAddress (SSRF guard)', () => {
     '::ffff:8.8.8.8', // IPv4-mapped, public inside
     '::ffff:808:808',
     '64:ff9b::808:808', // NAT64 of 8.8.8.8
+    '::ffff:0:808:808', // IPv4-translated (SIIT) 8.8.8.8
     '2002:808:808::1', // 6to4 of 8.8.8.8
   ])('%s is public', (address) => {
     expect(isPublicAddress(address)).toBe(true);
@@ -43,6 +44,9 @@ describe('isPublicAddress (SSRF guard)', () => {
     ['64:ff9b:1::1', 'local-use translation'],
     ['::ffff:127.0.0.1', 'IPv4-mapped loopback'],
     ['::ffff:7f00:1', 'IPv4-mapped loopback, in hex'],
+    ['::ffff:0:7f00:1', 'IPv4-translated (SIIT) loopback, in hex'],
+    ['::ffff:0:10.0.0.1', 'IPv4-translated (SIIT) private address'],
+    ['64:ff9b:1::808:808', 'local-use translation, whatever it embeds'],
     ['::FFFF:A9FE:A9FE', 'IPv4-mapped link-local, upper case'],
     ['::127.0.0.1', 'IPv4-compatible loopback'],
     ['::7f00:1', 'IPv4-compatible loopback, in hex'],

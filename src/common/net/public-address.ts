@@ -61,15 +61,21 @@ function ipv6Groups(address: string): number[] {
 }
 
 /**
- * IPv4 embedded in an IPv6 address, if any: IPv4-mapped (::ffff:0:0/96), IPv4-compatible (::/96), NAT64
- * (64:ff9b::/96) and 6to4 (2002::/16, the IPv4 address in bits 16-47).
+ * IPv4 embedded in an IPv6 address, if any: IPv4-mapped (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96, RFC
+ * 2765's SIIT; decision 0096), IPv4-compatible (::/96), NAT64 (64:ff9b::/96) and 6to4 (2002::/16, the IPv4 address
+ * in bits 16-47). The local-use NAT64 prefix 64:ff9b:1::/48 is refused whole, whatever it embeds.
  */
 function embeddedIpv4(address: string): string | undefined {
   const groups = ipv6Groups(address);
   const quad = (high: number, low: number) => `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
   if (groups[0] === 0x2002) return quad(groups[1], groups[2]);
   const prefix = groups.slice(0, 6).join(':');
-  if (prefix === '0:0:0:0:0:65535' || prefix === '0:0:0:0:0:0' || prefix === '100:65435:0:0:0:0') {
+  if (
+    prefix === '0:0:0:0:0:65535' ||
+    prefix === '0:0:0:0:65535:0' ||
+    prefix === '0:0:0:0:0:0' ||
+    prefix === '100:65435:0:0:0:0'
+  ) {
     return quad(groups[6], groups[7]);
   }
   return undefined;

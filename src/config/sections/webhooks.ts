@@ -1,5 +1,8 @@
 import { parseDuration, type EnvReaders } from '../env-readers.js';
 
+/** The longest retry delay: a week (a delay is recorded in milliseconds as a PostgreSQL int; decision 0096). */
+const MAX_RETRY_DELAY_MS = 7 * 24 * 3_600_000;
+
 /** Webhook delivery: which URLs, the retry schedule, timeouts and the sweeper. */
 export interface WebhooksConfig {
   readonly webhookAllowPrivateUrls: boolean;
@@ -19,6 +22,10 @@ export function loadWebhooksConfig({ str, int, bool, problems }: EnvReaders): We
     problems.push(
       `WEBHOOK_RETRY_DELAYS must be a comma-separated list such as 5s,5m,2h (got "${delaysRaw}")`,
     );
+  } else if (delays.some((d) => d! > MAX_RETRY_DELAY_MS)) {
+    // A delay is recorded in milliseconds as a PostgreSQL int (webhook_record): 23 days and more, with the jitter,
+    // overflowed it and failed the recording of the whole batch, acknowledged events included (decision 0096).
+    problems.push(`WEBHOOK_RETRY_DELAYS must not hold a delay over 7d (got "${delaysRaw}")`);
   }
   return {
     webhookAllowPrivateUrls: bool('WEBHOOK_ALLOW_PRIVATE_URLS', false),
