@@ -3,6 +3,7 @@ import { Module, type DynamicModule } from '@nestjs/common';
 import { CommandFactory } from 'nest-commander';
 import { leaveDatabase, prepareRuntime } from './bootstrap.js';
 import { describeError } from '#common/cli/output.js';
+import { ExcessArgumentsRefusal } from '#common/cli/excess-arguments.js';
 import { InfrastructureModule, type RuntimeOptions } from './infrastructure.module.js';
 import { AppsModule } from '#modules/apps/apps.module.js';
 import { APPS_COMMANDS } from '#modules/apps/commands/apps.command.js';
@@ -39,6 +40,7 @@ class CliModule {
         DocumentStorageModule,
       ],
       providers: [
+        ExcessArgumentsRefusal,
         ...APPS_COMMANDS,
         ...AUDIT_COMMANDS,
         ...KEYS_COMMANDS,

@@ -376,6 +376,19 @@ describe('admin CLI (node dist/src/cli.js)', () => {
         ['webhooks', 'list', '--limit', '5000'],
         /--limit must be a whole number from 1 to 1000/,
       ],
+      'disable with an unknown application id': () => {
+        const id = randomUUID();
+        return [['apps', 'disable', id], new RegExp(`Application not found: ${id}`)];
+      },
+      'enable with a non-uuid application id': () => [
+        ['apps', 'enable', 'not-a-uuid'],
+        /Application not found: not-a-uuid/,
+      ],
+      'disable without an application id': () => [['apps', 'disable'], /missing required argument 'appId'/],
+      'create with a name of two words, unquoted (the second is refused, not dropped)': () => [
+        ['apps', 'create', '--name', 'My', 'wallet', '--public-key', goodKeyFile()],
+        /unexpected argument 'wallet': apps create takes no arguments/,
+      ],
       'an unknown apps subcommand': () => [['apps', 'frobnicate'], /unknown command: frobnicate/],
       'an unknown top-level command': () => [['frobnicate'], /unknown command 'frobnicate'/],
       "create with set-webhook's --url (each subcommand takes only its own options)": () => [
@@ -433,6 +446,131 @@ describe('admin CLI (node dist/src/cli.js)', () => {
       expect(await snapshot()).toBe(before);
       expect([await count('applications'), await count('application_keys')]).toEqual(countsBefore);
       expect(readFileSync(keysFile(), 'utf8')).toBe(keysFileBefore);
+    });
+  });
+
+  /**
+   * Every command the CLI registers, found by walking its help (so a command added later is walked too), given
+   * the arguments it declares and one more: refused before it runs (decision 0092), exit 1, the argument named on
+   * stderr, nothing written anywhere. A group (`apps`) refuses it as an unknown subcommand and prints its help,
+   * which names its commands: the walk goes on from there.
+   */
+  describe('every command refuses an argument it does not take', () => {
+    interface Walked {
+      path: string[];
+      /** The arguments its help term declares (`<uuid>`), in order. */
+      declared: string[];
+      group: boolean;
+      result: ProcessResult;
+    }
+    const walked: Walked[] = [];
+    let before: string;
+    let keysBefore: string;
+
+    /** Every table of the database, each as a digest of all its rows. */
+    const everyTable = async (): Promise<string> => {
+      const tables = await db.query<{ name: string }>(
+        `SELECT quote_ident(table_name) AS name FROM information_schema.tables
+          WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`,
+      );
+      const digests: string[] = [];
+      for (const { name } of tables.rows) {
+        const digest = await db.query<{ md5: string; n: string }>(
+          `SELECT md5(coalesce(string_agg(t::text, E'\n' ORDER BY t::text), '')) AS md5, count(*) AS n FROM ${name} t`,
+        );
+        digests.push(`${name} ${digest.rows[0].n} ${digest.rows[0].md5}`);
+      }
+      return digests.join('\n');
+    };
+
+    /** The commands a help text lists ("Commands:"), as [name, declared arguments]; `help` left out. */
+    const commandsOf = (help: string): [string, string[]][] =>
+      (help.split(/^Commands:$/m)[1] ?? '')
+        .split('\n')
+        .filter((line) => /^ {2}\S/.test(line))
+        .map((line) =>
+          line
+            .trim()
+            .split(/\s{2,}/)[0]
+            .split(' '),
+        )
+        .filter(([name]) => name !== 'help')
+        .map(([name, ...rest]) => [name, rest.filter((word) => /^[<[]/.test(word) && word !== '[options]')]);
+
+    beforeAll(async () => {
+      const root = await cli(['--help']);
+      expect(root.code).toBe(0);
+      before = await everyTable();
+      keysBefore = readFileSync(keysFile(), 'utf8');
+      let level = commandsOf(root.stdout).map(([name, declared]) => ({ path: [name], declared }));
+      while (level.length > 0) {
+        const pending = [...level];
+        const next: typeof level = [];
+        // Each is a whole node process: four at a time.
+        const worker = async () => {
+          for (let item = pending.shift(); item; item = pending.shift()) {
+            // A well-formed value for each declared argument (all of them are ids today), then one too many.
+            const args = [...item.path, ...item.declared.map(() => randomUUID()), 'surplus-argument'];
+            const result = await cli(args);
+            const children = commandsOf(result.stderr);
+            walked.push({ ...item, group: children.length > 0, result });
+            next.push(...children.map(([name, declared]) => ({ path: [...item.path, name], declared })));
+          }
+        };
+        await Promise.all([worker(), worker(), worker(), worker()]);
+        level = next;
+      }
+    }, 240_000);
+
+    it('finds every command, those of each group, through the help', () => {
+      const leaves = walked.filter((command) => !command.group).map((command) => command.path.join(' '));
+      for (const known of [
+        'apps create',
+        'apps list',
+        'apps disable',
+        'apps enable',
+        'audit list',
+        'keys rotate',
+        'webhooks replay',
+        'ledger verify',
+        'transfers return',
+        'transfers pay-out',
+        'documents reap',
+      ])
+        expect(leaves).toContain(known);
+      expect(walked.find((command) => command.path.join(' ') === 'transfers return')?.declared).toEqual([
+        '<uuid>',
+      ]);
+      expect(
+        walked
+          .filter((command) => command.group)
+          .map((command) => command.path.join(' '))
+          .sort(),
+      ).toEqual(['apps', 'audit', 'documents', 'keys', 'ledger', 'transfers', 'webhooks']);
+    });
+
+    it('refuses the surplus argument of each: exit 1, empty stdout, the argument named on stderr', () => {
+      for (const { path: words, group, result } of walked) {
+        const command = words.join(' ');
+        expect({ command, code: result.code, stdout: result.stdout }).toEqual({
+          command,
+          code: 1,
+          stdout: '',
+        });
+        expect({ command, stderr: result.stderr }).toEqual({
+          command,
+          stderr: expect.stringContaining(
+            group
+              ? 'error: unknown command: surplus-argument'
+              : `error: unexpected argument 'surplus-argument': ${command} takes `,
+          ),
+        });
+      }
+    });
+
+    it('wrote nothing: every table and the signing keys are as before', async () => {
+      expect(await everyTable()).toBe(before);
+      expect(readFileSync(keysFile(), 'utf8')).toBe(keysBefore);
     });
   });
 });

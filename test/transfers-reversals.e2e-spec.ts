@@ -967,6 +967,27 @@ describe('reversals of settled transfers and returns from the rail (real databas
     }
   }, 180_000);
 
+  it('`transfers return <uuid> 10` (an amount without its flag) is refused: nothing returned, the whole amount left (decision 0092)', async () => {
+    const cli = returnCli(t.dataDir);
+    const sender = await fundedAccount(500);
+    const w = await settledWithdraw(sender, 100);
+    const balance = await ledgerBalance(sender.uuid);
+    // Before, `10` was dropped and the whole 100 came back.
+    await refusedByCli(cli, [w, '10'], "unexpected argument '10': transfers return takes <uuid> only");
+    await refusedByCli(
+      cli,
+      [w, '--amount', '10', 'again'],
+      "unexpected argument 'again': transfers return takes <uuid> only",
+    );
+    expect(await returnsOf(w)).toStrictEqual([]);
+    expect(await ledgerBalance(sender.uuid)).toBe(balance);
+    expect(await summary(tokenA, w)).toMatchObject({ amount: 100, reversed: 0, left: 100 });
+    // Said as the command takes it, the 10 is returned.
+    reportedReturn(await cli([w, '--amount', '10']), sender, w, 10);
+    expect(await summary(tokenA, w)).toMatchObject({ reversed: 10, left: 90 });
+    await verify();
+  }, 120_000);
+
   it("the rail's return is made once per reference (CLI transfers return --reference): run again, twice at once, after the account closed; the reference with another amount or transfer is refused; a new one after the close is held", async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'wallet-return-ref-'));
     const cli = returnCli(dataDir);

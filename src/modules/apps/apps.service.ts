@@ -8,7 +8,7 @@ import { VerifiedTokenCache } from '#common/auth/verified-token-cache.js';
 import { assertPublicHost, PrivateAddressError } from '#common/net/public-address.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { ApplicationKeyEntity } from './entities/application-key.entity.js';
-import { ApplicationEntity } from './entities/application.entity.js';
+import { ApplicationEntity, type ApplicationStatus } from './entities/application.entity.js';
 import { KEY_ID_PATTERN, keyObjectFromJwk, parsePublicKey } from './public-key.js';
 import { UnknownKeyNames } from './unknown-key-names.js';
 import { auditAppend, type AuditActor } from '#modules/audit/audit-trail.js';
@@ -122,6 +122,42 @@ export class AppsService {
       );
     });
     return { appId, webhookUrl };
+  }
+
+  /**
+   * Disables or enables an application. A disabled application's access tokens and user tokens are refused, and
+   * the token endpoint issues it none (`isActive`, `findActiveKey`): in every process within AUTH_CACHE_MS, as a
+   * revoked key. Its data, its money and its webhooks stay (decision 0092). The same status again records
+   * `unchanged`.
+   */
+  async setStatus(
+    appId: string,
+    status: ApplicationStatus,
+    actor: AuditActor,
+  ): Promise<{ appId: string; status: ApplicationStatus }> {
+    const { id } = await this.require(appId);
+    await this.dataSource.transaction(async (manager) => {
+      // FOR NO KEY UPDATE, as setWebhook: two such commands wait for each other, the application's rows do not.
+      const app = await manager.findOne(ApplicationEntity, {
+        where: { id },
+        lock: { mode: 'for_no_key_update' },
+      });
+      const changed = app?.status !== status;
+      if (changed) await manager.update(ApplicationEntity, { id }, { status });
+      await auditAppend(
+        manager,
+        { ...actor, appId: id },
+        {
+          resourceType: 'application',
+          resourceId: id,
+          outcome: !changed ? 'unchanged' : status === 'disabled' ? 'disabled' : 'enabled',
+        },
+      );
+    });
+    // In this process at once (another finds out within AUTH_CACHE_MS): its verified tokens, its remembered miss.
+    this.verified.clear();
+    this.unknownKeys.forget(id);
+    return { appId: id, status };
   }
 
   async addKey(

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { Command, CommandRunner, Option, SubCommand } from 'nest-commander';
 import { printJson, readKeyFile, requireOption, unknownSubcommand } from '#common/cli/output.js';
 import { AppsService } from '../apps.service.js';
+import type { ApplicationStatus } from '../entities/application.entity.js';
 import { cliActor } from '#modules/audit/audit-trail.js';
 
 interface AppsOptions {
@@ -121,6 +122,35 @@ export class AppsRevokeKeyCommand extends OneAppSubCommand {
   }
 }
 
+/** `apps disable <appId>`, `apps enable <appId>`: the application's status, as JSON {appId, status}. */
+abstract class AppStatusSubCommand extends AppsSubCommand {
+  protected abstract readonly status: ApplicationStatus;
+
+  async run([appId]: string[]): Promise<void> {
+    const command = this.status === 'disabled' ? 'apps disable' : 'apps enable';
+    printJson(await this.apps.setStatus(appId, this.status, cliActor(command)));
+  }
+}
+
+@SubCommand({
+  name: 'disable',
+  arguments: '<appId>',
+  description:
+    "refuse the application's access tokens, user tokens and token requests (everywhere within AUTH_CACHE_MS); its data, money and webhooks stay",
+})
+export class AppsDisableCommand extends AppStatusSubCommand {
+  protected readonly status = 'disabled';
+}
+
+@SubCommand({
+  name: 'enable',
+  arguments: '<appId>',
+  description: 'accept a disabled application again (its keys as they are)',
+})
+export class AppsEnableCommand extends AppStatusSubCommand {
+  protected readonly status = 'active';
+}
+
 @Command({
   name: 'apps',
   description: 'administer client applications',
@@ -130,6 +160,8 @@ export class AppsRevokeKeyCommand extends OneAppSubCommand {
     AppsSetWebhookCommand,
     AppsAddKeyCommand,
     AppsRevokeKeyCommand,
+    AppsDisableCommand,
+    AppsEnableCommand,
   ],
 })
 export class AppsCommand extends CommandRunner {
@@ -145,4 +177,6 @@ export const APPS_COMMANDS = [
   AppsSetWebhookCommand,
   AppsAddKeyCommand,
   AppsRevokeKeyCommand,
+  AppsDisableCommand,
+  AppsEnableCommand,
 ];

@@ -40,7 +40,7 @@ export const AUDIT_OUTCOMES = [
   '`deleted` (an account, a user or a company);',
   '`read` (KYC data, KYC history, a document’s content);',
   '`balance set`, `limits set`, `fees set` (an account);',
-  '`webhook set` (an application);',
+  '`webhook set`, `disabled`, `enabled` (an application);',
   '`revoked` (an application key);',
   '`retired` (a signing key);',
   '`replayed` (a webhook event sent again);',
