@@ -1,8 +1,18 @@
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import type { Options, Store } from 'express-rate-limit';
-import { PostgresRateLimitStore, RedisRateLimitStore } from '../src/common/http/shared-rate-limit-store.js';
+import type { Options } from 'express-rate-limit';
+import { randomUUID } from 'node:crypto';
+import {
+  FallbackRateLimitStore,
+  PostgresRateLimitStore,
+  RedisRateLimitStore,
+  type WindowedStore,
+} from '../src/common/http/shared-rate-limit-store.js';
+import { TooManyRequestsError } from '../src/common/errors/domain-errors.js';
+import type { Principal } from '../src/common/auth/principal.js';
+import { SimSwapLimits } from '../src/modules/mobile/sim-swap/sim-swap-limits.js';
 import { createTestDatabase } from './support/database.js';
+import { startTestApp, type TestApp } from './support/test-app.js';
 
 /** Long enough for 40 concurrent hits on a loaded machine to land in one window. */
 const WINDOW_MS = 1_000;
@@ -13,8 +23,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * for two API processes; what one counts, the other sees. The process-level proof (three APIs, one limit)
  * is check 6 of test/scale-out-faults.e2e-spec.ts.
  */
-function behavesAsOneCounter(open: () => Promise<{ stores: [Store, Store]; close: () => Promise<void> }>) {
-  let stores: [Store, Store];
+function behavesAsOneCounter(
+  open: () => Promise<{ stores: [WindowedStore, WindowedStore]; close: () => Promise<void> }>,
+) {
+  let stores: [WindowedStore, WindowedStore];
   let close: () => Promise<void>;
   beforeAll(async () => {
     ({ stores, close } = await open());
@@ -55,6 +67,19 @@ function behavesAsOneCounter(open: () => Promise<{ stores: [Store, Store]; close
     await stores[1].decrement('198.51.100.9');
     await stores[0].decrement('198.51.100.9');
     await expect(stores[0].increment('198.51.100.9')).resolves.toMatchObject({ totalHits: 1 });
+  });
+
+  it('gives a taken hit back to the window it was taken in only: not to the next one (decision 0094)', async () => {
+    const first = await stores[0].take('198.51.100.10');
+    await sleep(WINDOW_MS + 100);
+    // Its window ended before its hit was given back, and the next window counts one already.
+    await expect(stores[1].take('198.51.100.10')).resolves.toMatchObject({ totalHits: 1 });
+    await stores[0].giveBack('198.51.100.10', first.window);
+    const third = await stores[1].take('198.51.100.10');
+    expect(third.totalHits).toBe(2);
+    // Within its window, by either process: given back.
+    await stores[0].giveBack('198.51.100.10', third.window);
+    await expect(stores[0].take('198.51.100.10')).resolves.toMatchObject({ totalHits: 2 });
   });
 }
 
@@ -109,3 +134,95 @@ if (process.env.TEST_REDIS_URL) {
     });
   });
 }
+
+/** The process's own counters while Redis does not answer (decision 0038): windows of its own, given back to. */
+describe('FallbackRateLimitStore counting in the process', () => {
+  let redis: Redis;
+  let store: FallbackRateLimitStore;
+  beforeAll(() => {
+    // Nothing listens on port 1: every command fails at once, and the hit is counted in the process.
+    redis = new Redis('redis://127.0.0.1:1', {
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => 60_000,
+    });
+    redis.on('error', () => undefined);
+    store = new FallbackRateLimitStore(
+      new RedisRateLimitStore(redis, 'fallback-test:'),
+      redis,
+      () => undefined,
+    );
+    store.init({ windowMs: WINDOW_MS } as Options);
+  });
+  afterAll(() => {
+    store.shutdown();
+    redis.disconnect();
+  });
+
+  it('gives a taken hit back to the window it was taken in only (decision 0094)', async () => {
+    const first = await store.take('local');
+    await sleep(WINDOW_MS + 100);
+    await expect(store.take('local')).resolves.toMatchObject({ totalHits: 1 });
+    await store.giveBack('local', first.window);
+    const third = await store.take('local');
+    expect(third.totalHits).toBe(2);
+    await store.giveBack('local', third.window);
+    await expect(store.take('local')).resolves.toMatchObject({ totalHits: 2 });
+  });
+});
+
+/**
+ * SIM swap units given back (decisions 0058, 0080) land in the window they were taken in, on the store the service
+ * counts in (PostgreSQL; Redis with `npm run test:redis`). A check's window ends while the provider is asked (this
+ * process's clock a little behind the store's, or the call ending right at the window's end), a check of the next
+ * window takes a unit, and the first check's unit is given back: to the ended window, so nothing changes.
+ */
+describe('SimSwapLimits over the shared store (2 checks a minute per application here)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ env: { SIM_SWAP_APP_LIMIT_PER_MINUTE: '2' } });
+  });
+  afterAll(() => t?.close());
+
+  /** Ends the application's current window in the store, as a minute going by does (its counter stays). */
+  async function endWindow(appId: string): Promise<void> {
+    if (process.env.TEST_REDIS_URL) {
+      const redis = new Redis(process.env.TEST_REDIS_URL);
+      try {
+        const keys = await redis.keys(`*:rl:simswap-app:${appId}`);
+        expect(keys).toHaveLength(1);
+        await redis.pexpire(keys[0], 1);
+        await sleep(20);
+      } finally {
+        await redis.quit();
+      }
+    } else {
+      const [, ended] = (await t.dataSource.query(
+        `UPDATE rate_limit_counters SET reset_at = clock_timestamp() WHERE key = $1`,
+        [`simswap-app:${appId}`],
+      )) as [unknown, number];
+      expect(ended).toBe(1);
+    }
+  }
+
+  it('gives a unit back to the window it was taken in, never to the next one', async () => {
+    const limits = t.app.get(SimSwapLimits);
+    const appId = randomUUID();
+    const principal: Principal = { kind: 'client', appId };
+    const first = await limits.take(principal);
+    await endWindow(appId);
+    await limits.take(principal); // the next window: 1
+    await limits.giveBack(first); // the provider did not make the first check
+    const outcomes: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      outcomes.push(
+        await limits.take(principal).then(
+          () => 'taken',
+          (error: unknown) => (error instanceof TooManyRequestsError ? 'refused' : String(error)),
+        ),
+      );
+    }
+    // Two checks in this window: the first of it, and one more; the third is refused.
+    expect(outcomes).toEqual(['taken', 'refused']);
+  });
+});

@@ -23,6 +23,7 @@ import {
   type HistoryEntry,
   type ValidationItem,
 } from './support/identity.js';
+import { commitRightAfterWrite } from './support/database.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { startWithTwoApplications } from './support/two-applications.js';
 import { openAccount as openWalletAccount, setBalance as setWalletBalance } from './support/wallet.js';
@@ -63,6 +64,24 @@ const USER_KEYS = [
   'legalInformation',
   'uuid',
 ];
+
+/** The User a POST of userBody() answers: its values in the output form, no account. */
+const userView = (body: CreateUserBody, uuid: unknown) => ({
+  uuid,
+  firstName: 'María',
+  lastName: 'González',
+  birthday: '1990-04-21',
+  civilStatus: 'single',
+  legalAddress: legalAddress(),
+  account: null,
+  legalInformation: {
+    taxIdType: 'CUIL',
+    taxId: body.legalInformation.taxId,
+    taxCondition: 'OTHERS',
+    category: 'Consumidor final',
+    taxExempt: false,
+  },
+});
 
 const daysFromNow = (days: number) => new Date(Date.now() + days * 86_400_000).toISOString().slice(0, 10);
 
@@ -145,22 +164,7 @@ describe('identity: users (real database)', () => {
       expect(response.status).toBe(201);
       expect(response.headers['content-type']).toMatch(/^application\/json/);
       expect(Object.keys(response.body).sort()).toStrictEqual(USER_KEYS);
-      expect(response.body).toStrictEqual({
-        uuid: expect.stringMatching(UUID),
-        firstName: 'María',
-        lastName: 'González',
-        birthday: '1990-04-21',
-        civilStatus: 'single',
-        legalAddress: legalAddress(),
-        account: null,
-        legalInformation: {
-          taxIdType: 'CUIL',
-          taxId: body.legalInformation.taxId,
-          taxCondition: 'OTHERS',
-          category: 'Consumidor final',
-          taxExempt: false,
-        },
-      });
+      expect(response.body).toStrictEqual(userView(body, expect.stringMatching(UUID)));
       const row = await userRow(response.body.uuid);
       expect(row).toMatchObject({
         birthdate: '1990-04-21',
@@ -903,6 +907,38 @@ describe('identity: users (real database)', () => {
       const user = await created();
       expectUnauthorized(await api().delete(`/v1/users/${user.uuid}`));
       expect((await userRow(user.uuid)).deleted_at).toBeNull();
+    });
+  });
+
+  describe('a deletion committed right after a change, before its answer could be read (decision 0094)', () => {
+    it('POST: the user registered is answered as stored (201), not 500; the deletion stands', async () => {
+      const sub = randomUUID();
+      const body = userBody();
+      const token = await subjectToken(appA, sub);
+      const response = await commitRightAfterWrite(
+        t.dataSource,
+        () => createUser(body, token),
+        'users',
+        'UPDATE users SET deleted_at = now() WHERE id = $1',
+        [sub],
+      );
+      expect(response.status).toBe(201);
+      expect(response.body).toStrictEqual(userView(body, sub));
+      expect((await userRow(sub)).deleted_at).toBeInstanceOf(Date);
+    });
+
+    it('PATCH: the change committed is answered (200), not 404; the deletion stands', async () => {
+      const user = await created();
+      const response = await commitRightAfterWrite(
+        t.dataSource,
+        () => patchUser(user.uuid, { firstName: 'Ana' }),
+        'users',
+        'UPDATE users SET deleted_at = now() WHERE id = $1',
+        [user.uuid],
+      );
+      expect(response.status).toBe(200);
+      expect(response.body).toStrictEqual({ ...user, firstName: 'Ana' });
+      expect(await userRow(user.uuid)).toMatchObject({ first_name: 'Ana', deleted_at: expect.any(Date) });
     });
   });
 

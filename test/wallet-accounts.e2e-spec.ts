@@ -10,6 +10,7 @@ import {
   expectUnauthorized,
   expectValidation,
 } from './support/identity.js';
+import { commitRightAfterWrite } from './support/database.js';
 import type { TestApp } from './support/test-app.js';
 import { startWithTwoApplications } from './support/two-applications.js';
 import { postTransfer, transferBody, UNLISTED_CBU } from './support/transfers.js';
@@ -442,6 +443,61 @@ describe('wallet accounts (real database)', () => {
       expectNotFound(await patch(unknown, { name: 'x' }), unknown);
       expectValidation(await get('not-a-uuid'));
       expectValidation(await remove(`${randomUUID()}x`));
+    });
+  });
+
+  describe('a deletion committed right after a change, before its answer could be read (decision 0094)', () => {
+    const closeAccount = `UPDATE wallet_accounts SET status = 'DELETED', deleted_at = now() WHERE id = $1`;
+
+    it("POST: the account opened is answered (201), not 404 naming an id never sent; the owner's deletion stands", async () => {
+      const ownerId = await user();
+      const response = await commitRightAfterWrite(
+        t.dataSource,
+        () => post(accountBody(appA.appId, ownerId)),
+        'wallet_accounts',
+        `WITH closed AS (
+           UPDATE wallet_accounts SET status = 'DELETED', deleted_at = now() WHERE owner_id = $1 RETURNING 1
+         )
+         UPDATE users SET deleted_at = now() WHERE id = $1`,
+        [ownerId],
+      );
+      expect(response.status).toBe(201);
+      const row = await accountRow((response.body as AccountInfo).uuid);
+      expect(response.body).toStrictEqual({
+        ownerType: 'USER',
+        uuid: row.id,
+        status: 'ACTIVE',
+        created: (row.created_at as Date).toISOString(),
+        updated: (row.updated_at as Date).toISOString(),
+        cvu: row.cvu,
+        alias: row.alias,
+        currency: 'ARS',
+        balance: 0,
+        monthlyDepositOperation: 0,
+        monthlyWithdrawOperation: 0,
+      });
+      expect(row).toMatchObject({ owner_id: ownerId, status: 'DELETED' });
+    });
+
+    it.each([
+      ['PATCH', (uuid: string) => patch(uuid, { alias: 'Cambio.0094.a' }), 'Cambio.0094.a'],
+      ['PATCH …/alias', (uuid: string) => patchAlias(uuid, { newAlias: 'Cambio.0094.b' }), 'Cambio.0094.b'],
+    ])('%s: the change committed is answered (200), not 404; the deletion stands', async (_, send, alias) => {
+      const account = await open();
+      const response = await commitRightAfterWrite(
+        t.dataSource,
+        () => send(account.uuid),
+        'wallet_accounts',
+        closeAccount,
+        [account.uuid],
+      );
+      expect(response.status).toBe(200);
+      expect(response.body).toStrictEqual({
+        ...account,
+        alias,
+        updated: expect.stringMatching(ISO_DATE_TIME),
+      });
+      expect(await accountRow(account.uuid)).toMatchObject({ alias, status: 'DELETED' });
     });
   });
 

@@ -147,3 +147,70 @@ export async function failDeletesWhenLeft(
     await dataSource.query(`DROP FUNCTION ${name}()`);
   };
 }
+
+/**
+ * Commits `sql` (the test's own, in a transaction that holds `table` exclusively) right after a write's commit and
+ * before anything the write's request reads after it (decision 0094). The write is held as it appends its audit
+ * record, its last insert (a lock on audit_records); the second transaction queues for ACCESS EXCLUSIVE on `table`
+ * behind the write's transaction; then the write goes on and commits, and the second transaction gets `table`. A
+ * read of `table` after the write's commit waits behind it and sees `sql`'s change; a read inside the write's
+ * transaction came before. `sql` runs once the answer came or a read waits behind it. Answers `send`'s response.
+ */
+export async function commitRightAfterWrite<T>(
+  dataSource: DataSource,
+  send: () => PromiseLike<T>,
+  table: string,
+  sql: string,
+  params: unknown[],
+): Promise<T> {
+  const audit = await holdTransaction(dataSource, [['LOCK TABLE audit_records IN SHARE MODE', []]]);
+  let auditHeld = true;
+  const releaseAudit = async () => {
+    if (auditHeld) await audit.release();
+    auditHeld = false;
+  };
+  const change = dataSource.createQueryRunner();
+  let answered = false;
+  const response = Promise.resolve(send()).then((value) => {
+    answered = true;
+    return value;
+  });
+  response.catch(() => undefined); // awaited below; a failure before then must not be an unhandled rejection
+  const until = async (done: () => Promise<boolean>, what: string) => {
+    for (const deadline = Date.now() + 10_000; ;) {
+      if (await done()) return;
+      if (Date.now() > deadline) throw new Error(`never: ${what}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  try {
+    await audit.untilWaiting(); // the write waits to append its audit record
+    await change.connect();
+    const [{ pid }] = (await change.query('SELECT pg_backend_pid() AS pid')) as { pid: number }[];
+    await change.startTransaction();
+    const locked = change.query(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`);
+    await until(async () => {
+      const [row] = (await dataSource.query(`SELECT cardinality(pg_blocking_pids($1)) > 0 AS waits`, [
+        pid,
+      ])) as { waits: boolean }[];
+      return row.waits;
+    }, `the change waits for ${table} behind the write`);
+    await releaseAudit(); // the write appends its record and commits; the change gets the table
+    await locked;
+    await until(async () => {
+      if (answered) return true;
+      const [row] = (await dataSource.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`,
+        [pid],
+      )) as { n: number }[];
+      return row.n > 0;
+    }, 'the answer, or a read waiting behind the change');
+    await change.query(sql, params);
+    await change.commitTransaction();
+    return await response;
+  } finally {
+    if (change.isTransactionActive) await change.rollbackTransaction();
+    await change.release();
+    await releaseAudit();
+  }
+}

@@ -12,6 +12,23 @@ import { PinoLogger } from '../logging/pino-logger.js';
 import { PG_POOL } from '../database/pg-pool.js';
 import { QUEUE_CONNECTION, type QueueConnection } from '../queue/queue.factory.js';
 
+/**
+ * A hit `take` counted: express-rate-limit's count and window end, and the window it counts in, for `giveBack` to
+ * name (decision 0094). Opaque to the caller.
+ */
+export interface TakenHit extends IncrementResponse {
+  readonly window: string;
+}
+
+/**
+ * A store whose hits can be given back to the window they were taken in: `giveBack(key, window)` decrements only
+ * while that window lasts, never the window after it (express-rate-limit's `decrement(key)` names no window).
+ */
+export interface WindowedStore extends Store {
+  take(key: string): Promise<TakenHit>;
+  giveBack(key: string, window: string): Promise<void>;
+}
+
 /** How often a process deletes the PostgreSQL counters whose window ended (any process may; all are safe). */
 const PRUNE_EVERY_MS = 60_000;
 
@@ -20,7 +37,7 @@ const PRUNE_EVERY_MS = 60_000;
  * by one atomic upsert (a window that ended starts again at 1), so every process that shares the database
  * counts together. UNLOGGED: a crash empties the counters, which only forgives a minute of requests.
  */
-export class PostgresRateLimitStore implements Store {
+export class PostgresRateLimitStore implements WindowedStore {
   readonly localKeys = false;
   private windowMs = 60_000;
 
@@ -33,17 +50,22 @@ export class PostgresRateLimitStore implements Store {
     this.windowMs = options.windowMs;
   }
 
-  async increment(key: string): Promise<IncrementResponse> {
-    const { rows } = await this.pool.query<{ hits: number; reset_at: Date }>(
+  increment(key: string): Promise<IncrementResponse> {
+    return this.take(key);
+  }
+
+  /** The window is its `reset_at` in microseconds (a Date drops them): exact, and a new window has another. */
+  async take(key: string): Promise<TakenHit> {
+    const { rows } = await this.pool.query<{ hits: number; reset_at: Date; window: string }>(
       `INSERT INTO rate_limit_counters AS c (key, hits, reset_at)
        VALUES ($1, 1, clock_timestamp() + $2 * interval '1 millisecond')
        ON CONFLICT (key) DO UPDATE SET
          hits = CASE WHEN c.reset_at <= clock_timestamp() THEN 1 ELSE c.hits + 1 END,
          reset_at = CASE WHEN c.reset_at <= clock_timestamp() THEN EXCLUDED.reset_at ELSE c.reset_at END
-       RETURNING hits, reset_at`,
+       RETURNING hits, reset_at, (extract(epoch FROM reset_at) * 1000000)::bigint::text AS window`,
       [this.prefix + key, this.windowMs],
     );
-    return { totalHits: rows[0].hits, resetTime: rows[0].reset_at };
+    return { totalHits: rows[0].hits, resetTime: rows[0].reset_at, window: rows[0].window };
   }
 
   async get(key: string): Promise<ClientRateLimitInfo | undefined> {
@@ -58,6 +80,16 @@ export class PostgresRateLimitStore implements Store {
     await this.pool.query(`UPDATE rate_limit_counters SET hits = greatest(hits - 1, 0) WHERE key = $1`, [
       this.prefix + key,
     ]);
+  }
+
+  /** One hit back to the window `take` named, while it lasts by the database's clock; else nothing. */
+  async giveBack(key: string, window: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE rate_limit_counters SET hits = greatest(hits - 1, 0)
+        WHERE key = $1 AND (extract(epoch FROM reset_at) * 1000000)::bigint = $2::bigint
+          AND reset_at > clock_timestamp()`,
+      [this.prefix + key, window],
+    );
   }
 
   async resetKey(key: string): Promise<void> {
@@ -75,10 +107,17 @@ const DECREMENT_LIVE_KEY = `if (tonumber(redis.call('get', KEYS[1]) or '0') > 0)
 return 0`;
 
 /**
+ * DECR only while the key's window is the one named (its absolute expiry, PEXPIRETIME, set once per window by
+ * PEXPIRE NX) and it counts some: a key that expired and was counted again has another expiry.
+ */
+const DECREMENT_IN_WINDOW = `if redis.call('pexpiretime', KEYS[1]) == tonumber(ARGV[1]) and tonumber(redis.call('get', KEYS[1]) or '0') > 0 then return redis.call('decr', KEYS[1]) end
+return 0`;
+
+/**
  * Fixed-window counters in Redis: INCR, and PEXPIRE NX on the first hit of a window, in one MULTI; the key's
  * time to live is the window's reset time. Every process that shares the Redis counts together.
  */
-export class RedisRateLimitStore implements Store {
+export class RedisRateLimitStore implements WindowedStore {
   readonly localKeys = false;
   private windowMs = 60_000;
 
@@ -91,18 +130,28 @@ export class RedisRateLimitStore implements Store {
     this.windowMs = options.windowMs;
   }
 
-  async increment(key: string): Promise<IncrementResponse> {
+  increment(key: string): Promise<IncrementResponse> {
+    return this.take(key);
+  }
+
+  /** The window is the key's absolute expiry in Redis's clock (PEXPIRETIME); resetTime stays in this process's. */
+  async take(key: string): Promise<TakenHit> {
     const results = await this.redis
       .multi()
       .incr(this.prefix + key)
       .pexpire(this.prefix + key, this.windowMs, 'NX')
       .pttl(this.prefix + key)
+      .pexpiretime(this.prefix + key)
       .exec();
     if (!results) throw new Error('rate limit: the Redis transaction was discarded');
     for (const [error] of results) if (error) throw error;
     const totalHits = Number(results[0][1]);
     const ttl = Number(results[2][1]);
-    return { totalHits, resetTime: new Date(Date.now() + (ttl > 0 ? ttl : this.windowMs)) };
+    return {
+      totalHits,
+      resetTime: new Date(Date.now() + (ttl > 0 ? ttl : this.windowMs)),
+      window: String(results[3][1]),
+    };
   }
 
   async get(key: string): Promise<ClientRateLimitInfo | undefined> {
@@ -120,6 +169,11 @@ export class RedisRateLimitStore implements Store {
    */
   async decrement(key: string): Promise<void> {
     await this.redis.eval(DECREMENT_LIVE_KEY, 1, this.prefix + key);
+  }
+
+  /** One hit back to the window `take` named, while that key lives with that expiry; else nothing. */
+  async giveBack(key: string, window: string): Promise<void> {
+    await this.redis.eval(DECREMENT_IN_WINDOW, 1, this.prefix + key, window);
   }
 
   async resetKey(key: string): Promise<void> {
@@ -140,7 +194,7 @@ const REDIS_DOWN = new Set(['reconnecting', 'close', 'end']);
  * the hit is counted in a MemoryStore of this process: the limit holds per process until Redis answers again,
  * then the shared count takes over. A change of state is logged once, never a hit.
  */
-export class FallbackRateLimitStore implements Store {
+export class FallbackRateLimitStore implements WindowedStore {
   readonly localKeys = false;
   private readonly local = new MemoryStore();
   private counting: 'shared' | 'local' = 'shared';
@@ -168,8 +222,37 @@ export class FallbackRateLimitStore implements Store {
     return this.either((store) => store.get(key));
   }
 
+  /** The window names the store that counted the hit too (`shared:` or `local:`): it goes back only there. */
+  take(key: string): Promise<TakenHit> {
+    return this.either(
+      async (local) => {
+        const { totalHits, resetTime } = await local.increment(key);
+        return { totalHits, resetTime, window: `local:${resetTime?.getTime()}` };
+      },
+      async (shared) => {
+        const hit = await shared.take(key);
+        return { ...hit, window: `shared:${hit.window}` };
+      },
+    );
+  }
+
   decrement(key: string): Promise<void> {
     return this.either((store) => store.decrement(key));
+  }
+
+  /**
+   * A hit Redis counted goes back to Redis only, and not while it does not answer (it stays counted until its
+   * window ends there); one this process counted, to this process's window it was counted in, while it lasts.
+   */
+  async giveBack(key: string, window: string): Promise<void> {
+    const [where, id] = [window.slice(0, window.indexOf(':')), window.slice(window.indexOf(':') + 1)];
+    if (where === 'shared') {
+      if (!REDIS_DOWN.has(this.redis.status)) await this.shared.giveBack(key, id);
+      return;
+    }
+    const live = await this.local.get(key);
+    // No await between the look and the decrement: no hit of this process comes between them.
+    if (live?.resetTime?.getTime() === Number(id)) await this.local.decrement(key);
   }
 
   resetKey(key: string): Promise<void> {
@@ -180,10 +263,13 @@ export class FallbackRateLimitStore implements Store {
     this.local.shutdown();
   }
 
-  private async either<T>(call: (store: CountingStore) => Promise<T>): Promise<T> {
+  private async either<T>(
+    call: (store: CountingStore) => Promise<T>,
+    shared: (store: RedisRateLimitStore) => Promise<T> = call,
+  ): Promise<T> {
     if (!REDIS_DOWN.has(this.redis.status)) {
       try {
-        const value = await call(this.shared);
+        const value = await shared(this.shared);
         this.count('shared');
         return value;
       } catch (error) {
@@ -223,7 +309,7 @@ export class SharedRateLimitStores implements OnApplicationShutdown {
   }
 
   /** A store whose keys start with `name` (one name per limit). */
-  store(name: string): Store {
+  store(name: string): WindowedStore {
     if (this.connection.kind === 'redis') {
       // Few retries: a token request waits on this, and a Redis that is down fails the request, never hangs it.
       this.redis ??= new Redis(this.connection.url, { maxRetriesPerRequest: 2, enableOfflineQueue: true });

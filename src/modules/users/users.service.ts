@@ -95,7 +95,7 @@ export class UsersService {
       legalAddress: { ...input.legalAddress },
     });
     try {
-      await this.dataSource.transaction(async (manager) => {
+      return await this.dataSource.transaction(async (manager) => {
         if (principal.kind === 'subject') {
           await claimSubjectId(manager, id, 'the user or company of this token is already registered');
         }
@@ -105,12 +105,13 @@ export class UsersService {
           resourceId: id,
           outcome: 'created',
         });
+        // Answered as stored, from inside the transaction (decision 0094): read after the commit, a deletion
+        // committed in between made a committed registration answer 500.
+        return this.view(await manager.findOneByOrFail(UserEntity, { id }), null);
       });
     } catch (error) {
       throw this.duplicateTaxId(error, 'legalInformation.taxId');
     }
-    const saved = await this.dataSource.getRepository(UserEntity).findOneByOrFail({ id });
-    return this.view(saved, null);
   }
 
   async list(
@@ -127,12 +128,20 @@ export class UsersService {
   }
 
   async get(principal: Principal, id: string): Promise<UserResponseDto> {
-    const user = await this.find(this.dataSource.manager, principal, id);
-    return this.view(user, await this.accountOf(principal.appId, id));
+    return this.answer(this.dataSource.manager, principal, id);
+  }
+
+  /**
+   * The user as GET answers it, read through `manager`. A change answers it from inside its own transaction
+   * (decision 0094): read after the commit, a deletion committed in between made a committed change answer 404.
+   */
+  private async answer(manager: EntityManager, principal: Principal, id: string): Promise<UserResponseDto> {
+    const user = await this.find(manager, principal, id);
+    return this.view(user, await this.accountOf(principal.appId, id, manager));
   }
 
   async update(principal: Principal, id: string, input: UpdateUserDto): Promise<UserResponseDto> {
-    await this.dataSource.transaction(async (manager) => {
+    return this.dataSource.transaction(async (manager) => {
       const user = await this.find(manager, principal, id, true);
       // Only what differs is a change: a PATCH that sends the values the user has records `unchanged`
       // (decision 0032).
@@ -168,8 +177,8 @@ export class UsersService {
         resourceId: user.id,
         outcome: changed ? 'updated' : 'unchanged',
       });
+      return this.answer(manager, principal, id);
     });
-    return this.get(principal, id);
   }
 
   /** Soft delete; refused while the user owns an account holding money. */
@@ -187,8 +196,12 @@ export class UsersService {
     return findOwner(manager, USERS, principal, id, lock);
   }
 
-  private async accountOf(appId: string, ownerId: string): Promise<OwnerAccountView | null> {
-    return (await this.accounts.accountsOf(appId, [ownerId])).get(ownerId) ?? null;
+  private async accountOf(
+    appId: string,
+    ownerId: string,
+    manager?: EntityManager,
+  ): Promise<OwnerAccountView | null> {
+    return (await this.accounts.accountsOf(appId, [ownerId], manager)).get(ownerId) ?? null;
   }
 
   private checkTaxId(type: string, value: string, path: string): string {

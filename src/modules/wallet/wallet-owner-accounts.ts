@@ -17,10 +17,14 @@ export class WalletOwnerAccounts implements OwnerAccounts {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
-  async accountsOf(appId: string, ownerIds: readonly string[]): Promise<Map<string, OwnerAccountView>> {
+  async accountsOf(
+    appId: string,
+    ownerIds: readonly string[],
+    manager: EntityManager = this.dataSource.manager,
+  ): Promise<Map<string, OwnerAccountView>> {
     if (ownerIds.length === 0) return new Map();
     const { month } = periodsOf(new Date(), this.config.operationsTimeZone);
-    const rows = await this.dataSource
+    const rows = await manager
       .getRepository(WalletAccountEntity)
       .createQueryBuilder('w')
       .innerJoin('ledger_accounts', 'l', 'l.id = w.id')

@@ -24,8 +24,12 @@ export interface OwnerAccountView {
 }
 
 export interface OwnerAccounts {
-  /** The wallet account of each owner that has one. */
-  accountsOf(appId: string, ownerIds: readonly string[]): Promise<Map<string, OwnerAccountView>>;
+  /** The wallet account of each owner that has one; read through `manager` when given (a caller's transaction). */
+  accountsOf(
+    appId: string,
+    ownerIds: readonly string[],
+    manager?: EntityManager,
+  ): Promise<Map<string, OwnerAccountView>>;
   /**
    * Inside the owner's deletion transaction: locks the owner's accounts; when one holds money answers
    * `{refused: 'holds-money'}`, when one has a transfer not yet settled `{refused: 'in-flight'}`, and changes

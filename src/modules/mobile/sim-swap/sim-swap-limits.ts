@@ -1,23 +1,23 @@
 import { Inject, Injectable } from '@nestjs/common';
-import type { Options, Store } from 'express-rate-limit';
+import type { Options } from 'express-rate-limit';
 import type { Principal } from '#common/auth/principal.js';
 import { TooManyRequestsError } from '#common/errors/domain-errors.js';
-import { SharedRateLimitStores } from '#common/http/shared-rate-limit-store.js';
+import { SharedRateLimitStores, type WindowedStore } from '#common/http/shared-rate-limit-store.js';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 
 /** One counter a check takes a unit of. */
 interface Limit {
-  readonly store: Store;
+  readonly store: WindowedStore;
   readonly key: string;
   readonly limit: number;
   readonly name: string;
 }
 
-/** A unit taken, and the end of the window it was taken in. */
+/** A unit taken, and the window it was taken in (the store's, to give it back to). */
 interface Taken {
   readonly limit: Limit;
-  readonly resetTime?: Date;
+  readonly window: string;
 }
 
 /** The units one check took: given back (SimSwapLimits.giveBack) when the provider certainly did not make it. */
@@ -46,8 +46,8 @@ export type TakenUnits = readonly Taken[];
  */
 @Injectable()
 export class SimSwapLimits {
-  private readonly perApplication: Store;
-  private readonly perUser: Store;
+  private readonly perApplication: WindowedStore;
+  private readonly perUser: WindowedStore;
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -82,8 +82,8 @@ export class SimSwapLimits {
     const taken: Taken[] = [];
     try {
       for (const limit of counted) {
-        const { totalHits, resetTime } = await limit.store.increment(limit.key);
-        taken.push({ limit, resetTime });
+        const { totalHits, resetTime, window } = await limit.store.take(limit.key);
+        taken.push({ limit, window });
         if (totalHits > limit.limit) {
           const seconds = resetTime ? Math.ceil((resetTime.getTime() - Date.now()) / 1000) : 60;
           throw new TooManyRequestsError(
@@ -100,25 +100,24 @@ export class SimSwapLimits {
   }
 
   /**
-   * Gives back the units of a refused request, or of a check the provider certainly did not make, each only while
-   * the window it was taken in lasts (as express-rate-limit does): a unit given to the next window would let one
-   * check more through there. A give-back that fails leaves the unit counted until its window ends, as before
-   * decision 0058; the refusal stands.
+   * Gives back the units of a refused request, or of a check the provider certainly did not make, each to the
+   * window it was taken in and only while that window lasts, as the store judges it in the one statement that
+   * decrements (decision 0094): a unit given to the next window would let one check more through there. A
+   * give-back that fails leaves the unit counted until its window ends, as before decision 0058; the refusal
+   * stands.
    */
   async giveBack(taken: TakenUnits): Promise<void> {
     await Promise.all(
-      taken
-        .filter(({ resetTime }) => resetTime === undefined || Date.now() < resetTime.getTime())
-        .map(async ({ limit }) => {
-          try {
-            await limit.store.decrement(limit.key);
-          } catch (error) {
-            this.logger.warn(
-              { limit: limit.name, err: error },
-              'SIM swap limit: a unit could not be given back',
-            );
-          }
-        }),
+      taken.map(async ({ limit, window }) => {
+        try {
+          await limit.store.giveBack(limit.key, window);
+        } catch (error) {
+          this.logger.warn(
+            { limit: limit.name, err: error },
+            'SIM swap limit: a unit could not be given back',
+          );
+        }
+      }),
     );
   }
 }

@@ -79,7 +79,7 @@ export class AccountsService {
     for (let attempt = 0; ; attempt++) {
       const alias = await this.freshAlias(attempt);
       try {
-        const id = await this.dataSource.transaction(async (manager) => {
+        return await this.dataSource.transaction(async (manager) => {
           await this.requireOwner(manager, principal, input.ownerType, ownerId);
           const [{ seq }] = (await manager.query(`SELECT nextval('cvu_client_seq')::text AS seq`)) as {
             seq: string;
@@ -112,9 +112,8 @@ export class AccountsService {
             resourceId: accountId,
             outcome: 'created',
           });
-          return accountId;
+          return this.answer(manager, principal, accountId);
         });
-        return this.view(await this.require(this.dataSource.manager, principal, id));
       } catch (error) {
         if (isUniqueViolation(error, 'uq_wallet_accounts_owner')) {
           throw ValidationFailedError.single('uuid', 'duplicate', 'the owner already has an account');
@@ -127,7 +126,15 @@ export class AccountsService {
   }
 
   async get(principal: Principal, id: string): Promise<OwnerAccountView> {
-    return this.view(await this.require(this.dataSource.manager, principal, id));
+    return this.answer(this.dataSource.manager, principal, id);
+  }
+
+  /**
+   * The account as GET answers it, read through `manager`. A change answers it from inside its own transaction
+   * (decision 0094): read after the commit, a deletion committed in between made a committed change answer 404.
+   */
+  private async answer(manager: EntityManager, principal: Principal, id: string): Promise<OwnerAccountView> {
+    return this.view(await this.require(manager, principal, id), manager);
   }
 
   async modify(principal: Principal, id: string, input: ModifyAccountDto): Promise<OwnerAccountView> {
@@ -140,7 +147,7 @@ export class AccountsService {
     }
     if (input.alias !== undefined) await this.refuseAliasTakenElsewhere(input.alias, 'alias');
     try {
-      await this.dataSource.transaction(async (manager) => {
+      return await this.dataSource.transaction(async (manager) => {
         const account = await this.require(manager, principal, id, true);
         const newStatus = input.status !== undefined && input.status !== account.status;
         const ownerId = input.entityId?.toLowerCase();
@@ -198,11 +205,11 @@ export class AccountsService {
           resourceId: account.id,
           outcome: changed ? 'updated' : 'unchanged',
         });
+        return this.answer(manager, principal, id);
       });
     } catch (error) {
       throw this.uniqueToValidation(error, 'alias', 'entityId');
     }
-    return this.get(principal, id);
   }
 
   async changeAlias(principal: Principal, id: string, newAlias: string): Promise<OwnerAccountView> {
@@ -210,7 +217,7 @@ export class AccountsService {
       throw ValidationFailedError.single('newAlias', 'invalid', 'invalid alias');
     await this.refuseAliasTakenElsewhere(newAlias, 'newAlias');
     try {
-      await this.dataSource.transaction(async (manager) => {
+      return await this.dataSource.transaction(async (manager) => {
         const account = await this.require(manager, principal, id, true);
         const changed = account.alias !== newAlias;
         if (changed) await manager.update(WalletAccountEntity, { id: account.id }, { alias: newAlias });
@@ -219,11 +226,11 @@ export class AccountsService {
           resourceId: account.id,
           outcome: changed ? 'updated' : 'unchanged',
         });
+        return this.answer(manager, principal, id);
       });
     } catch (error) {
       throw this.uniqueToValidation(error, 'newAlias', 'newAlias');
     }
-    return this.get(principal, id);
   }
 
   /** Puts the account in the DELETED state; refused while it holds money. */
@@ -298,13 +305,12 @@ export class AccountsService {
     return requireAccount(manager, principal, id, lock);
   }
 
-  async view(account: WalletAccountEntity): Promise<OwnerAccountView> {
-    const [row] = (await this.dataSource.query(
-      `SELECT balance::text AS balance FROM ledger_accounts WHERE id = $1`,
-      [account.id],
-    )) as { balance: string }[];
+  async view(account: WalletAccountEntity, manager = this.dataSource.manager): Promise<OwnerAccountView> {
+    const [row] = (await manager.query(`SELECT balance::text AS balance FROM ledger_accounts WHERE id = $1`, [
+      account.id,
+    ])) as { balance: string }[];
     const { month } = periodsOf(new Date(), this.config.operationsTimeZone);
-    const [operated] = (await this.dataSource.query(
+    const [operated] = (await manager.query(
       `SELECT deposit::text AS deposit, withdraw::text AS withdraw FROM operated_amounts WHERE account_id = $1 AND period = $2`,
       [account.id, month],
     )) as { deposit: string; withdraw: string }[];
