@@ -106,7 +106,7 @@ describe('apps disable / apps enable (the CLI beside a running API)', () => {
   it("refuses the application's access tokens, user tokens and token requests within AUTH_CACHE_MS; its webhooks are still delivered; `apps enable` lets it in again", async () => {
     expect(await statuses()).toEqual([200, 200, 200]);
 
-    expect(await cliJson(['apps', 'disable', client.appId.toUpperCase()])).toStrictEqual({
+    expect(await cliJson(['apps', 'disable', '--app-id', client.appId.toUpperCase()])).toStrictEqual({
       appId: client.appId,
       status: 'disabled',
     });
@@ -114,7 +114,7 @@ describe('apps disable / apps enable (the CLI beside a running API)', () => {
     const listed = (await cliJson(['apps', 'list'])) as { appId: string; status: string }[];
     expect(listed.find((app) => app.appId === client.appId)?.status).toBe('disabled');
     // Again: nothing changes, `unchanged` is recorded.
-    expect(await cliJson(['apps', 'disable', client.appId])).toStrictEqual({
+    expect(await cliJson(['apps', 'disable', '--app-id', client.appId])).toStrictEqual({
       appId: client.appId,
       status: 'disabled',
     });
@@ -138,12 +138,12 @@ describe('apps disable / apps enable (the CLI beside a running API)', () => {
       return receiver.acknowledged(event.id).length === 1 && row.status === 'delivered';
     });
 
-    expect(await cliJson(['apps', 'enable', client.appId])).toStrictEqual({
+    expect(await cliJson(['apps', 'enable', '--app-id', client.appId])).toStrictEqual({
       appId: client.appId,
       status: 'active',
     });
     await allWithinCache(200, Date.now());
-    expect(await cliJson(['apps', 'enable', client.appId])).toStrictEqual({
+    expect(await cliJson(['apps', 'enable', '--app-id', client.appId])).toStrictEqual({
       appId: client.appId,
       status: 'active',
     });

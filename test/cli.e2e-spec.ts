@@ -378,13 +378,13 @@ describe('admin CLI (node dist/src/cli.js)', () => {
       ],
       'disable with an unknown application id': () => {
         const id = randomUUID();
-        return [['apps', 'disable', id], new RegExp(`Application not found: ${id}`)];
+        return [['apps', 'disable', '--app-id', id], new RegExp(`Application not found: ${id}`)];
       },
       'enable with a non-uuid application id': () => [
-        ['apps', 'enable', 'not-a-uuid'],
+        ['apps', 'enable', '--app-id', 'not-a-uuid'],
         /Application not found: not-a-uuid/,
       ],
-      'disable without an application id': () => [['apps', 'disable'], /missing required argument 'appId'/],
+      'disable without an application id': () => [['apps', 'disable'], /missing required option --app-id/],
       'create with a name of two words, unquoted (the second is refused, not dropped)': () => [
         ['apps', 'create', '--name', 'My', 'wallet', '--public-key', goodKeyFile()],
         /unexpected argument 'wallet': apps create takes no arguments/,

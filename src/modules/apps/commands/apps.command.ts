@@ -122,19 +122,22 @@ export class AppsRevokeKeyCommand extends OneAppSubCommand {
   }
 }
 
-/** `apps disable <appId>`, `apps enable <appId>`: the application's status, as JSON {appId, status}. */
-abstract class AppStatusSubCommand extends AppsSubCommand {
+/**
+ * `apps disable --app-id ID`, `apps enable --app-id ID`: the application's status, as JSON {appId, status}. The id is
+ * an option, as in every other `apps` command of the operator contract.
+ */
+abstract class AppStatusSubCommand extends OneAppSubCommand {
   protected abstract readonly status: ApplicationStatus;
 
-  async run([appId]: string[]): Promise<void> {
+  async run(_args: string[], options: AppsOptions): Promise<void> {
     const command = this.status === 'disabled' ? 'apps disable' : 'apps enable';
+    const appId = requireOption(options.appId, '--app-id');
     printJson(await this.apps.setStatus(appId, this.status, cliActor(command)));
   }
 }
 
 @SubCommand({
   name: 'disable',
-  arguments: '<appId>',
   description:
     "refuse the application's access tokens, user tokens and token requests (everywhere within AUTH_CACHE_MS); its data, money and webhooks stay",
 })
@@ -144,7 +147,6 @@ export class AppsDisableCommand extends AppStatusSubCommand {
 
 @SubCommand({
   name: 'enable',
-  arguments: '<appId>',
   description: 'accept a disabled application again (its keys as they are)',
 })
 export class AppsEnableCommand extends AppStatusSubCommand {
