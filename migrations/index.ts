@@ -40,6 +40,7 @@ import { ReversalEventsAfterTheOriginal1763903700000 } from './1763903700000-Rev
 import { TransferListFilters1763904000000 } from './1763904000000-TransferListFilters.js';
 import { WebhookClaimForDelivery1763904100000 } from './1763904100000-WebhookClaimForDelivery.js';
 import { PostingsInCheckOrder1763904500000 } from './1763904500000-PostingsInCheckOrder.js';
+import { LastAttemptRecorded1763905400000 } from './1763905400000-LastAttemptRecorded.js';
 
 /**
  * Every migration, oldest first. Append new ones; never change what one that has landed leaves in the schema (a
@@ -88,4 +89,5 @@ export const MIGRATIONS = [
   TransferListFilters1763904000000,
   WebhookClaimForDelivery1763904100000,
   PostingsInCheckOrder1763904500000,
+  LastAttemptRecorded1763905400000,
 ];

@@ -333,10 +333,15 @@ describe('events feed (worker in process)', () => {
     expect(id).toBe(receiver.acknowledged(eventId)[0].id);
     expect(carried).toStrictEqual(payload);
     expect(Number.isInteger(carried.timestamp)).toBe(true);
+    // lastAttemptAt is the attempt's start, as its attempts row has it (not the claim's time: decision 0095).
+    const [attempt] = (await t.dataSource.query(
+      `SELECT started_at FROM webhook_attempts WHERE event_id = $1`,
+      [eventId],
+    )) as { started_at: Date }[];
     expect(delivery).toStrictEqual({
       state: 'delivered',
       attempts: 1,
-      lastAttemptAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      lastAttemptAt: attempt.started_at.toISOString(),
       deliveredAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
     // The list serves the same object.

@@ -21,7 +21,7 @@ import {
 } from '../src/modules/webhooks/webhook-delivery.service.js';
 import { WEBHOOK_EVENTS } from '../src/modules/webhooks/webhook-events.js';
 import { WebhooksService } from '../src/modules/webhooks/webhooks.service.js';
-import { registerClient } from './support/auth.js';
+import { accessToken, registerClient } from './support/auth.js';
 import {
   childEnv,
   CLI_JS,
@@ -146,6 +146,17 @@ async function expectAllDeliveredOnce(t: TestApp, receiver: WebhookReceiver, ids
   expect(rows).toEqual([{ n: ids.length }]);
   expect(await undelivered()).toEqual([]);
 }
+
+/** A delivery service of the real code on the test app's database, queue and keys, with `limits` of its own. */
+const deliveryService = async (t: TestApp, limits?: Partial<DeliveryLimits>) =>
+  new WebhookDeliveryService(
+    t.app.get<pg.Pool>(PG_POOL),
+    t.config,
+    t.app.get(SigningKeysService),
+    t.app.get(QueueFactory),
+    await t.app.resolve(PinoLogger),
+    limits,
+  );
 
 const allAcknowledged = (receiver: WebhookReceiver, ids: string[]) => () =>
   ids.every((id) => receiver.acknowledged(id).length > 0);
@@ -472,17 +483,8 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
     }));
     const { appId } = await registerClient(t.app, 'slow receiver');
     await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
-    const worker = async (limits?: Partial<DeliveryLimits>) =>
-      new WebhookDeliveryService(
-        t.app.get<pg.Pool>(PG_POOL),
-        t.config,
-        t.app.get(SigningKeysService),
-        t.app.get(QueueFactory),
-        await t.app.resolve(PinoLogger),
-        limits,
-      );
-    const slow = await worker({ postsInFlight: 1, leaseExtraMs: 1_500, leaseMarginMs: 250 });
-    const other = await worker();
+    const slow = await deliveryService(t, { postsInFlight: 1, leaseExtraMs: 1_500, leaseMarginMs: 250 });
+    const other = await deliveryService(t);
     const leaseOf = async (id: string) =>
       (
         (await t.dataSource.query(
@@ -536,13 +538,7 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
     const receiver = await receiverFor(() => ({ status: 200 }));
     const { appId } = await registerClient(t.app, 'signing fails');
     await t.app.get(AppsService).setWebhook(appId, receiver.url(), cliActor('test'));
-    const delivery = new WebhookDeliveryService(
-      t.app.get<pg.Pool>(PG_POOL),
-      t.config,
-      t.app.get(SigningKeysService),
-      t.app.get(QueueFactory),
-      await t.app.resolve(PinoLogger),
-    );
+    const delivery = await deliveryService(t);
     const stateOf = async (id: string) =>
       (
         (await t.dataSource.query(
@@ -568,6 +564,115 @@ describe(`webhook faults lose nothing (${backend} queue backend)`, () => {
     } finally {
       if (existsSync(`${keysFile}.away`)) renameSync(`${keysFile}.away`, keysFile);
       await Promise.all([delivery['sender'].close(), delivery['signer'].close()]);
+    }
+  }, 60_000);
+
+  it("shows in the feed's lastAttemptAt only attempts made: claims given back (signing failed) or postponed (the origin's turn) leave it as it was, an attempt sets it to its start", async () => {
+    // No worker in this process: two delivery services of the real code, on the real database and a real receiver.
+    // The receiver answers E's first request 500 and its later ones 200, and never answers the holder (H): while
+    // H's POST hangs, a service with one POST slot and no claim waiting per origin gives E's claim back for a later
+    // turn (decision 0079).
+    const t = await startTestApp({
+      env: {
+        WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+        WEBHOOK_RETRY_DELAYS: '100ms,100ms,100ms',
+        ...isolatedRedisEnv(15),
+      },
+    });
+    apps.push(t);
+    const receiver = await receiverFor((req, self) =>
+      self.attemptsOf(req.id).length > 1 ? { status: 200 } : { status: 500 },
+    );
+    const client = await registerClient(t.app, 'last attempt');
+    await t.app.get(AppsService).setWebhook(client.appId, receiver.url(), cliActor('test'));
+    const auth = `Bearer ${await accessToken(t.http, client)}`;
+    const delivery = await deliveryService(t);
+    const oneSlot = await deliveryService(t, {
+      postsPerOrigin: 1,
+      waitingPerOrigin: 0,
+      shortWaitMs: 100,
+      laterMaxMs: 300,
+    });
+    /** The feed's delivery of the event, and the start of each attempt row (ISO, as the feed writes instants). */
+    const shown = async (id: string) => {
+      const response = await request(t.http).get(`/v1/events/${id}`).set('Authorization', auth);
+      expect(response.status).toBe(200);
+      const starts = (
+        (await t.dataSource.query(
+          `SELECT started_at FROM webhook_attempts WHERE event_id = $1 ORDER BY attempt, started_at`,
+          [id],
+        )) as { started_at: Date }[]
+      ).map((row) => row.started_at.toISOString());
+      const { delivery: shownDelivery } = response.body as { delivery: Record<string, unknown> };
+      return { attempts: shownDelivery.attempts, lastAttemptAt: shownDelivery.lastAttemptAt, starts };
+    };
+    const due = (id: string) =>
+      pollUntil('the event due again', async () => {
+        const [row] = (await t.dataSource.query(
+          `SELECT next_attempt_at <= now() AS due FROM webhook_events WHERE id = $1`,
+          [id],
+        )) as { due: boolean }[];
+        return row.due;
+      });
+    const keysFile = t.config.signingKeysFile;
+    const signingFails = async () => {
+      renameSync(keysFile, `${keysFile}.away`);
+      await sleep(1_100); // the next periodic read of the key file, a second later, fails
+    };
+    const signingWorks = async () => {
+      renameSync(`${keysFile}.away`, keysFile);
+      await sleep(1_100);
+    };
+    try {
+      const [event] = await emitMany(t, client.appId, 1, 'last attempt');
+
+      // Given back unsent (signing failed): no attempt made, none shown.
+      await signingFails();
+      await expect(delivery.deliver(event)).rejects.toThrow();
+      expect(await shown(event)).toEqual({ attempts: 0, lastAttemptAt: null, starts: [] });
+
+      // A real attempt (answered 500): shown with its start, as its attempts row has it.
+      await signingWorks();
+      expect(await delivery.deliver(event)).toBe('retrying');
+      const [first] = (await shown(event)).starts;
+      expect(await shown(event)).toEqual({ attempts: 1, lastAttemptAt: first, starts: [first] });
+
+      // Postponed for the origin's turn while the holder's POST hangs: still that attempt.
+      const [holder] = await emitMany(t, client.appId, 1, 'holder');
+      receiver.responder = (req, self) =>
+        req.id === holder ? 'hang' : self.attemptsOf(req.id).length > 1 ? { status: 200 } : { status: 500 };
+      const holding = oneSlot.deliver(holder);
+      await pollUntil('the holder POSTed', () => receiver.attemptsOf(holder).length === 1);
+      await due(event);
+      expect(await oneSlot.deliver(event)).toBe('skipped');
+      expect(receiver.attemptsOf(event)).toHaveLength(1);
+      expect(await shown(event)).toEqual({ attempts: 1, lastAttemptAt: first, starts: [first] });
+
+      // Given back after that attempt (signing failed again): still that attempt.
+      await due(event);
+      await signingFails();
+      await expect(delivery.deliver(event)).rejects.toThrow();
+      expect(await shown(event)).toEqual({ attempts: 1, lastAttemptAt: first, starts: [first] });
+
+      // The next attempt made (acknowledged): shown with its own start.
+      await signingWorks();
+      expect(await delivery.deliver(event)).toBe('delivered');
+      const { starts } = await shown(event);
+      expect(starts).toHaveLength(2);
+      expect(await shown(event)).toEqual({
+        attempts: 2,
+        lastAttemptAt: starts[1],
+        starts: [first, starts[1]],
+      });
+      expect(receiver.attemptsOf(event)).toHaveLength(2);
+
+      receiver.recover(() => ({ status: 200 })); // the holder's hanging POST ends
+      await holding;
+    } finally {
+      if (existsSync(`${keysFile}.away`)) renameSync(`${keysFile}.away`, keysFile);
+      await Promise.all(
+        [delivery, oneSlot].flatMap((service) => [service['sender'].close(), service['signer'].close()]),
+      );
     }
   }, 60_000);
 

@@ -351,9 +351,10 @@ export class WebhookDeliveryService implements BeforeApplicationShutdown, OnAppl
   }
 
   /**
-   * Undoes a claim whose POST never started: no lease, the attempt number as it was, due now. Fenced on the
-   * attempt number, like the record: a claim taken over meanwhile is left alone. Should the statement fail,
-   * the lease runs out instead (the attempt number stays one ahead, as after a killed worker).
+   * Undoes a claim whose POST never started: no lease, the attempt number as it was, due now (last_attempt_at
+   * needs nothing: the record sets it, not the claim; decision 0095). Fenced on the attempt number, like the
+   * record: a claim taken over meanwhile is left alone. Should the statement fail, the lease runs out instead (the
+   * attempt number stays one ahead, as after a killed worker).
    */
   private async giveBack(event: ClaimedEvent): Promise<void> {
     await this.pool

@@ -38,7 +38,8 @@ export class EventDeliveryDto {
     format: 'date-time',
     nullable: true,
     type: String,
-    description: 'when the last attempt started',
+    description:
+      'when the last attempt started, once recorded; null when none was made. A replay keeps the time of the attempt before it',
   })
   lastAttemptAt: string | null;
 

@@ -2,7 +2,9 @@
 -- list of event ids, p_lease_ms the lease. Each due, pending event that is first of its subject and not held by
 -- another worker gets a lease and its attempt number bumped, and comes back with what delivery needs (payload,
 -- the application's URL, and its id, which the signature names: decision 0076); the others that wait for an
--- earlier event of their subject are parked (next_attempt_at NULL) until that one is done.
+-- earlier event of their subject are parked (next_attempt_at NULL) until that one is done. It leaves
+-- last_attempt_at alone: a claim may be given back unsent, and the attempt's record (webhook_record) sets it to
+-- the attempt's start (decision 0095).
 -- Guarantees: every data-modifying CTE runs on one snapshot, and the claimed and parked sets are disjoint by the
 -- EXISTS / NOT EXISTS on the earlier event; called again after its commit was lost with the connection, it claims
 -- nothing (the leases are taken): those deliveries skip, and the events go out again once the leases expire (the
@@ -35,7 +37,7 @@ BEGIN
   ), claimed AS (
     UPDATE webhook_events e
        SET lease_until = now() + (p_lease_ms * interval '1 millisecond'),
-           attempts = attempts + 1, last_attempt_at = now()
+           attempts = attempts + 1
       FROM locked i
      WHERE e.id = i.id AND e.status = i.pending
        AND (e.lease_until IS NULL OR e.lease_until < now())

@@ -6,8 +6,10 @@
 --   (the same event, attempt and start time: ON CONFLICT on UQ_webhook_attempts_event_attempt_start);
 -- - the event's outcome (delivered; failed for good; or pending with the next attempt due after its delay and a
 --   new generation), only while this attempt still holds the event (status pending, the lease taken, the
---   attempt number unchanged): a worker whose lease ran out while another took the event over records its
---   attempt but leaves the event to the other; a repeated call changes nothing;
+--   attempt number unchanged), with last_attempt_at the attempt's start (its row's started_at; the claim does
+--   not set it, so a claim given back unsent leaves it as it was: decision 0095): a worker whose lease ran out
+--   while another took the event over records its attempt but leaves the event to the other; a repeated call
+--   changes nothing;
 -- - for each event done for good, the next pending event of its subject is scheduled (the same snapshot still
 --   shows the finished events pending, hence p.id <> d.id).
 -- Sequential scans are off while it runs: each input row is one primary-key probe whatever the statistics said
@@ -30,6 +32,7 @@ BEGIN
        SET status = CASE WHEN i.outcome = 'delivered' THEN 'delivered'
                          WHEN i.retry_delay_ms IS NULL THEN 'failed' ELSE 'pending' END,
            delivered_at = CASE WHEN i.outcome = 'delivered' THEN now() END,
+           last_attempt_at = to_timestamp(i.started_ms / 1000),
            lease_until = NULL,
            next_attempt_at = CASE WHEN i.outcome = 'failed' AND i.retry_delay_ms IS NOT NULL
                                   THEN now() + i.retry_delay_ms * interval '1 millisecond' END,
