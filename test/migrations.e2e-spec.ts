@@ -398,6 +398,22 @@ describe('migrations and entities', () => {
     expect(await create()).toBe(after);
   });
 
+  it("LastAttemptRecorded down gives back the claim that set last_attempt_at and the record that did not, and up the record that sets it to the attempt's start (decision 0095)", async () => {
+    const functions = () => definitionsOf(['webhook_claim_for_delivery', 'webhook_record']);
+    const after = await functions();
+    const setsAtClaim = (rows: { definition: string }[]) => calls(rows, 'last_attempt_at = now()');
+    const setsAtRecord = (rows: { definition: string }[]) =>
+      calls(rows, 'last_attempt_at = to_timestamp(i.started_ms / 1000)');
+    expect(setsAtClaim(after)).toEqual([0, 0]);
+    expect(setsAtRecord(after)).toEqual([0, 1]);
+    await undoUntil('PostingsInCheckOrder1763904500000');
+    const before = await functions();
+    expect(setsAtClaim(before)).toEqual([1, 0]);
+    expect(setsAtRecord(before)).toEqual([0, 0]);
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await functions()).toEqual(after);
+  });
+
   it('WebhookEventsRoomToClaim fills the outbox to half (fillfactor 50); down gives the default back', async () => {
     const options = async () =>
       (

@@ -191,6 +191,8 @@ describe('loadConfig', () => {
       ['PUBLIC_BASE_URL', 'ftp://localhost/v1/'],
       ['PUBLIC_BASE_URL', 'http://localhost:3000/v1/?a=b'],
       ['PUBLIC_BASE_URL', 'http://localhost:3000/v1/#top'],
+      ['PUBLIC_BASE_URL', 'http://localhost:3000/v1/?'], // a bare ? or #: empty search and hash, kept in the text
+      ['PUBLIC_BASE_URL', 'http://localhost:3000/v1/#'],
       ['PUBLIC_BASE_URL', 'http://ops:secret@localhost:3000/v1/'],
       ['DATABASE_URL', 'mysql://x'],
       ['REDIS_URL', 'http://x'],

@@ -91,7 +91,8 @@ export function loadHttpConfig({ str, int, problems }: EnvReaders): HttpConfig {
     // {base_url} is what every endpoint's URL and the token audiences are built from by appending a path: a query,
     // a fragment or credentials in it would end up inside them (`…/v1/?a=boauth/token`; decision 0093).
     if (!['http:', 'https:'].includes(u.protocol) || !u.pathname.endsWith('/v1/')) throw new Error();
-    if (u.search !== '' || u.hash !== '' || u.username !== '' || u.password !== '') throw new Error();
+    // `?` and `#` are looked for in the text: a bare one leaves `search` and `hash` empty but stays in the URL.
+    if (/[?#]/.test(publicBaseUrl) || u.username !== '' || u.password !== '') throw new Error();
     publicBaseUrl = u.toString();
     routePrefix = u.pathname.replace(/^\/+|\/+$/g, '');
   } catch {
