@@ -17,6 +17,16 @@ import { TRANSFER_STATUSES } from './transfer-status.js';
 
 const MOVEMENT_TYPES = ['DEPOSIT', 'WITHDRAW'] as const;
 
+/**
+ * The owner of a row's counterparty account (`cw`) and, for a user, its record (`cu`): what shows an internal
+ * counterparty as its owner is recorded (decision 0086). Every read of a row and a reversal's own answer (decision
+ * 0088) join them so.
+ */
+export function counterpartyOwnerJoins(accountId: string): string {
+  return `LEFT JOIN wallet_accounts cw ON cw.id = ${accountId}
+    LEFT JOIN users cu ON cw.owner_type = 'USER' AND cu.id = cw.owner_id`;
+}
+
 const COLUMNS = `t.id, t.clearing_id, t.movement_type, t.status, t.route, t.counterparty_name, t.counterparty_tax_id,
          t.counterparty_identifier_type, t.counterparty_identifier, t.counterparty_account_id,
          t.amount::text AS amount, t.currency, t.fees::text AS fees, t.taxes::text AS taxes, t.concept, t.summary,
@@ -29,8 +39,7 @@ const COLUMNS = `t.id, t.clearing_id, t.movement_type, t.status, t.route, t.coun
 const FROM = `
     FROM transfers t
     JOIN wallet_accounts w ON w.id = t.account_id
-    LEFT JOIN wallet_accounts cw ON cw.id = t.counterparty_account_id
-    LEFT JOIN users cu ON cw.owner_type = 'USER' AND cu.id = cw.owner_id
+    ${counterpartyOwnerJoins('t.counterparty_account_id')}
     LEFT JOIN users u ON w.owner_type = 'USER' AND u.id = w.owner_id
     LEFT JOIN companies c ON w.owner_type = 'COMPANY' AND c.id = w.owner_id`;
 const SELECT = `SELECT ${COLUMNS} ${FROM}`;

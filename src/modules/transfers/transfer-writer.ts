@@ -17,7 +17,7 @@ import {
   type TransferGroupResult,
 } from './transfer-function.contract.js';
 import type { TransferStatus } from './transfer-status.js';
-import { ROWS_BY_ID, type RowWithReversal } from './transfer-views.js';
+import { counterpartyOwnerJoins, ROWS_BY_ID, type RowWithReversal } from './transfer-views.js';
 
 /** Money in from the rail to one of this service's accounts, its ledger entry posted. */
 export interface InboundDeposit {
@@ -271,8 +271,7 @@ const MONEY_CALLS = {
   SELECT jsonb_build_object(a.kind, (a.result -> a.kind) || jsonb_build_object(
            'counterparty_owner_type', cw.owner_type, 'counterparty_owner_tax_id_type', cu.tax_id_type)) AS result
     FROM answer a
-    LEFT JOIN wallet_accounts cw ON cw.id = (a.result -> a.kind ->> 'counterparty_account_id')::uuid
-    LEFT JOIN users cu ON cw.owner_type = 'USER' AND cu.id = cw.owner_id`,
+    ${counterpartyOwnerJoins("(a.result -> a.kind ->> 'counterparty_account_id')::uuid")}`,
 } as const;
 type MoneyFunction = keyof typeof MONEY_CALLS;
 
