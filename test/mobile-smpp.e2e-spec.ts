@@ -7,7 +7,7 @@ import { PinoLogger } from '../src/common/logging/pino-logger.js';
 import { SmppSmsProvider } from '../src/modules/mobile/sms/smpp.provider.js';
 import { accessToken, registerClient, type TestClient } from './support/auth.js';
 import { holdTransaction } from './support/database.js';
-import { waitFor } from './support/processes.js';
+import { pollUntil } from './support/poll.js';
 import { TestSmsc } from './support/smpp-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
@@ -33,9 +33,8 @@ const smppEnv = (smsc: TestSmsc): Record<string, string> => ({
   SMPP_RECONNECT_MAX_MS: '400',
 });
 
-const until = async (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) => {
-  if (!(await waitFor(check, timeoutMs, 25))) throw new Error(`timed out waiting for ${what}`);
-};
+const until = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000) =>
+  pollUntil(what, check, timeoutMs, 25);
 
 describe('SmppLink against a real SMPP server', () => {
   let smsc: TestSmsc;

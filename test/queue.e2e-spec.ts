@@ -11,20 +11,12 @@ import {
 } from '../src/common/queue/queue.factory.js';
 import { UsedAssertionEntity } from '../src/modules/auth/entities/used-assertion.entity.js';
 import { createTestDatabase } from './support/database.js';
+import { pollUntil } from './support/poll.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
-/** Polls until `check` holds, at most `timeoutMs`; fails with `what` otherwise. */
-async function waitFor(
-  what: string,
-  check: () => boolean | Promise<boolean>,
-  timeoutMs = 20_000,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+/** pollUntil with this suite's 20 s: its jobs run on a worker that may start late on a loaded machine. */
+const waitFor = (what: string, check: () => boolean | Promise<boolean>, timeoutMs = 20_000) =>
+  pollUntil(what, check, timeoutMs);
 
 /** Open TCP sockets of this process (connections to PostgreSQL or Redis). */
 const openSockets = () => process.getActiveResourcesInfo().filter((type) => type === 'TCPSocketWrap').length;

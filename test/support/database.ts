@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
+import { pollUntil } from './poll.js';
 
 /** A fresh database for one test file, cloned from the migrated template (much faster than migrating). */
 export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
@@ -103,11 +104,12 @@ export async function holdTransaction(
     // Up to 30 s: the waiters are often CLI processes, which start Nest and connect before they reach the lock, and
     // took over 10 s on a loaded machine. Only a test that fails waits that long.
     untilWaiting: async (count = 1) => {
-      for (const deadline = Date.now() + 30_000; ;) {
-        if ((await waiting()) >= count) return;
-        if (Date.now() > deadline) throw new Error('nothing waited for the held transaction');
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await pollUntil(
+        'a transaction waiting for the held one',
+        async () => (await waiting()) >= count,
+        30_000,
+        20,
+      );
     },
     waiting,
     commit: () => held.commitTransaction(),
@@ -176,13 +178,7 @@ export async function commitRightAfterWrite<T>(
     return value;
   });
   response.catch(() => undefined); // awaited below; a failure before then must not be an unhandled rejection
-  const until = async (done: () => Promise<boolean>, what: string) => {
-    for (const deadline = Date.now() + 10_000; ;) {
-      if (await done()) return;
-      if (Date.now() > deadline) throw new Error(`never: ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  };
+  const until = (done: () => Promise<boolean>, what: string) => pollUntil(what, done, 10_000, 20);
   try {
     await audit.untilWaiting(); // the write waits to append its audit record
     await change.connect();
