@@ -167,6 +167,20 @@ describe('identity: companies (real database)', () => {
       ).toBe(fresh);
     });
 
+    it("accepts the alphanumeric CNPJ Brazil issues from July 2026 (Receita Federal's 12.ABC.345/01DE-35), stored in upper case", async () => {
+      const company = await created({ ...companyBody(), taxType: 'CNPJ', taxValue: '12.abc.345/01de-35' });
+      expect(company.taxInfomation).toStrictEqual({
+        type: 'CNPJ',
+        value: '12ABC34501DE35',
+        condition: 'VAT_REGISTERED',
+      });
+      expect((await getCompany(company.uuid)).body.taxInfomation.value).toBe('12ABC34501DE35');
+      // The same CNPJ in the other case is the same company.
+      expect(
+        byPath(await refusedCreate({ ...companyBody(), taxType: 'CNPJ', taxValue: '12ABC34501DE35' })),
+      ).toStrictEqual({ taxValue: 'duplicate' });
+    });
+
     it.each([
       ['CUIT', 'CUIT'],
       ['cuit', 'CUIT'],
@@ -206,6 +220,8 @@ describe('identity: companies (real database)', () => {
       ['13 digits', '1122233300018'],
       ['all the same digit', '00000000000000'],
       ['a CUIT', newCuit('30')],
+      ['an alphanumeric one with a wrong check digit', '12ABC34501DE36'],
+      ['letters where the check digits go', '12ABC34501DEAB'],
     ])('refuses a CNPJ with %s at taxValue (invalid)', async (_label, taxValue) => {
       expect(await refusedCreate({ ...companyBody(), taxType: 'CNPJ', taxValue })).toStrictEqual([
         { path: 'taxValue', message: expect.any(String), type: 'invalid' },
@@ -635,37 +651,56 @@ describe('identity: companies (real database)', () => {
       );
     });
 
-    it('the company gives a section that holds nothing yet, and keeps gestionDeRiesgo and monitoreoDeCumplimiento its own', async () => {
-      const company = await created();
-      const own = await subjectToken(appA, company.uuid);
-      expect((await postKyc(company.uuid, { data: { razonSocial: 'Yerba Sur S.R.L.' } }, own)).status).toBe(
-        201,
-      );
-      expect(
-        (
+    it.each(['never given', 'given as {} (decision 0097)'])(
+      'the company gives a section that holds nothing yet (%s), and keeps gestionDeRiesgo and monitoreoDeCumplimiento its own',
+      async (before) => {
+        const company = await created();
+        const own = await subjectToken(appA, company.uuid);
+        if (before !== 'never given') {
+          for (const section of ['datosBasicos', 'estructuraCorporativa']) {
+            expect((await patchCompany(company.uuid, { dataSection: section, data: {} }, own)).status).toBe(
+              200,
+            );
+          }
+        }
+        expect((await postKyc(company.uuid, { data: { razonSocial: 'Yerba Sur S.R.L.' } }, own)).status).toBe(
+          201,
+        );
+        expect(
+          (
+            await patchCompany(
+              company.uuid,
+              { dataSection: 'estructuraCorporativa', data: { socios: [] } },
+              own,
+            )
+          ).status,
+        ).toBe(200);
+        expectForbidden(
           await patchCompany(
             company.uuid,
-            { dataSection: 'estructuraCorporativa', data: { socios: [] } },
+            { dataSection: 'datosBasicos', data: { razonSocial: 'Otra' } },
             own,
-          )
-        ).status,
-      ).toBe(200);
-      expectForbidden(
-        await patchCompany(company.uuid, { dataSection: 'datosBasicos', data: { razonSocial: 'Otra' } }, own),
-        'INSUFFICIENT_PERMISSIONS',
-      );
-      for (const section of ['gestionDeRiesgo', 'monitoreoDeCumplimiento']) {
-        for (const data of [{ nivel: 'bajo' }, { nivel: 'alto' }]) {
-          expect((await patchCompany(company.uuid, { dataSection: section, data }, own)).status).toBe(200);
+          ),
+          'INSUFFICIENT_PERMISSIONS',
+        );
+        for (const section of ['gestionDeRiesgo', 'monitoreoDeCumplimiento']) {
+          for (const data of [{ nivel: 'bajo' }, { nivel: 'alto' }]) {
+            expect((await patchCompany(company.uuid, { dataSection: section, data }, own)).status).toBe(200);
+          }
         }
-      }
-      expect((await getKyc(company.uuid)).body).toMatchObject({
-        datosBasicos: { razonSocial: 'Yerba Sur S.R.L.' },
-        estructuraCorporativa: { socios: [] },
-        gestionDeRiesgo: { nivel: 'alto' },
-        monitoreoDeCumplimiento: { nivel: 'alto' },
-      });
-    });
+        expect((await getKyc(company.uuid)).body).toMatchObject({
+          datosBasicos: { razonSocial: 'Yerba Sur S.R.L.' },
+          estructuraCorporativa: { socios: [] },
+          gestionDeRiesgo: { nivel: 'alto' },
+          monitoreoDeCumplimiento: { nivel: 'alto' },
+        });
+        expect(
+          expectValidation(
+            await refused(() => postKyc(company.uuid, { data: { razonSocial: 'Otra' } }, own)),
+          ),
+        ).toStrictEqual([{ path: expect.any(String), message: expect.any(String), type: 'duplicate' }]);
+      },
+    );
 
     it('documents the 403 of PATCH /v1/companies/{uuid} and PATCH /v1/users/{uuid}', () => {
       for (const path of ['/companies/{uuid}', '/users/{uuid}']) {

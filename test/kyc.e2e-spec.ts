@@ -110,6 +110,27 @@ describe('KYC documents and sessions', () => {
       ]);
     });
 
+    it('keeps a file name as the client wrote it: UTF-8, cut at 200 code points, never inside a character', async () => {
+      const accented = await upload(userId, PNG, 'DNI_Pérez_Ñandú.png');
+      expect(accented.status).toBe(201);
+      expect(accented.body.name).toBe('DNI_Pérez_Ñandú.png');
+      const [row] = (await t.dataSource.query('SELECT name FROM documents WHERE id = $1', [
+        accented.body.uuid,
+      ])) as { name: string }[];
+      expect(row.name).toBe('DNI_Pérez_Ñandú.png');
+
+      const emojiLast = `${'x'.repeat(199)}😀`; // 200 code points, 201 UTF-16 units
+      const named = await upload(userId, PNG, 'a.png', { name: emojiLast });
+      expect(named.status).toBe(201);
+      expect(named.body.name).toBe(emojiLast);
+      const longFile = await upload(userId, PNG, `${'y'.repeat(199)}😀😀.png`);
+      expect(longFile.status).toBe(201);
+      expect(longFile.body.name).toBe(`${'y'.repeat(199)}😀`);
+      expect((await request(t.http).get(`/v1/documents/${longFile.body.uuid}`).set(auth())).body.name).toBe(
+        `${'y'.repeat(199)}😀`,
+      );
+    });
+
     it('refuses a file over DOCUMENT_MAX_BYTES with 413', async () => {
       const big = Buffer.concat([PNG, Buffer.alloc(5000)]);
       const response = await upload(userId, big, 'big.png');

@@ -53,6 +53,17 @@ export const IsCountryCode = () =>
 export const IsRequiredNested = (type: () => new () => object) =>
   applyDecorators(IsDefined(), IsObject(), Type(type), ValidateNested());
 
+/** The first `max` code points of `value` (a surrogate pair is never split), as codePointLength counts them. */
+export function firstCodePoints(value: string, max: number): string {
+  let end = 0;
+  for (let points = 0; points < max && end < value.length; points++) {
+    const unit = value.charCodeAt(end);
+    const next = value.charCodeAt(end + 1);
+    end += unit >= 0xd800 && unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff ? 2 : 1;
+  }
+  return value.slice(0, end);
+}
+
 /** A string's length in Unicode code points: what JSON Schema's `maxLength` and PostgreSQL's `char_length` count. */
 export function codePointLength(value: string): number {
   let length = 0;

@@ -14,7 +14,7 @@ import {
   ownerPageRows,
   type OwnerKind,
 } from '#modules/kyc/owners/owner-rows.js';
-import { cnpjProblem, cuitProblem, normalizeTaxId } from '#modules/kyc/tax-id.js';
+import { cnpjProblem, cuitProblem, normalizeCnpj, normalizeTaxId } from '#modules/kyc/tax-id.js';
 import type { CompanyResponseDto, CreateCompanyDto } from './dto/company.dto.js';
 import { CompanyEntity } from './entities/company.entity.js';
 import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
@@ -52,7 +52,7 @@ export class CompaniesService {
       tradeName: input.tradeName.trim(),
       companyType: input.companyType.trim(),
       taxType,
-      taxValue: normalizeTaxId(input.taxValue),
+      taxValue: taxType === 'CNPJ' ? normalizeCnpj(input.taxValue) : normalizeTaxId(input.taxValue),
       taxCondition,
       operationCountry: input.operationCountry,
       legalAddress: { ...input.legalAddress },

@@ -38,6 +38,14 @@ function assertSectionSize(data: Record<string, unknown>): void {
   }
 }
 
+/**
+ * Whether a stored section holds data: `{}` holds none, as a section never given (decision 0097). The company may
+ * give such a section, and POST /kyc-data may create datosBasicos over it.
+ */
+function holdsData(section: Record<string, unknown> | null | undefined): boolean {
+  return section != null && Object.keys(section).length > 0;
+}
+
 /** A company's KYC data, four sections; every change leaves a history entry (who, when, before, after). */
 @Injectable()
 export class CompanyKycDataService {
@@ -56,7 +64,7 @@ export class CompanyKycDataService {
     return this.dataSource.transaction(async (manager) => {
       companyId = (await this.companies.find(manager, principal, companyId, true)).id;
       const existing = await manager.findOneBy(CompanyKycDataEntity, { companyId });
-      if (existing?.datosBasicos) {
+      if (holdsData(existing?.datosBasicos)) {
         throw ValidationFailedError.single(
           'data',
           'duplicate',
@@ -90,7 +98,7 @@ export class CompanyKycDataService {
         });
         return companyView(companyId, existing);
       }
-      if (stored !== null) {
+      if (holdsData(stored)) {
         refuseOwnIdentityChange(
           principal,
           IDENTITY_SECTIONS.filter((identity) => identity === section),

@@ -27,6 +27,9 @@ import { SimulatorKycProvider } from './sessions/simulator-kyc.provider.js';
       inject: [APP_CONFIG],
       useFactory: (config: AppConfig) => ({
         limits: { fileSize: config.documentMaxBytes + 1, files: 1, fields: 5, fieldSize: 1024, parts: 8 },
+        // A part's filename without a charset is read as UTF-8, as browsers and curl send it (busboy's default,
+        // latin1, stored "Pérez" as "PÃ©rez"; decision 0097).
+        defParamCharset: 'utf8',
       }),
     }),
     DocumentStorageModule,

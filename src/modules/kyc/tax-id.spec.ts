@@ -3,6 +3,7 @@ import {
   cuitCheckDigit,
   cuitProblem,
   ENTITY_PREFIXES,
+  normalizeCnpj,
   normalizeTaxId,
   PERSON_PREFIXES,
   personTypeOf,
@@ -26,7 +27,7 @@ function referenceCnpjDigits(first12: string): string {
   const digit = (base: string) => {
     // Weights 2..9 repeating from the right.
     let sum = 0;
-    for (let i = 0; i < base.length; i++) sum += Number(base[base.length - 1 - i]) * ((i % 8) + 2);
+    for (let i = 0; i < base.length; i++) sum += (base.charCodeAt(base.length - 1 - i) - 48) * ((i % 8) + 2);
     const rest = sum % 11;
     return rest < 2 ? 0 : 11 - rest;
   };
@@ -214,10 +215,39 @@ describe('tax ids', () => {
       expect(cnpjProblem('11.222.333/0001-80')).toBe('has an invalid check digit');
     });
 
-    it('refuses a wrong length and non-digits', () => {
-      for (const value of ['1122233300018', '112223330001811', '', '11222333OOO181', '11_222_333_0001_81']) {
-        expect(cnpjProblem(value)).toBe('must be 14 digits');
+    it('refuses a wrong length, other characters, and letters where the check digits go', () => {
+      for (const value of [
+        '1122233300018',
+        '112223330001811',
+        '',
+        '11_222_333_0001_81',
+        '12ABC34501DEAB',
+        '12ÁBC34501DE35',
+        '12ABC3450ßE35',
+      ]) {
+        expect(cnpjProblem(value)).toBe('must be 12 letters or digits and 2 check digits');
       }
+    });
+
+    it("accepts the alphanumeric CNPJ (from July 2026), in either case: Receita Federal's example 12.ABC.345/01DE-35", () => {
+      expect(cnpjProblem('12ABC34501DE35')).toBeUndefined();
+      expect(cnpjProblem('12.ABC.345/01DE-35')).toBeUndefined();
+      expect(cnpjProblem('12.abc.345/01de-35')).toBeUndefined();
+      expect(normalizeCnpj('12.abc.345/01de-35')).toBe('12ABC34501DE35');
+      expect(normalizeCnpj('11.222.333/0001-81')).toBe('11222333000181');
+    });
+
+    it('checks an alphanumeric CNPJ by the ASCII value less 48 of each character (A 17 … Z 42)', () => {
+      const bases = ['12ABC34501DE', 'ZZZZZZZZ0001', 'A1B2C3D4E5F6', '00000000000A', 'AAAAAAAAAAAA'];
+      for (const base of bases) {
+        const digits = referenceCnpjDigits(base);
+        expect(cnpjProblem(`${base}${digits}`)).toBeUndefined();
+        const wrong = `${base}${digits[0]}${(Number(digits[1]) + 1) % 10}`;
+        expect(cnpjProblem(wrong)).toBe('has an invalid check digit');
+      }
+      expect(referenceCnpjDigits('12ABC34501DE')).toBe('35');
+      // A letter O read as the digit 0 does not pass: 'O' counts 31.
+      expect(cnpjProblem('11222333OOO181')).toBe('has an invalid check digit');
     });
 
     it('refuses repeated digits (00000000000000 even passes the arithmetic)', () => {

@@ -1,8 +1,9 @@
 /**
  * Argentine CUIT/CUIL (11 digits: 2-digit type prefix, 8-digit document or
- * sequence, mod-11 check digit) and Brazilian CNPJ (14 digits, two mod-11
+ * sequence, mod-11 check digit) and Brazilian CNPJ (14 characters: 12 letters or
+ * digits, the alphanumeric form Brazil issues from July 2026, then two mod-11
  * check digits). Separators (`-`, `.`, `/`, spaces) are accepted on input; the
- * normalised value is digits only.
+ * normalised value has none, and a CNPJ's letters in upper case (decision 0097).
  */
 
 /** Prefixes of natural persons (CUIL, and a person's CUIT). */
@@ -42,19 +43,34 @@ export function cuitProblem(value: string, allowed: readonly CuitKind[]): string
   return undefined;
 }
 
+/** A CNPJ as stored: no separators, letters in upper case (decision 0097). */
+export function normalizeCnpj(value: string): string {
+  return normalizeTaxId(value).toUpperCase();
+}
+
+const CNPJ_WEIGHTS = [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
+
+/**
+ * A CNPJ check digit over `base` (12 characters for the first, 13 for the second): each character counts its ASCII
+ * code less 48 (a digit its value, A 17 … Z 42, Receita Federal's rule for the alphanumeric CNPJ, which leaves every
+ * numeric CNPJ's digits as they were), weighted 2 to 9 from the right, modulo 11.
+ */
+function cnpjCheckDigit(base: string): number {
+  const weights = CNPJ_WEIGHTS.slice(CNPJ_WEIGHTS.length - base.length);
+  const sum = weights.reduce((acc, weight, i) => acc + weight * (base.charCodeAt(i) - 48), 0);
+  const rest = sum % 11;
+  return rest < 2 ? 0 : 11 - rest;
+}
+
 /** Why a CNPJ is not valid, or undefined when it is. */
 export function cnpjProblem(value: string): string | undefined {
-  const digits = normalizeTaxId(value);
-  if (!/^\d{14}$/.test(digits)) return 'must be 14 digits';
-  if (/^(\d)\1{13}$/.test(digits)) return 'is not a valid CNPJ';
-  const check = (length: number) => {
-    const weights =
-      length === 12 ? [5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2] : [6, 5, 4, 3, 2, 9, 8, 7, 6, 5, 4, 3, 2];
-    const sum = weights.reduce((acc, weight, i) => acc + weight * Number(digits[i]), 0);
-    const rest = sum % 11;
-    return rest < 2 ? 0 : 11 - rest;
-  };
-  if (check(12) !== Number(digits[12]) || check(13) !== Number(digits[13]))
+  const raw = normalizeTaxId(value);
+  // ASCII letters only, checked before the upper case (which turns some other letters into two: ß into SS).
+  if (!/^[0-9A-Za-z]{12}\d{2}$/.test(raw)) return 'must be 12 letters or digits and 2 check digits';
+  const cnpj = raw.toUpperCase();
+  if (/^(\d)\1{13}$/.test(cnpj)) return 'is not a valid CNPJ';
+  const first = cnpjCheckDigit(cnpj.slice(0, 12));
+  if (first !== Number(cnpj[12]) || cnpjCheckDigit(cnpj.slice(0, 13)) !== Number(cnpj[13]))
     return 'has an invalid check digit';
   return undefined;
 }

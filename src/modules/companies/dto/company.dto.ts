@@ -26,7 +26,10 @@ export class CreateCompanyDto {
   @IsString()
   taxType: string;
 
-  @ApiProperty({ description: 'CUIT (11 digits, prefix 30/33/34) or CNPJ (14 digits); valid check digits' })
+  @ApiProperty({
+    description:
+      'CUIT (11 digits, prefix 30/33/34) or CNPJ (14 characters: 12 letters or digits, the form issued from July 2026, then 2 check digits); valid check digits',
+  })
   @MaxLength(20)
   @IsNotEmpty()
   @IsString()

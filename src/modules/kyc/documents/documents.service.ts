@@ -10,6 +10,7 @@ import { currentTransactionId, transactionCommitted } from '#common/database/tra
 import { NotFoundError, TooManyRequestsError, ValidationFailedError } from '#common/errors/domain-errors.js';
 import { PinoLogger } from '#common/logging/pino-logger.js';
 import { assertStorableJson } from '#common/http/json-body.middleware.js';
+import { firstCodePoints } from '#common/http/validators.js';
 import { DEFAULT_PAGE_SIZE, toPage, type Page } from '#common/http/pagination.js';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import type { OwnerType } from '../owners/kyc-owners.port.js';
@@ -84,7 +85,8 @@ export class DocumentsService {
       appId: principal.appId,
       ownerType,
       ownerId,
-      name: (input.name ?? file.originalname ?? input.documentType).slice(0, 200) || input.documentType,
+      // 200 code points, as the DTO counts them: a UTF-16 cut could split a surrogate pair (decision 0097).
+      name: firstCodePoints(input.name ?? file.originalname ?? input.documentType, 200) || input.documentType,
       documentType: input.documentType,
       contentType: detected.mime,
       size: file.size,
