@@ -6,12 +6,15 @@ import {
   FallbackRateLimitStore,
   PostgresRateLimitStore,
   RedisRateLimitStore,
+  SharedRateLimitStores,
   type WindowedStore,
 } from '../src/common/http/shared-rate-limit-store.js';
 import { TooManyRequestsError } from '../src/common/errors/domain-errors.js';
 import type { Principal } from '../src/common/auth/principal.js';
 import { SimSwapLimits } from '../src/modules/mobile/sim-swap/sim-swap-limits.js';
 import { createTestDatabase } from './support/database.js';
+import { capturedLogger } from './support/logs.js';
+import { pollUntil } from './support/poll.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 /** Long enough for 40 concurrent hits on a loaded machine to land in one window. */
@@ -168,6 +171,34 @@ describe('FallbackRateLimitStore counting in the process', () => {
     expect(third.totalHits).toBe(2);
     await store.giveBack('local', third.window);
     await expect(store.take('local')).resolves.toMatchObject({ totalHits: 2 });
+  });
+});
+
+/**
+ * The stores' own Redis connection while Redis does not answer: its errors go to the log as structured lines, once
+ * per half minute (without an error listener ioredis wrote each reconnect attempt to stderr as a raw trace).
+ */
+describe('SharedRateLimitStores while its Redis does not answer', () => {
+  it('logs the connection errors once per half minute, as a structured warning with the error', async () => {
+    const { logger, lines } = capturedLogger();
+    // Nothing listens on port 1: every connection attempt fails at once.
+    const stores = new SharedRateLimitStores(
+      { kind: 'redis', url: 'redis://127.0.0.1:1', prefix: `rl-log-${process.pid}` },
+      undefined as unknown as pg.Pool,
+      logger,
+    );
+    stores.store('token');
+    try {
+      await pollUntil('a logged connection error', () =>
+        lines.some((line) => line.msg === 'rate limit Redis connection error'),
+      );
+      await sleep(1_000); // several reconnect attempts fail meanwhile
+      const errors = lines.filter((line) => line.msg === 'rate limit Redis connection error');
+      expect(errors).toHaveLength(1);
+      expect(errors[0]).toMatchObject({ level: 40, err: expect.objectContaining({ code: 'ECONNREFUSED' }) });
+    } finally {
+      await stores.onApplicationShutdown();
+    }
   });
 });
 

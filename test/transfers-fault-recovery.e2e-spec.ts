@@ -2,10 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
-import { LOG_SERIALIZERS } from '../src/common/logging/logging.js';
-import { PinoLogger } from '../src/common/logging/pino-logger.js';
 import { JOBS, QUEUES } from '../src/common/queue/queue-names.js';
 import { QueueFactory } from '../src/common/queue/queue.factory.js';
 import { APP_CONFIG } from '../src/config/app-config.js';
@@ -14,6 +10,7 @@ import { ClearingService } from '../src/modules/transfers/clearing/clearing.serv
 import { COUNTERPARTY_DIRECTORY } from '../src/modules/transfers/counterparty/counterparty-directory.port.js';
 import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
 import { accessToken, registerClient } from './support/auth.js';
+import { capturedLogger } from './support/logs.js';
 import { childEnv, ROOT, waitFor, WORKER_JS } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import {
@@ -108,18 +105,6 @@ describe('clearing recovery after a restart with transfers in flight', () => {
     expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
   });
 });
-
-/** Log lines of one logger, parsed (pino's JSON lines, errors through the service's serializers). */
-function capturedLogger(): { logger: PinoLogger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { logger: new PinoLogger(pino({ level: 'debug', serializers: LOG_SERIALIZERS }, stream)), lines };
-}
 
 /**
  * The recovery sweep with the real service, queue, directory and database. Each sweeper is a processor of its

@@ -1,3 +1,6 @@
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { LOG_SERIALIZERS } from '../../src/common/logging/logging.js';
 import { PinoLogger } from '../../src/common/logging/pino-logger.js';
 
 /**
@@ -19,4 +22,16 @@ export async function loggedDuring<T>(
   } finally {
     Object.defineProperty(PinoLogger.prototype, level, original);
   }
+}
+
+/** Log lines of one logger, parsed (pino's JSON lines, errors through the service's serializers). */
+export function capturedLogger(): { logger: PinoLogger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: new PinoLogger(pino({ level: 'debug', serializers: LOG_SERIALIZERS }, stream)), lines };
 }

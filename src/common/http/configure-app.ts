@@ -113,10 +113,12 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): ()
  */
 function answerOnce(app: NestExpressApplication, paths: readonly string[]): void {
   const answers = new Map<string, { type: string; body: string }>();
+  const keys = new Set(paths.map(routeKey));
   app.use((request: Request, response: Response, next: () => void) => {
-    if ((request.method !== 'GET' && request.method !== 'HEAD') || !paths.includes(request.path))
-      return next();
-    const kept = answers.get(request.path);
+    if (request.method !== 'GET' && request.method !== 'HEAD') return next();
+    const key = routeKey(request.path);
+    if (!keys.has(key)) return next();
+    const kept = answers.get(key);
     if (kept) {
       response.setHeader('Content-Type', kept.type);
       response.send(kept.body);
@@ -126,11 +128,19 @@ function answerOnce(app: NestExpressApplication, paths: readonly string[]): void
     response.send = (body?: unknown) => {
       const type = response.getHeader('Content-Type');
       if (response.statusCode === 200 && typeof body === 'string' && typeof type === 'string')
-        answers.set(request.path, { type, body });
+        answers.set(key, { type, body });
       return send(body);
     };
     next();
   });
+}
+
+/**
+ * A path as Express routes it: without regard to case, a trailing slash or not (its defaults). The kept answers are
+ * found by it, so `/v1/OPENAPI.YAML/` cannot make the handler serialise the document again on every request.
+ */
+function routeKey(path: string): string {
+  return path.toLowerCase().replace(/\/+$/, '');
 }
 
 /**

@@ -9,6 +9,7 @@ import {
 import { Redis } from 'ioredis';
 import type pg from 'pg';
 import { PinoLogger } from '../logging/pino-logger.js';
+import { RepeatThrottle } from '../logging/repeat-throttle.js';
 import { PG_POOL } from '../database/pg-pool.js';
 import { QUEUE_CONNECTION, type QueueConnection } from '../queue/queue.factory.js';
 
@@ -312,7 +313,7 @@ export class SharedRateLimitStores implements OnApplicationShutdown {
   store(name: string): WindowedStore {
     if (this.connection.kind === 'redis') {
       // Few retries: a token request waits on this, and a Redis that is down fails the request, never hangs it.
-      this.redis ??= new Redis(this.connection.url, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+      this.redis ??= this.connect(this.connection.url);
       const store = new FallbackRateLimitStore(
         new RedisRateLimitStore(this.redis, `${this.connection.prefix ?? 'wallet'}:rl:${name}:`),
         this.redis,
@@ -335,6 +336,23 @@ export class SharedRateLimitStores implements OnApplicationShutdown {
     }, PRUNE_EVERY_MS).unref();
     return store;
   }
+
+  /**
+   * The one Redis connection of the stores. Its connection errors go to the log, once per half minute with how many
+   * were left out: without a listener ioredis wrote each reconnect attempt's error to stderr as a raw trace, twice
+   * a second while Redis was down (the stores' fallback logs when counting moves to the process and back).
+   */
+  private connect(url: string): Redis {
+    const redis = new Redis(url, { maxRetriesPerRequest: 2, enableOfflineQueue: true });
+    redis.on('error', (error: Error) =>
+      this.errors.report('rate-limit', (fields) =>
+        this.logger.warn({ err: error, ...fields }, 'rate limit Redis connection error'),
+      ),
+    );
+    return redis;
+  }
+
+  private readonly errors = new RepeatThrottle();
 
   async onApplicationShutdown(): Promise<void> {
     if (this.pruner) clearInterval(this.pruner);
