@@ -77,9 +77,6 @@ async function main() {
   const { MINOR_UNITS } = await import(
     pathToFileURL(path.join(ROOT, 'dist/src/modules/wallet/money.js')).href
   );
-  const { periodsOf } = await import(
-    pathToFileURL(path.join(ROOT, 'dist/src/modules/wallet/periods.js')).href
-  );
   const { buildCvu } = await import(pathToFileURL(path.join(ROOT, 'dist/src/modules/wallet/cvu.js')).href);
   const { uuidv7 } = await import(pathToFileURL(path.join(ROOT, 'dist/src/common/ids/uuid-v7.js')).href);
   const { MIGRATIONS } = await import(pathToFileURL(path.join(ROOT, 'dist/migrations/index.js')).href);
@@ -194,7 +191,6 @@ async function main() {
   );
   await db.query('COMMIT');
 
-  const { month, year } = periodsOf(new Date(), 'America/Argentina/Buenos_Aires');
   /** One request's input, as TransfersService.create builds it for a client token. */
   const transferInput = () => {
     const from = accounts[randomInt(accounts.length)];
@@ -223,8 +219,7 @@ async function main() {
       route: 'POST /v1/wallet/transactions',
       taxRate: '0',
       minorUnits: MINOR_UNITS,
-      month,
-      year,
+      timeZone: 'America/Argentina/Buenos_Aires',
       idempotencyKey: randomUUID(),
       requestHash: createHash('sha256').update(canonicalJson(dto)).digest('hex'),
     });

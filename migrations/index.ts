@@ -41,6 +41,7 @@ import { TransferListFilters1763904000000 } from './1763904000000-TransferListFi
 import { WebhookClaimForDelivery1763904100000 } from './1763904100000-WebhookClaimForDelivery.js';
 import { PostingsInCheckOrder1763904500000 } from './1763904500000-PostingsInCheckOrder.js';
 import { LastAttemptRecorded1763905400000 } from './1763905400000-LastAttemptRecorded.js';
+import { PeriodOfCreatedAt1763905500000 } from './1763905500000-PeriodOfCreatedAt.js';
 
 /**
  * Every migration, oldest first. Append new ones; never change what one that has landed leaves in the schema (a
@@ -90,4 +91,5 @@ export const MIGRATIONS = [
   WebhookClaimForDelivery1763904100000,
   PostingsInCheckOrder1763904500000,
   LastAttemptRecorded1763905400000,
+  PeriodOfCreatedAt1763905500000,
 ];

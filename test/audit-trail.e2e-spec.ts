@@ -11,7 +11,6 @@ import { ClearingService } from '../src/modules/transfers/clearing/clearing.serv
 import { uuidv7 } from '../src/common/ids/uuid-v7.js';
 import { encodeTransferRequest } from '../src/modules/transfers/transfer-function.contract.js';
 import { MINOR_UNITS } from '../src/modules/wallet/money.js';
-import { periodsOf } from '../src/modules/wallet/periods.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
 import { bearer, companyBody, userBody } from './support/identity.js';
 import { childEnv, CLI_JS, runNode } from './support/processes.js';
@@ -896,7 +895,6 @@ describe('audit trail', () => {
     const sender = await funded(100);
     const receiver = await funded();
     const requestId = `audit-${randomUUID()}`;
-    const { month, year } = periodsOf(new Date(), t.config.operationsTimeZone);
     const parameters = encodeTransferRequest({
       id: uuidv7(),
       appId: app.appId,
@@ -918,8 +916,7 @@ describe('audit trail', () => {
       route: 'POST /v1/wallet/transactions',
       taxRate: '0',
       minorUnits: MINOR_UNITS,
-      month,
-      year,
+      timeZone: t.config.operationsTimeZone,
       idempotencyKey: null,
       requestHash: null,
     });

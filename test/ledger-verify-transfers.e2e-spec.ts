@@ -51,7 +51,7 @@ describe('ledger verify checks the system accounts and the entries against the t
     HOLDS: '174.700000',
     SETTLEMENT: '-470.750000',
     FEE_REVENUE: '4.500000',
-    TAX_PAYABLE: '7.000000',
+    TAX_PAYABLE: '9.510000',
     UNCLAIMED_RETURNS: '0',
   };
   const systemAccounts = (changed: Partial<Record<keyof typeof CLEAN, [string, string]>> = {}) =>
@@ -230,7 +230,8 @@ describe('ledger verify checks the system accounts and the entries against the t
     const report = await expectClean();
     // HOLDS: the two in flight, 80 + 1.5 + 0.8 and 90 + 1.5 + 0.9. SETTLEMENT: 200 out, 120 returned, 300 pulled
     // in, 250.75 paid in. FEE_REVENUE: the internal transfer, the captured WITHDRAW and the credited DEPOSIT, 1.5
-    // each. TAX_PAYABLE: 1 on each side of the internal transfer, 2 on the WITHDRAW, 3 on the DEPOSIT.
+    // each. TAX_PAYABLE: 1 on each side of the internal transfer, 2 on the WITHDRAW, 3 on the DEPOSIT, 2.51 on the
+    // inbound credit (250.75 × 0.01, half-even: decision 0098).
     expect(report.systemAccounts).toStrictEqual(systemAccounts());
   });
 
@@ -266,7 +267,7 @@ describe('ledger verify checks the system accounts and the entries against the t
           HOLDS: ['82.300000', '82.300000'],
           SETTLEMENT: ['-380.750000', '-380.750000'],
           FEE_REVENUE: ['6.000000', '6.000000'],
-          TAX_PAYABLE: ['7.900000', '7.900000'],
+          TAX_PAYABLE: ['10.410000', '10.410000'],
         }),
       });
     } finally {
@@ -323,7 +324,7 @@ describe('ledger verify checks the system accounts and the entries against the t
           HOLDS: ['174.700000', '92.400000'],
           SETTLEMENT: ['-470.750000', '-390.750000'],
           FEE_REVENUE: ['4.500000', '6.000000'],
-          TAX_PAYABLE: ['7.000000', '7.800000'],
+          TAX_PAYABLE: ['9.510000', '10.310000'],
         }),
         transferEntries: oneWrongTransfer({
           transferId: ids.iniciado,

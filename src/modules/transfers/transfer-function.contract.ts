@@ -45,9 +45,13 @@ export interface TransferRequest {
   readonly taxRate: string;
   /** Decimals per currency (MINOR_UNITS): fee and tax are rounded to them, the amount checked against them. */
   readonly minorUnits: Readonly<Record<string, number>>;
-  /** The operated-amount periods of now (periodsOf): `M2026-11` and `Y2026`. */
-  readonly month: string;
-  readonly year: string;
+  /**
+   * OPERATIONS_TIME_ZONE: the calendar of the operated amounts. The function checks and counts the transfer in the
+   * month and year of its own created_at on it (wallet_periods of the call's now()), never of when the request
+   * arrived (decision 0098). The code before 0098 sent `month` and `year` instead; the function still honours
+   * them when present, for such an API during a rolling upgrade.
+   */
+  readonly timeZone: string;
   readonly idempotencyKey: string | null;
   /** SHA-256 (hex) of the canonical request body when there is a key, else null. */
   readonly requestHash: string | null;

@@ -30,6 +30,8 @@ export interface InboundDeposit {
   counterpartyIdentifierType: 'CBU' | 'CVU';
   counterpartyIdentifier: string;
   amount: Money;
+  /** The tax the credit pays on what arrives (decision 0098); no fee: the account did not initiate it. */
+  taxes: Money;
   currency: string;
   concept: string;
 }
@@ -214,8 +216,9 @@ export class TransferWriter {
   async recordInbound(manager: EntityManager, deposit: InboundDeposit): Promise<void> {
     await manager.query(
       `INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name,
-         counterparty_tax_id, counterparty_identifier_type, counterparty_identifier, amount, currency, concept)
-       VALUES ($1, $2, $3, 'DEPOSIT', 'ACREDITADO', 'EXTERNAL', $4, $5, $6, $7, $8, $9, $10)`,
+         counterparty_tax_id, counterparty_identifier_type, counterparty_identifier, amount, currency, concept,
+         taxes)
+       VALUES ($1, $2, $3, 'DEPOSIT', 'ACREDITADO', 'EXTERNAL', $4, $5, $6, $7, $8, $9, $10, $11)`,
       [
         deposit.id,
         deposit.appId,
@@ -227,6 +230,7 @@ export class TransferWriter {
         toDb(deposit.amount),
         deposit.currency,
         deposit.concept,
+        toDb(deposit.taxes),
       ],
     );
   }

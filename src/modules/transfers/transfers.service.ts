@@ -16,8 +16,7 @@ import { AccountLimitsService } from '#modules/wallet/accounts/account-limits.se
 import { AccountsService } from '#modules/wallet/accounts/accounts.service.js';
 import { isValidCbu } from '#modules/wallet/cvu.js';
 import { LedgerService } from '#modules/wallet/ledger/ledger.service.js';
-import { boundedAmount, MINOR_UNITS, parseAmount, toDb } from '#modules/wallet/money.js';
-import { periodsOf } from '#modules/wallet/periods.js';
+import { boundedAmount, MINOR_UNITS, parseAmount, roundTo, toDb } from '#modules/wallet/money.js';
 import { CLEARING_RAIL, type ClearingRail } from './clearing/clearing-rail.port.js';
 import type {
   CreateTransactionDto,
@@ -98,7 +97,6 @@ export class TransfersService {
     // database function.
     const amount = boundedAmount(String(input.amount), 'amount');
 
-    const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
     const accountId = input.accountUUID.toLowerCase();
     // The new transfer's id, made here so that a call whose answer is lost can be looked up (decision 0066).
     const id = uuidv7();
@@ -125,8 +123,7 @@ export class TransfersService {
       route: principal.request?.action ?? 'internal',
       taxRate: this.config.transferTaxRate,
       minorUnits: MINOR_UNITS,
-      month,
-      year,
+      timeZone: this.config.operationsTimeZone,
       idempotencyKey: idempotencyKey ?? null,
       requestHash: idempotencyKey === undefined ? null : requestHash(principal, input),
     });
@@ -201,16 +198,22 @@ export class TransfersService {
         throw new ForbiddenError('INVALID_STATE', `the account is ${account.status}`);
       const amount = parseAmount(input.amount, account.currency, 'amount', { min: 1 });
       await this.ledger.lockWallets(manager, [account.id]);
-      const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
-      await manager.query(`SELECT wallet_check_limits($1, 'deposit', $2, $3, $4, $5, $6, 'the account')`, [
-        account.id,
-        toDb(amount),
-        account.monthlyDepositLimit,
-        account.annualDepositLimit,
-        month,
-        year,
-      ]);
+      // The period of the credit's created_at (the transaction's now()), not of this process's clock: decision 0098.
+      await manager.query(
+        `SELECT wallet_check_limits($1, 'deposit', $2, $3, $4, p.month, p.year, 'the account')
+           FROM wallet_periods($5) p`,
+        [
+          account.id,
+          toDb(amount),
+          account.monthlyDepositLimit,
+          account.annualDepositLimit,
+          this.config.operationsTimeZone,
+        ],
+      );
       const settlement = await this.ledger.systemAccount(manager, 'SETTLEMENT', account.currency);
+      // Every credit pays the tax on what arrives; the fee is the initiator's, and the account did not initiate a
+      // push from the rail (decision 0098): as an internal transfer's receiver, amount − tax to the account.
+      const tax = roundTo(amount.times(this.config.transferTaxRate), account.currency);
       const id = row.transfer_id;
       await this.ledger.post(manager, {
         appId: account.appId,
@@ -219,7 +222,16 @@ export class TransfersService {
         actor: 'system:clearing-inbound',
         lines: [
           { accountId: settlement, amount: amount.negated(), currency: account.currency },
-          { accountId: account.id, amount, currency: account.currency },
+          { accountId: account.id, amount: amount.minus(tax), currency: account.currency },
+          ...(tax.isZero()
+            ? []
+            : [
+                {
+                  accountId: await this.ledger.systemAccount(manager, 'TAX_PAYABLE', account.currency),
+                  amount: tax,
+                  currency: account.currency,
+                },
+              ]),
         ],
       });
       await this.writer.recordInbound(manager, {
@@ -231,6 +243,7 @@ export class TransfersService {
         counterpartyIdentifierType: input.fromIdentifier.startsWith('000') ? 'CVU' : 'CBU',
         counterpartyIdentifier: input.fromIdentifier,
         amount,
+        taxes: tax,
         currency: account.currency,
         concept: input.concept,
       });

@@ -21,7 +21,10 @@
 --   twin in flight; an already used key wins over a refusal; a different body under the same key is refused;
 --   the same key twice in a group replays the first's answer;
 -- - operated amounts are kept per month only (the sender's withdrawals, the receiver's deposits); a year's is the
---   sum of its months' rows (decision 0035);
+--   sum of its months' rows (decision 0035); the month and year checked and written are those of the transfers'
+--   created_at, the call's now() on the calendar of TransferRequest.timeZone (wallet_periods, once per call:
+--   decision 0098), however long the request waited before the call; a request that carries month and year (an
+--   API of the code before 0098, during a rolling upgrade) is checked and counted in those;
 -- - an internal transfer's balances and operated amounts are written once per month of the group (one UPDATE,
 --   one upsert), its entry, postings, two transfer rows, the receiver's webhook event and the audit record once
 --   for the group (wallet_write_internal), or once for those before each external WITHDRAW's hold, so every
@@ -62,6 +65,8 @@ DECLARE
   v_out numeric[];
   v_in numeric[];
   v_month text;
+  v_now_month text;
+  v_now_year text;
   v_first text;
   v_last text;
   v_n integer := cardinality(v_items);
@@ -114,11 +119,16 @@ BEGIN
        AND kind = 'WALLET'
      ORDER BY id FOR UPDATE) l;
 
+  -- The period of now(), which every created_at of the call is: once for the group.
+  IF v_items[1] ? 'timeZone' THEN
+    SELECT n.month, n.year INTO v_now_month, v_now_year FROM wallet_periods(v_items[1]->>'timeZone') n;
+  END IF;
+
   -- One pass more than the group: a month's sums are written when the next transfer is of another month, or
   -- after the last one (v_i = v_n + 1).
   FOR v_i IN 1 .. v_n + 1 LOOP
     v_item := v_items[v_i];
-    IF v_i > v_n OR v_month IS DISTINCT FROM v_item->>'month' THEN
+    IF v_i > v_n OR v_month IS DISTINCT FROM coalesce(v_item->>'month', v_now_month) THEN
       IF v_month IS NOT NULL THEN
         -- The rows were locked above, in id order; = ANY (v_acc_ids) keeps it one index probe per account.
         UPDATE ledger_accounts a SET balance = a.balance + d.amount
@@ -132,9 +142,9 @@ BEGIN
            SET deposit = o.deposit + EXCLUDED.deposit, withdraw = o.withdraw + EXCLUDED.withdraw, updated_at = now();
       END IF;
       EXIT WHEN v_i > v_n;
-      v_month := v_item->>'month';
-      v_first := 'M' || substr(v_item->>'year', 2) || '-01';
-      v_last := 'M' || substr(v_item->>'year', 2) || '-12';
+      v_month := coalesce(v_item->>'month', v_now_month);
+      v_first := 'M' || substr(coalesce(v_item->>'year', v_now_year), 2) || '-01';
+      v_last := 'M' || substr(coalesce(v_item->>'year', v_now_year), 2) || '-12';
       -- The accounts, read after the lock: what each check needs, the month's and the year's operated amounts
       -- (the year's is the sum of its months' rows, decision 0035) and what is in flight, per side.
       SELECT array_agg(ROW(w.id, w.app_id, w.owner_id, w.owner_type, w.status, w.currency, w.cvu, w.fee_type,

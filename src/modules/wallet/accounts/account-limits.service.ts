@@ -114,21 +114,22 @@ export class AccountLimitsService {
     };
   }
 
-  /** Adds a settled movement to the account's operated amounts of this month and year (OPERATIONS_TIME_ZONE). */
+  /**
+   * Adds a settled movement to the account's operated amounts of the month and year of the caller's transaction
+   * (its now(), on OPERATIONS_TIME_ZONE: wallet_periods), the period of the rows it writes (decision 0098).
+   */
   async addOperated(
     manager: EntityManager,
     accountId: string,
     side: 'deposit' | 'withdraw',
     amount: Money,
   ): Promise<void> {
-    const { month, year } = periodsOf(new Date(), this.config.operationsTimeZone);
     // The same database function the transfer path uses (src/modules/wallet/sql/wallet_add_operated.sql).
-    await manager.query(`SELECT wallet_add_operated($1, $2, $3, $4, $5)`, [
+    await manager.query(`SELECT wallet_add_operated($1, $2, $3, p.month, p.year) FROM wallet_periods($4) p`, [
       accountId,
       side,
       toDb(amount),
-      month,
-      year,
+      this.config.operationsTimeZone,
     ]);
   }
 }

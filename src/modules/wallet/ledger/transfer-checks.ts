@@ -25,7 +25,8 @@ export const TRANSFERS_FAILED = ['ERROR_DATOS', 'SIN_GARANTIA', 'ERROR_ACREDITAC
  *   (TransfersService.inbound) and a return of a WITHDRAW (wallet_reverse_transfer, kind return): -amount.
  * - FEE_REVENUE, TAX_PAYABLE: the fees and taxes of settled transfers, each row its own. An internal transfer's
  *   two rows carry the tax each (the receiver pays it on what it receives, wallet_write_internal), its fee on the
- *   WITHDRAW only; reversals, returns and inbound credits carry none.
+ *   WITHDRAW only; an inbound credit carries the tax on what arrives and no fee (decision 0098); reversals and
+ *   returns carry none.
  */
 export const SYSTEM_ACCOUNT_FORMULAS: Partial<Record<SystemAccount, string>> = {
   HOLDS: `CASE WHEN t.route = 'EXTERNAL' AND t.movement_type = 'WITHDRAW' AND t.status = ANY ($1::text[])
