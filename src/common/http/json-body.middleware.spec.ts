@@ -145,6 +145,45 @@ describe('JsonBodyMiddleware: the plain UTF-8 JSON reader gives what express.jso
     expect(fast).toBe(await send(new BodyParserOnly(config), head, parts, true));
   });
 
+  it.each<[string, string, Buffer, Record<string, string>?]>([
+    ['plain UTF-8', 'application/json', json('{"a":{"b":[1,0.99999999999999999]}}')],
+    ['UTF-8 with a BOM', 'application/json', Buffer.from('\ufeff{"a":{"b":[1,1e400]}}')],
+    [
+      'gzip',
+      'application/json',
+      gzipSync(json('{"a":{"b":[1,0.99999999999999999]}}')),
+      { 'Content-Encoding': 'gzip' },
+    ],
+    ['UTF-16LE', 'application/json; charset=utf-16le', Buffer.from('{"a":{"b":[1,-1e400]}}', 'utf16le')],
+    ['a +json type', 'application/merge-patch+json', json('{"a":{"b":[1,100.0000000000000001]}}')],
+  ])(
+    'a number JSON.parse rounds is refused at its path on both readers: %s',
+    async (_name, type, body, extra = {}) => {
+      const head = `POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: ${body.length}\r\n${Object.entries(
+        extra,
+      )
+        .map(([name, value]) => `${name}: ${value}\r\n`)
+        .join('')}\r\n`;
+      const fast = await send(new JsonBodyMiddleware(config), head, [body]);
+      expect(fast).toMatch(
+        /^validation \[\{"path":"a\.b\[1\]","message":"a\.b\[1\] (has more digits|is out of the range)/,
+      );
+      expect(await send(new BodyParserOnly(config), head, [body])).toBe(fast);
+    },
+  );
+
+  it('a chunked body with such a number: refused at its path, exact ones pass', async () => {
+    const chunked = (text: string) => Buffer.from(`${text.length.toString(16)}\r\n${text}\r\n0\r\n\r\n`);
+    const head =
+      'POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';
+    expect(await send(new JsonBodyMiddleware(config), head, [chunked('{"amount":9007199254740993}')])).toBe(
+      `validation ${JSON.stringify([{ path: 'amount', message: 'amount has more digits than a number can hold exactly', type: 'invalid' }])}`,
+    );
+    expect(
+      await send(new JsonBodyMiddleware(config), head, [chunked('{"amount":0.30000000000000004}')]),
+    ).toBe('next=true has=true body={"amount":0.30000000000000004}');
+  });
+
   it('chunked bodies go to express.json', async () => {
     const head =
       'POST /v1/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n';

@@ -1,12 +1,17 @@
 import { StringDecoder } from 'node:string_decoder';
 import { Inject, Injectable, NestMiddleware, Optional } from '@nestjs/common';
 import express, { type NextFunction, type Request, type Response } from 'express';
+import iconv from 'iconv-lite';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { ValidationFailedError } from '../errors/domain-errors.js';
+import { assertExactNumbers } from './exact-numbers.js';
 import { isFormRequest, parseForm } from './form-body.js';
 import { RouteCatalog } from './route-catalog.js';
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** The bytes and charset express.json read, handed over by its `verify` hook: the text its JSON.parse saw. */
+const readByBodyParser = new WeakMap<object, { bytes: Buffer; charset: string }>();
 
 /** Content types (lower-cased) whose charset is UTF-8 without asking content-type's parser. */
 const PLAIN_JSON_TYPES = new Set([
@@ -32,7 +37,14 @@ export class JsonBodyMiddleware implements NestMiddleware {
     @Optional() @Inject(RouteCatalog) private readonly routes?: RouteCatalog,
   ) {
     this.limit = config.bodyLimitBytes;
-    this.parse = express.json({ limit: config.bodyLimitBytes, strict: true, type: () => true });
+    this.parse = express.json({
+      limit: config.bodyLimitBytes,
+      strict: true,
+      type: () => true,
+      verify: (request, _response, bytes, charset) => {
+        readByBodyParser.set(request, { bytes, charset });
+      },
+    });
     this.readRaw = express.raw({ limit: config.bodyLimitBytes, type: () => true });
   }
 
@@ -55,11 +67,13 @@ export class JsonBodyMiddleware implements NestMiddleware {
       throw ValidationFailedError.single('', 'invalid', 'Content-Type must be application/json');
     }
     const length = this.plainLength(request, type);
+    let text: string | undefined;
     if (length !== undefined) {
       // As body-parser: `body` exists (undefined) even when the body turns out unreadable or not JSON.
       const target: { body?: unknown } = request;
       if (!('body' in target)) target.body = undefined;
-      target.body = parseStrictJson(await readUtf8(request, length));
+      text = await readUtf8(request, length);
+      target.body = parseStrictJson(text);
     } else {
       await new Promise<void>((resolve, reject) =>
         this.parse(request, response, (error?: unknown) => (error ? reject(error) : resolve())),
@@ -69,12 +83,17 @@ export class JsonBodyMiddleware implements NestMiddleware {
         if (typeof (error as { type?: unknown }).type === 'string') throw error;
         throw ValidationFailedError.single('', 'invalid', 'the request body could not be read');
       });
+      const read = readByBodyParser.get(request);
+      // The text body-parser parsed: its bytes decoded as it decodes them (an empty body has no verify call).
+      if (read) text = iconv.decode(read.bytes, read.charset);
     }
     // `strict` lets arrays through; every request body of the interface is an object.
     if (Array.isArray(request.body)) {
       throw ValidationFailedError.single('', 'invalid', 'Request body must be a JSON object');
     }
     assertStorableJson(request.body);
+    // Numbers JSON.parse rounded (decision 0099): after the checks above, so their errors come first as before.
+    if (text !== undefined) assertExactNumbers(text);
     next();
   }
 

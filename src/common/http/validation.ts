@@ -1,6 +1,7 @@
 import { ValidationPipe, type ArgumentMetadata, type ValidationError } from '@nestjs/common';
 import { getMetadataStorage, IS_OPTIONAL, ValidationTypes } from 'class-validator';
 import { ValidationFailedError, type ValidationItem } from '../errors/domain-errors.js';
+import { childPath } from './exact-numbers.js';
 import { assertStorableJson } from './json-body.middleware.js';
 
 /**
@@ -11,11 +12,7 @@ import { assertStorableJson } from './json-body.middleware.js';
 export function toValidationItems(errors: ValidationError[], prefix = ''): ValidationItem[] {
   const items: ValidationItem[] = [];
   for (const error of errors) {
-    const path = /^\d+$/.test(error.property)
-      ? `${prefix}[${error.property}]`
-      : prefix
-        ? `${prefix}.${error.property}`
-        : error.property;
+    const path = childPath(prefix, error.property);
     const constraints = error.constraints ?? {};
     const keys = Object.keys(constraints);
     if (keys.includes('whitelistValidation')) {

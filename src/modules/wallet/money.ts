@@ -4,8 +4,8 @@ import { ValidationFailedError } from '#common/errors/domain-errors.js';
 /**
  * Money is exact: decimal.js in code, NUMERIC in PostgreSQL, JSON numbers only
  * at the edge. A JSON number arrives as a double; its shortest round-trip text
- * (`String(value)`) is the decimal the client wrote for any amount within 15
- * significant digits, which is the most an amount may have here.
+ * (`String(value)`) is the decimal the client wrote, because the body middleware
+ * refuses any number literal a double does not hold exactly (decision 0099).
  */
 export const Money = Decimal.clone({
   precision: 40,
