@@ -162,6 +162,16 @@ describe('error bodies through HTTP', () => {
       ]);
     });
 
+    it('refuses a multipart body on a route that takes JSON, as any body that is not JSON (decision 0100)', async () => {
+      const response = await request(t.http)
+        .post('/v1/test-fixtures/echo')
+        .set('Authorization', `Bearer ${token}`)
+        .field('name', 'x');
+      expect(expectValidation(response)).toEqual([
+        { path: '', message: 'Content-Type must be application/json', type: 'invalid' },
+      ]);
+    });
+
     it('refuses a body that is not JSON (text/plain)', async () => {
       const items = expectValidation(await rawEcho('text/plain', JSON.stringify(validEcho())));
       expect(items).toEqual([
@@ -306,6 +316,21 @@ describe('error bodies through HTTP', () => {
         message: expect.any(String),
         detail: { item: '/v1/test-fixtures/cc-only' },
       });
+    });
+
+    it('answers 404 to a body sent where no route is, whatever the body (decision 0100)', async () => {
+      const sends = [
+        request(t.http).post('/v1/no-such-route').set('Content-Type', 'text/plain').send('hello'),
+        request(t.http).post('/v1/no-such-route').set('Content-Type', 'application/json').send('[1]'),
+        request(t.http).post('/v1/no-such-route').set('Content-Type', 'application/json').send('{'),
+        request(t.http).put('/v1/test-fixtures/echo').set('Content-Type', 'text/plain').send('x'),
+      ];
+      for (const response of await Promise.all(sends)) {
+        expect({ status: response.status, name: response.body.name }).toEqual({
+          status: 404,
+          name: 'NotFoundError',
+        });
+      }
     });
 
     it('answers an unknown resource with the not found body naming it', async () => {
@@ -584,9 +609,9 @@ describe('bodies PostgreSQL cannot store or that nest too deep', () => {
         detail: { items: [{ path, message, type: 'invalid' }] },
       });
     }
-    // Without a token too: the check runs before authentication, on any route.
+    // Without a token too: the check runs before authentication (where no route is, the answer is 404: decision 0100).
     const anonymous = await request(t.http)
-      .post('/v1/nope')
+      .post('/v1/test-fixtures/echo')
       .set('Content-Type', 'application/json')
       .send(JSON.stringify(many(1001)));
     expect(anonymous.status).toBe(400);

@@ -1,4 +1,5 @@
-import { SetMetadata } from '@nestjs/common';
+import { applyDecorators, SetMetadata, UseInterceptors } from '@nestjs/common';
+import { FileInterceptor } from '@nestjs/platform-express';
 import type { IncomingMessage } from 'node:http';
 import { ValidationFailedError } from '../errors/domain-errors.js';
 
@@ -9,6 +10,17 @@ export const FORM_BODY_KEY = 'wallet:form-body';
  * every other route refuses them. The body middleware finds it through the route catalog before routing.
  */
 export const AcceptsFormBody = () => SetMetadata(FORM_BODY_KEY, true);
+
+export const MULTIPART_BODY_KEY = 'wallet:multipart-body';
+
+/**
+ * The route takes one file as a `multipart/form-data` upload in the part `field` (multer, as configured by the
+ * module). Every other route refuses a multipart body with the 400 of any body that is not JSON: the body
+ * middleware, which finds this through the route catalog, used to pass multipart bodies on to any route, whose
+ * handler then saw no body at all (a PATCH answered 200 and changed nothing; decision 0100).
+ */
+export const AcceptsFileUpload = (field: string) =>
+  applyDecorators(SetMetadata(MULTIPART_BODY_KEY, true), UseInterceptors(FileInterceptor(field)));
 
 const FORM_TYPE = /^application\/x-www-form-urlencoded\s*(;|$)/i;
 const CHARSET = /;\s*charset\s*=\s*"?([^";\s]*)"?/i;

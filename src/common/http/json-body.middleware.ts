@@ -23,8 +23,10 @@ const PLAIN_JSON_TYPES = new Set([
 /**
  * Parses JSON bodies inside Nest (so parse and size errors reach the one
  * exception filter): strict JSON objects only, BODY_LIMIT bytes at most, and a body of
- * any other content type is refused (multipart is left to upload routes), except a
- * urlencoded form on a route that declares @AcceptsFormBody() (the same limit).
+ * any other content type is refused, except a multipart upload on a route that declares
+ * @AcceptsFileUpload() (left to multer) and a urlencoded form on a route that declares
+ * @AcceptsFormBody() (the same limit). A body where no route serves the method and path
+ * is not read: routing answers 404.
  */
 @Injectable()
 export class JsonBodyMiddleware implements NestMiddleware {
@@ -57,8 +59,16 @@ export class JsonBodyMiddleware implements NestMiddleware {
   }
 
   private async parseBody(request: Request, response: Response, next: NextFunction): Promise<void> {
+    // A body sent where no route serves it is left unread: routing answers 404 (decision 0004), whatever the body
+    // (it answered 400 for a body that was not JSON; decision 0100).
+    if (this.routes && !this.routes.serves(request.method, pathOf(request))) return next();
     const type = (request.headers['content-type'] ?? '').toLowerCase();
-    if (type.startsWith('multipart/form-data')) return next();
+    // Multipart goes to the upload routes' own reader; anywhere else it is refused as any body that is not JSON.
+    if (
+      type.startsWith('multipart/form-data') &&
+      (!this.routes || this.routes.acceptsMultipart(request.method, pathOf(request)))
+    )
+      return next();
     if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/.test(type)) {
       if (isFormRequest(request) && this.routes?.acceptsForm(request.method, pathOf(request))) {
         await this.parseFormBody(request, response, type);

@@ -4,7 +4,7 @@ import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { AUTH_POLICY_KEY, type AuthPolicy } from '../auth/auth.decorator.js';
 import { ERROR_STYLE_KEY, type ErrorStyle } from '../errors/error-style.js';
-import { FORM_BODY_KEY } from './form-body.js';
+import { FORM_BODY_KEY, MULTIPART_BODY_KEY } from './form-body.js';
 
 export interface RouteEntry {
   readonly method: string;
@@ -14,6 +14,8 @@ export interface RouteEntry {
   readonly errorStyle: ErrorStyle;
   /** Takes urlencoded form bodies too (@AcceptsFormBody). */
   readonly formBody: boolean;
+  /** Takes a multipart upload (@AcceptsFileUpload). */
+  readonly multipartBody: boolean;
   readonly handler: string;
   readonly pattern: RegExp;
 }
@@ -59,6 +61,8 @@ export class RouteCatalog implements OnModuleInit {
           'json';
         const formBody =
           this.reflector.getAllAndOverride<boolean | undefined>(FORM_BODY_KEY, [handler, type]) ?? false;
+        const multipartBody =
+          this.reflector.getAllAndOverride<boolean | undefined>(MULTIPART_BODY_KEY, [handler, type]) ?? false;
         for (const base of controllerPaths.length ? controllerPaths : ['']) {
           for (const sub of toArray(methodPath)) {
             const path = joinPath(this.config.routePrefix, base, sub);
@@ -68,10 +72,11 @@ export class RouteCatalog implements OnModuleInit {
               policy,
               errorStyle,
               formBody,
+              multipartBody,
               handler: `${type.name}.${name}`,
               // Without regard to case, as Express routes (its default, kept): a request that reaches a route gets
               // that route's error style and body parser.
-              pattern: new RegExp(`^${path.replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`, 'i'),
+              pattern: new RegExp(`^${patternOf(path)}$`, 'i'),
             });
           }
         }
@@ -86,6 +91,23 @@ export class RouteCatalog implements OnModuleInit {
       );
     }
     this.entries = entries.sort((a, b) => a.path.localeCompare(b.path) || a.method.localeCompare(b.method));
+    // One expression per method for "is there such a route": asked for every request with a body.
+    const byMethod = new Map<string, string[]>();
+    for (const entry of entries)
+      byMethod.set(entry.method, [...(byMethod.get(entry.method) ?? []), entry.path]);
+    this.routed = new Map(
+      [...byMethod].map(([method, paths]) => [
+        method,
+        new RegExp(`^(?:${paths.map(patternOf).join('|')})$`, 'i'),
+      ]),
+    );
+  }
+
+  private routed = new Map<string, RegExp>();
+
+  /** Whether a route of this method serves this path (as Express routes it: any case, a trailing slash). */
+  serves(method: string, path: string): boolean {
+    return this.routed.get(method.toUpperCase())?.test(path) ?? false;
   }
 
   all(): readonly RouteEntry[] {
@@ -99,11 +121,24 @@ export class RouteCatalog implements OnModuleInit {
     return (exact ?? candidates[0])?.errorStyle ?? 'json';
   }
 
+  /** Whether the route of this method and path takes a multipart upload. */
+  acceptsMultipart(method: string, path: string): boolean {
+    const upper = method.toUpperCase();
+    return this.entries.some(
+      (entry) => entry.multipartBody && entry.method === upper && entry.pattern.test(path),
+    );
+  }
+
   /** Whether the route of this method and path takes urlencoded form bodies. */
   acceptsForm(method: string, path: string): boolean {
     const upper = method.toUpperCase();
     return this.entries.some((entry) => entry.formBody && entry.method === upper && entry.pattern.test(path));
   }
+}
+
+/** A route's path as a pattern (no anchors): its parameters any one segment, a trailing slash allowed. */
+function patternOf(path: string): string {
+  return `${path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?`;
 }
 
 function toArray(value: string | string[] | undefined): string[] {

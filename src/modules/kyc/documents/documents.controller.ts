@@ -11,9 +11,8 @@ import {
   StreamableFile,
   UploadedFile,
   UseGuards,
-  UseInterceptors,
 } from '@nestjs/common';
-import { FileInterceptor } from '@nestjs/platform-express';
+import { AcceptsFileUpload } from '#common/http/form-body.js';
 import {
   ApiBody,
   ApiConsumes,
@@ -61,7 +60,7 @@ export class DocumentsController {
   @Post('users/:uuid/documents')
   @AuthEither()
   @UseGuards(UploadAllowed('USER'))
-  @UseInterceptors(FileInterceptor('file'))
+  @AcceptsFileUpload('file')
   @ApiOperation({
     summary: 'Upload a document of a user (multipart: name, documentType, file)',
     operationId: 'uploadUserDocument',
@@ -96,7 +95,7 @@ export class DocumentsController {
   @Post('companies/:uuid/documents')
   @AuthEither()
   @UseGuards(UploadAllowed('COMPANY'))
-  @UseInterceptors(FileInterceptor('file'))
+  @AcceptsFileUpload('file')
   @ApiOperation({
     summary: 'Upload a document of a company (multipart: name, documentType, file)',
     operationId: 'uploadCompanyDocument',
