@@ -7,6 +7,7 @@ import {
   type ProcessRole,
 } from '#common/database/database-runtime.js';
 import { EmbeddedPostgresError } from '#common/database/embedded-postgres.js';
+import { timeZoneMismatch } from '#common/database/time-zone.js';
 import { rootLogger } from '#common/logging/logging.js';
 import { ConfigError, loadConfig, type AppConfig } from '#config/app-config.js';
 import { dataSourceOptions } from './data-source.js';
@@ -71,7 +72,7 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
     );
   }
   try {
-    await ensureSchema(database, role, logger, config.dbStatementTimeoutMs);
+    await ensureSchema(database, role, logger, config.dbStatementTimeoutMs, config.operationsTimeZone);
   } catch (error) {
     await leaveDatabase(database, logger);
     // One log line that says what is wrong and where (host and port only: never the URL's password), instead of
@@ -138,6 +139,7 @@ async function ensureSchema(
   role: ProcessRole,
   logger: Logger,
   statementTimeoutMs: number,
+  operationsTimeZone: string,
 ): Promise<void> {
   // The same statement timeout as the service: DB_STATEMENT_TIMEOUT_MS=0 lets a long migration run.
   const dataSource = new DataSource(
@@ -151,6 +153,8 @@ async function ensureSchema(
     } else if (await dataSource.showMigrations()) {
       throw new Error('the database schema is behind: run `npm run migration:run` first');
     }
+    const mismatch = await timeZoneMismatch(dataSource, operationsTimeZone);
+    if (mismatch) throw new Error(`OPERATIONS_TIME_ZONE "${operationsTimeZone}": ${mismatch}`);
   } finally {
     await dataSource.destroy();
   }

@@ -5,6 +5,7 @@ import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { TransfersService } from '../src/modules/transfers/transfers.service.js';
 import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
 import { periodsOf } from '../src/modules/wallet/periods.js';
+import { timeZoneMismatch } from '../src/common/database/time-zone.js';
 import { accessToken, registerClient } from './support/auth.js';
 import { bearer } from './support/identity.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -166,5 +167,40 @@ describe('credits pay their tax; operated amounts in the period of created_at (d
     const period = periodsOf(await createdAt(credit.transferId), tz()).month;
     expect(periodsOf(earlier, tz()).month).not.toBe(period);
     expect(await operated(receiver.uuid)).toEqual({ [period]: ['80.000000', '0.000000'] });
+  });
+});
+
+/**
+ * The periods are taken in the database and the zone checked in the runtime: at start a process compares how both
+ * read OPERATIONS_TIME_ZONE at four instants a season apart, and stops on a difference (decision 0098).
+ */
+describe('OPERATIONS_TIME_ZONE as PostgreSQL and the runtime read it', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  it.each([
+    'America/Argentina/Buenos_Aires',
+    'UTC',
+    'Europe/Madrid',
+    'America/New_York',
+    'Australia/Lord_Howe',
+  ])('%s: the same local times, daylight saving included', async (zone) => {
+    expect(await timeZoneMismatch(t.dataSource, zone)).toBeUndefined();
+  });
+
+  it('names the difference when the database reads the zone otherwise', async () => {
+    // A session whose zone names resolve elsewhere cannot be made; the comparison itself is what is checked here:
+    // the runtime's reading of New York against the database's reading of Madrid, through the same statement.
+    const mismatch = await timeZoneMismatch(
+      {
+        query: (sql: string, [, instants]: [string, string[]]) =>
+          t.dataSource.query(sql, ['Europe/Madrid', instants]),
+      } as never,
+      'America/New_York',
+    );
+    expect(mismatch).toMatch(/^PostgreSQL reads \S+ as \S+ \S+ there, this runtime as \S+ \S+$/);
   });
 });
