@@ -75,6 +75,11 @@ export async function prepareRuntime(role: ProcessRole): Promise<PreparedRuntime
     await ensureSchema(database, role, logger, config.dbStatementTimeoutMs, config.operationsTimeZone);
   } catch (error) {
     await leaveDatabase(database, logger);
+    // A setting only the database could check (OPERATIONS_TIME_ZONE): the configuration's own message and exit.
+    if (error instanceof ConfigError) {
+      process.stderr.write(`${error.message}\n`);
+      process.exit(78); // EX_CONFIG
+    }
     // One log line that says what is wrong and where (host and port only: never the URL's password), instead of
     // Node's uncaught-exception dump; a supervisor restarts the process (docker-compose.yml).
     const { hostname, port } = new URL(database.url);
@@ -154,7 +159,7 @@ async function ensureSchema(
       throw new Error('the database schema is behind: run `npm run migration:run` first');
     }
     const mismatch = await timeZoneMismatch(dataSource, operationsTimeZone);
-    if (mismatch) throw new Error(`OPERATIONS_TIME_ZONE "${operationsTimeZone}": ${mismatch}`);
+    if (mismatch) throw new ConfigError([`OPERATIONS_TIME_ZONE "${operationsTimeZone}": ${mismatch}`]);
   } finally {
     await dataSource.destroy();
   }

@@ -250,6 +250,24 @@ describe('admin CLI (node dist/src/cli.js)', () => {
     });
   });
 
+  it('stops with the configuration exit (78) when PostgreSQL reads OPERATIONS_TIME_ZONE otherwise than the runtime (decision 0098)', async () => {
+    // An old alias the runtime's ICU still takes and PostgreSQL's zone files no longer have.
+    const result = await runNode(
+      CLI_JS,
+      ['keys', 'list'],
+      childEnv({
+        DATABASE_URL: database.url,
+        DATA_DIR: dataDir,
+        LOG_LEVEL: 'silent',
+        OPERATIONS_TIME_ZONE: 'Canada/East-Saskatchewan',
+      }),
+    );
+    expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 78, stdout: '' });
+    expect(result.stderr).toMatch(
+      /OPERATIONS_TIME_ZONE "Canada\/East-Saskatchewan": PostgreSQL does not know it/,
+    );
+  });
+
   describe('bad input: non-zero exit, the problem on stderr, empty stdout, nothing changed', () => {
     let app: Created;
     let keysFileBefore: string;

@@ -414,6 +414,29 @@ describe('migrations and entities', () => {
     expect(await functions()).toEqual(after);
   });
 
+  it("PeriodOfCreatedAt down gives back the group function that counts each transfer in the month the request carries, and drops wallet_periods; up the one that takes the call's own period (decision 0098)", async () => {
+    const create = () => liveDefinition('wallet_create_transfers');
+    const periods = async () =>
+      (
+        await dataSource.query<{ n: number }[]>(
+          `SELECT count(*)::int AS n FROM pg_proc WHERE proname = 'wallet_periods'`,
+        )
+      )[0].n;
+    const after = await create();
+    expect(calls([{ definition: after }], 'FROM wallet_periods(')).toEqual([1]);
+    expect(after).toContain("v_month := coalesce(v_item->>'month', v_now_month);");
+    expect(await periods()).toBe(1);
+    await undoUntil('LastAttemptRecorded1763905400000');
+    const before = await create();
+    expect(calls([{ definition: before }], 'FROM wallet_periods(')).toEqual([0]);
+    expect(before).not.toContain('v_now_month');
+    expect(before).toContain("v_month := v_item->>'month';");
+    expect(await periods()).toBe(0);
+    await dataSource.runMigrations({ transaction: 'each' });
+    expect(await create()).toBe(after);
+    expect(await periods()).toBe(1);
+  });
+
   it('WebhookEventsRoomToClaim fills the outbox to half (fillfactor 50); down gives the default back', async () => {
     const options = async () =>
       (

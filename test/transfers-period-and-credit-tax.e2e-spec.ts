@@ -9,7 +9,7 @@ import { timeZoneMismatch } from '../src/common/database/time-zone.js';
 import { accessToken, registerClient } from './support/auth.js';
 import { bearer } from './support/identity.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
-import { operadoOf, postTransfer, transferBody } from './support/transfers.js';
+import { operadoOf, postTransfer, setLimits, transferBody } from './support/transfers.js';
 import { createOwner, openAccount, setBalance } from './support/wallet.js';
 
 const payer = (
@@ -135,23 +135,55 @@ describe('credits pay their tax; operated amounts in the period of created_at (d
     expect(report.ok).toBe(true);
   });
 
-  it('an internal transfer stamped by the API in an earlier month is counted in the month of its created_at', async () => {
-    const sender = await account(1000);
-    const receiver = await account();
-    const earlier = new Date(Date.now() - 40 * 24 * 3600 * 1000);
-    apiClockAt(earlier);
-    let response: request.Response;
+  const fortyDaysAgo = () => new Date(Date.now() - 40 * 24 * 3600 * 1000);
+  /** A transfer of 100 sent while the process's `Date` reads `at` (the database's clock stays real). */
+  const transferWhileApiClockReads = async (
+    at: Date,
+    from: string,
+    to: string,
+  ): Promise<request.Response> => {
+    apiClockAt(at);
     try {
-      response = await postTransfer(t.http, token, transferBody(sender.uuid, receiver.cvu, 100));
+      return await postTransfer(t.http, token, transferBody(from, to, 100));
     } finally {
       jest.useRealTimers();
     }
+  };
+
+  it('an internal transfer stamped by the API in an earlier month is counted in the month of its created_at', async () => {
+    const sender = await account(1000);
+    const receiver = await account();
+    const earlier = fortyDaysAgo();
+    const response = await transferWhileApiClockReads(earlier, sender.uuid, receiver.cvu);
     expect(response.status).toBe(201);
     const id = (response.body as { uuid: string }).uuid;
     const period = periodsOf(await createdAt(id), tz()).month;
     expect(periodsOf(earlier, tz()).month).not.toBe(period);
     expect(await operated(sender.uuid)).toEqual({ [period]: ['0.000000', '100.000000'] });
     expect(await operated(receiver.uuid)).toEqual({ [period]: ['100.000000', '0.000000'] });
+  });
+
+  it("a transfer made while the API's clock reads an earlier month is checked against its created_at month's limit", async () => {
+    const sender = await account(1000);
+    const receiver = await account();
+    await setLimits(t.http, token, sender.uuid, {
+      monthlyWithdrawLimit: 150,
+      monthlyDepositLimit: 100_000,
+      annualWithdrawLimit: 100_000,
+      annualDepositLimit: 100_000,
+    });
+    const first = await postTransfer(t.http, token, transferBody(sender.uuid, receiver.cvu, 100));
+    expect(first.status).toBe(201);
+    const period = periodsOf(await createdAt((first.body as { uuid: string }).uuid), tz()).month;
+    const earlier = fortyDaysAgo();
+    expect(periodsOf(earlier, tz()).month).not.toBe(period);
+    const second = await transferWhileApiClockReads(earlier, sender.uuid, receiver.cvu);
+    // 100 + 100 is past this month's 150, whatever month the API's clock reads.
+    expect(second.status).toBe(400);
+    expect((second.body as { detail: { items: { path: string }[] } }).detail.items).toEqual([
+      expect.objectContaining({ path: 'amount' }),
+    ]);
+    expect(await operated(sender.uuid)).toEqual({ [period]: ['0.000000', '100.000000'] });
   });
 
   it('an inbound credit made while the process clock reads an earlier month is counted in the month of its created_at', async () => {
