@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach } from '@jest/globals';
 import { waitUntil } from '../../src/common/database/embedded-postgres-server.js';
@@ -118,10 +118,23 @@ export function isProcessRunning(pid: number): boolean {
  * whose parent is one of the matches is a backend, not a second server.
  */
 export function postmastersOf(clusterDir: string): number[] {
-  return postmastersWhere((dir) => dir === clusterDir);
+  const folder = realFolder(clusterDir);
+  return postmastersWhere((dir) => dir === clusterDir || dir === folder);
 }
 
-/** PIDs of live postmasters whose cluster folder (`-D`, resolved) passes `match`, as postmastersOf finds them. */
+/** The folder `dir` names with its symbolic links followed; as spelt (resolved) when it is not there any more. */
+function realFolder(dir: string): string {
+  try {
+    return realpathSync(dir);
+  } catch {
+    return path.resolve(dir);
+  }
+}
+
+/**
+ * PIDs of live postmasters whose cluster folder (`-D`, resolved as spelt or with its symbolic links followed)
+ * passes `match`, as postmastersOf finds them.
+ */
 export function postmastersWhere(match: (clusterDir: string) => boolean): number[] {
   const matches = new Map<number, number>();
   for (const entry of readdirSync('/proc')) {
@@ -129,7 +142,9 @@ export function postmastersWhere(match: (clusterDir: string) => boolean): number
     try {
       const argv = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
       const at = argv.indexOf('-D');
-      if (at < 0 || !match(path.resolve(argv[at + 1] ?? '')) || !isProcessRunning(Number(entry))) continue;
+      const dir = argv[at + 1] ?? '';
+      if (at < 0 || !(match(path.resolve(dir)) || match(realFolder(dir))) || !isProcessRunning(Number(entry)))
+        continue;
       const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
       matches.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
     } catch {

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, promises as fs, readFileSync } from 'node:fs';
+import { existsSync, promises as fs, readFileSync, statSync } from 'node:fs';
 import type net from 'node:net';
 import path from 'node:path';
 import { EmbeddedPostgresError, type OsUser, type PostgresBinaries } from './embedded-postgres-placement.js';
@@ -55,17 +55,78 @@ export function procStat(pid: number): { state: string; start: string } | undefi
 /** A process state of /proc that is no longer running: zombie or dead. */
 export const isDead = (state: string): boolean => state === 'Z' || state === 'X';
 
-/** A server is alive only if its PID exists, is not a zombie, and its command line names this data directory. */
-export function isServerAlive(pidFile: PidFile, clusterDir: string): boolean {
-  if (!Number.isInteger(pidFile.pid) || pidFile.pid <= 0) return false;
-  const stat = procStat(pidFile.pid);
-  if (!stat || isDead(stat.state)) return false;
-  try {
-    const cmdline = readFileSync(`/proc/${pidFile.pid}/cmdline`, 'utf8').split('\0');
-    return cmdline.some((arg) => path.resolve(arg) === path.resolve(clusterDir));
-  } catch {
-    return false;
+/**
+ * The process `pid` runs (not a zombie) and, when a start time was recorded (procStat's `start`), is the one that
+ * recorded it, so that a PID the kernel has given to another process is not taken for it.
+ */
+export function isAlive(pid: number, recordedStart: string): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (recordedStart) {
+    const stat = procStat(pid);
+    return stat !== undefined && stat.start === recordedStart && !isDead(stat.state);
   }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Whose server the process a postmaster.pid names is: `this` data directory's; `another` one's (or no server at
+ * all: a PID the kernel gave to another program); `none` (not running); or `unknown`, a running PostgreSQL server
+ * whose folder could not be found out (its working directory unreadable, a relative -D).
+ */
+export type ServerOwner = 'this' | 'another' | 'none' | 'unknown';
+
+/** The device and inode of a folder (however it is spelt: links followed), undefined when it cannot be reached. */
+function folderIdentity(dir: string): string | undefined {
+  try {
+    const stat = statSync(dir);
+    return stat.isDirectory() ? `${stat.dev}:${stat.ino}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const POSTGRES_NAMES = new Set(['postgres', 'postmaster']);
+
+/**
+ * Whether the process in `pidFile` is the server of `clusterDir`, compared by the folder itself, never by its
+ * spelling: a DATA_DIR reached through a symbolic link (or a bind mount) is the same folder (decision 0101).
+ */
+export function serverOwner(pidFile: PidFile, clusterDir: string): ServerOwner {
+  const { pid } = pidFile;
+  if (!Number.isInteger(pid) || pid <= 0) return 'none';
+  const stat = procStat(pid);
+  if (!stat || isDead(stat.state)) return 'none';
+  let argv: string[];
+  let name: string;
+  try {
+    argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    name = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+  } catch {
+    return procStat(pid) ? 'unknown' : 'none';
+  }
+  if (!POSTGRES_NAMES.has(name) && !POSTGRES_NAMES.has(path.basename(argv[0] ?? ''))) return 'another';
+  const here = folderIdentity(clusterDir);
+  if (!here) return 'unknown';
+  // The postmaster works in its data directory (it changes into it before it writes postmaster.pid), and the
+  // kernel's link to that folder does not depend on how -D spelt it.
+  const cwd = folderIdentity(`/proc/${pid}/cwd`);
+  if (cwd) return cwd === here ? 'this' : 'another';
+  // Its working directory cannot be read (another user's process): its -D, when absolute and still there.
+  const at = argv.indexOf('-D');
+  const dataDir = at >= 0 ? argv[at + 1] : undefined;
+  const there = dataDir && path.isAbsolute(dataDir) ? folderIdentity(dataDir) : undefined;
+  if (there) return there === here ? 'this' : 'another';
+  return 'unknown';
+}
+
+/** A server is alive only if its PID exists, is not a zombie, and it is a server of this data directory. */
+export function isServerAlive(pidFile: PidFile, clusterDir: string): boolean {
+  return serverOwner(pidFile, clusterDir) === 'this';
 }
 
 /** Polls `check` every `stepMs` until it holds (true) or `timeoutMs` has passed (false). */
@@ -232,6 +293,9 @@ export function startServer(
   });
 }
 
+/** A staging folder of an earlier version's name (no PID in it) older than this is a leftover. */
+const STAGING_GRACE_MS = 10 * 60_000;
+
 /**
  * Initialises the cluster on first use: initdb beside the target, renamed into place, so an interrupted initdb
  * never leaves a half cluster and PG_VERSION proves a finished one.
@@ -248,11 +312,22 @@ export async function initialiseCluster(
   const clusterHome = path.dirname(clusterDir);
   const prefix = `${path.basename(clusterDir)}.init-`;
   await fs.mkdir(clusterHome, { recursive: true, mode: 0o755 });
+  // A staging folder is named after the process that makes it (PID and start time): only those of processes that
+  // have gone are leftovers. One another process's initdb is writing stays (decision 0101); the first rename wins.
   for (const entry of await fs.readdir(clusterHome)) {
-    if (entry.startsWith(prefix))
-      await fs.rm(path.join(clusterHome, entry), { recursive: true, force: true });
+    if (!entry.startsWith(prefix)) continue;
+    const full = path.join(clusterHome, entry);
+    const owner = /^(\d+)-(\d*)-[0-9a-f]+$/.exec(entry.slice(prefix.length));
+    const leftover = owner
+      ? !isAlive(Number(owner[1]), owner[2])
+      : // an earlier version's name, without its maker: a leftover once older than any initdb takes
+        Date.now() - ((await fs.stat(full).catch(() => undefined))?.mtimeMs ?? 0) > STAGING_GRACE_MS;
+    if (leftover) await fs.rm(full, { recursive: true, force: true });
   }
-  const staging = path.join(clusterHome, `${prefix}${randomBytes(4).toString('hex')}`);
+  const staging = path.join(
+    clusterHome,
+    `${prefix}${process.pid}-${procStat(process.pid)?.start ?? ''}-${randomBytes(4).toString('hex')}`,
+  );
   log(`initialising embedded PostgreSQL cluster in ${clusterDir}`);
   await fs.mkdir(staging, { mode: 0o700 });
   try {

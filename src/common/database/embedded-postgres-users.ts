@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { isDead, procStat } from './embedded-postgres-server.js';
+import { isAlive, procStat } from './embedded-postgres-server.js';
 
 /**
  * The processes that use the embedded server of a DATA_DIR (API, worker, CLI, migrations), one file each in
@@ -129,18 +129,3 @@ const LOCK_WAIT_MS = 15_000;
 
 /** When the process started, undefined without /proc. */
 const startTime = (pid: number): string | undefined => procStat(pid)?.start;
-
-/** The process `pid` runs (not a zombie) and, when a start time was recorded, is the one that recorded it. */
-function isAlive(pid: number, recordedStart: string): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  if (recordedStart) {
-    const stat = procStat(pid);
-    return stat !== undefined && stat.start === recordedStart && !isDead(stat.state);
-  }
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}

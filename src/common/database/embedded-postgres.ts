@@ -17,6 +17,7 @@ import {
   keepLast,
   liveServerSync,
   readPidFile,
+  serverOwner,
   signal,
   startServer,
   waitUntil,
@@ -125,7 +126,10 @@ async function readOrCreatePassword(dataDir: string): Promise<string> {
     return (await fs.readFile(file, 'utf8')).trim();
   } catch {
     const password = randomBytes(18).toString('base64url');
-    await fs.writeFile(file, `${password}\n`, { mode: 0o600, flag: 'wx' }).catch(async () => undefined);
+    await fs.writeFile(file, `${password}\n`, { mode: 0o600, flag: 'wx' }).catch((error: unknown) => {
+      // Written meanwhile by another start: that one is the password. Anything else (EACCES, EROFS) is the cause.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    });
     return (await fs.readFile(file, 'utf8')).trim();
   }
 }
@@ -138,14 +142,18 @@ async function readOrCreatePassword(dataDir: string): Promise<string> {
 export async function ensureEmbeddedPostgres(
   options: EmbeddedPostgresOptions,
 ): Promise<EmbeddedPostgresHandle> {
-  const dataDir = path.resolve(options.dataDir);
+  const given = path.resolve(options.dataDir);
+  let dataDir: string;
   let password: string;
   try {
-    await fs.mkdir(dataDir, { recursive: true, mode: 0o755 });
+    await fs.mkdir(given, { recursive: true, mode: 0o755 });
+    // The folder, not its spelling: a DATA_DIR reached through a symbolic link has the same cluster, server, users
+    // and relocated home as the folder itself (decision 0101).
+    dataDir = await fs.realpath(given);
     password = await readOrCreatePassword(dataDir);
   } catch (error) {
     throw new EmbeddedPostgresError(
-      `embedded PostgreSQL: cannot use DATA_DIR ${dataDir} (${(error as NodeJS.ErrnoException).code ?? String(error)}): make it writable for the user running the service, choose another DATA_DIR, or set DATABASE_URL`,
+      `embedded PostgreSQL: cannot use DATA_DIR ${given} (${(error as NodeJS.ErrnoException).code ?? String(error)}): make it writable for the user running the service, choose another DATA_DIR, or set DATABASE_URL`,
     );
   }
   // A user before it looks for the server: a last user leaving from now on leaves it running for this process.
@@ -184,7 +192,8 @@ async function findOrStart(
   let server: PidFile | undefined;
   for (let attempt = 0; attempt < 5 && !server; attempt++) {
     const existing = await readPidFile(clusterDir);
-    if (existing && isServerAlive(existing, clusterDir)) {
+    const owner = existing ? serverOwner(existing, clusterDir) : 'none';
+    if (existing && owner === 'this') {
       // Starting up, or stopping (its last user left just before this process joined): wait until it is
       // ready, or gone, and then start a new one.
       let status = existing.status;
@@ -202,8 +211,16 @@ async function findOrStart(
         await waitUntil(() => !isServerAlive(existing, clusterDir), 30_000);
       continue;
     }
+    if (existing && owner === 'unknown') {
+      // Never the lock file of a server that may be this folder's: removing it makes that server stop itself.
+      throw new EmbeddedPostgresError(
+        `embedded PostgreSQL: ${path.join(clusterDir, 'postmaster.pid')} names pid ${existing.pid}, a running PostgreSQL server this process cannot tell apart from the server of ${clusterDir}: run the service as the user that started it, stop that server if it is not this folder's, or set DATABASE_URL`,
+      );
+    }
     if (existing) {
-      log(`removing stale postmaster.pid (pid ${existing.pid} is not this data directory's server)`);
+      log(
+        `removing stale postmaster.pid (pid ${existing.pid} ${owner === 'none' ? 'is not running' : "is not this data directory's server"})`,
+      );
       await fs.rm(path.join(clusterDir, 'postmaster.pid'), { force: true });
     }
     // The last start's port when it is free (a retry after a lost race takes any free one).
@@ -236,8 +253,14 @@ async function findOrStart(
     if (exists.rowCount === 0) {
       await admin
         .query(`CREATE DATABASE ${admin.escapeIdentifier(options.databaseName)}`)
-        .catch((error: unknown) => {
-          if ((error as { code?: string }).code !== '42P04') throw error; // created concurrently
+        .catch(async (error: unknown) => {
+          // Created concurrently: 42P04, or 23505 when both CREATE DATABASE reached the catalogue at once.
+          const code = (error as { code?: string }).code;
+          if (code === '42P04') return;
+          const created = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [
+            options.databaseName,
+          ]);
+          if (code !== '23505' || created.rowCount === 0) throw error;
         });
     }
   } finally {
