@@ -181,4 +181,42 @@ describe('POST /mobile/sms whose COMMIT answer is lost (decision 0089)', () => {
     expect(sent.status).toBe(503);
     expect(rows).toEqual([]);
   });
+
+  it('with an Idempotency-Key, a retry after either fault sends the message once (decision 0103)', async () => {
+    const client = await registerClient(t.app, 'sms-commit-key');
+    const token = await accessToken(t.http, client);
+    const send = (key: string) =>
+      request(t.http)
+        .post('/v1/mobile/sms')
+        .set('Authorization', bearer(token))
+        .set('Idempotency-Key', key)
+        .send({ dnis: ORDINARY, message: 'Your code is 123456' });
+    const stored = async () =>
+      (
+        await direct.query(
+          `SELECT (SELECT count(*)::int FROM sms_messages WHERE app_id = $1) AS messages,
+                  (SELECT count(*)::int FROM idempotency_keys WHERE app_id = $1) AS keys`,
+          [client.appId],
+        )
+      ).rows[0] as { messages: number; keys: number };
+
+    // The COMMIT never reached the server: 503, neither the message nor its key is stored; the retry runs.
+    const cut = proxy.cutBefore(COMMIT);
+    expect((await send('otp-1')).status).toBe(503);
+    expect(cut.fired).toBe(true);
+    expect(await stored()).toEqual({ messages: 0, keys: 0 });
+    const retried = await send('otp-1');
+    expect(retried.status).toBe(200);
+    expect(await stored()).toEqual({ messages: 1, keys: 1 });
+
+    // The COMMIT's answer was lost: 200 (decision 0089); a retry the client makes anyway answers the same message.
+    const lost = proxy.loseAnswerTo(COMMIT);
+    const first = await send('otp-2');
+    expect(lost.fired).toBe(true);
+    expect(first.status).toBe(200);
+    const again = await send('otp-2');
+    expect(again.status).toBe(200);
+    expect(again.body).toStrictEqual(first.body);
+    expect(await stored()).toEqual({ messages: 2, keys: 2 });
+  });
 });

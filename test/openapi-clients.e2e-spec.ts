@@ -322,7 +322,11 @@ describe('the OpenAPI document for generated clients (decision 0069)', () => {
       expect(parameter('post', '/v1/kyc/sessions/{uuid}/steps/{step}', 'step')).toEqual({
         $ref: ref('KycStep'),
       });
-      for (const path of ['/v1/wallet/transactions', '/v1/wallet/transactions/{uuid}/reversals']) {
+      for (const path of [
+        '/v1/wallet/transactions',
+        '/v1/wallet/transactions/{uuid}/reversals',
+        '/v1/mobile/sms',
+      ]) {
         const key = parameter('post', path, 'Idempotency-Key')!;
         expect(key).toMatchObject({ type: 'string', minLength: 1, maxLength: 255 });
         const pattern = new RegExp(String(key.pattern));

@@ -156,10 +156,13 @@ describe('operations: health, metrics, queue dashboard, OpenAPI', () => {
         continue;
       }
       expect(operation).toBeDefined();
-      // Idempotency-Key is one optional header of the two money POSTs (a second, required one came from @Headers).
+      // Idempotency-Key is one optional header of the two money POSTs and of the SMS (a second, required one came
+      // from @Headers).
       const keyed =
         route.method === 'POST' &&
-        (route.path.endsWith('/wallet/transactions') || route.path.endsWith('/reversals'));
+        (route.path.endsWith('/wallet/transactions') ||
+          route.path.endsWith('/reversals') ||
+          route.path.endsWith('/mobile/sms'));
       const keys = (operation.parameters ?? []).filter(
         (parameter) => parameter.in === 'header' && parameter.name.toLowerCase() === 'idempotency-key',
       );

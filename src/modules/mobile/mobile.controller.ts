@@ -22,6 +22,7 @@ import {
 import { SimSwapService } from './sim-swap/sim-swap.service.js';
 import { SmsService } from './sms/sms.service.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
+import { IdempotencyKey, IdempotencyKeyHeader } from '#common/http/idempotency-key.js';
 
 const NO_ROUTES = { 'text/html': { schema: { type: 'string', example: 'NO ROUTES' } } } as const;
 const LIMIT_RETRY_AFTER = {
@@ -63,12 +64,18 @@ export class MobileController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Send an SMS', operationId: 'sendSms' })
   @ApiOkResponse({ type: SmsSendResponseDto })
-  @TextErrors('Invalid request, no route to the destination, or a rate limit reached: `NO ROUTES`', true)
+  @IdempotencyKeyHeader()
+  @TextErrors(
+    'Invalid request or Idempotency-Key, the key used with another message, no route to the destination, or a ' +
+      'rate limit reached: `NO ROUTES`',
+    true,
+  )
   async send(
     @Body() body: SmsSendRequestDto,
     @CurrentPrincipal() principal: Principal,
+    @IdempotencyKey() idempotencyKey?: string,
   ): Promise<SmsSendResponseDto> {
-    const { messageId } = await this.sms.send(principal, body);
+    const { messageId } = await this.sms.send(principal, body, idempotencyKey);
     return { message_id: messageId };
   }
 

@@ -5,7 +5,7 @@ import { CurrentPrincipal, type Principal } from '#common/auth/principal.js';
 import { ApiForbidden, ErrorResponses } from '#common/http/openapi.js';
 import { CreateReversalDto, ReversalInfoDto, ReversalsSummaryDto } from './dto/reversal.dto.js';
 import { ReversalsService } from './reversals.service.js';
-import { IdempotencyKey, IdempotencyKeyHeader } from './idempotency-key.decorator.js';
+import { IdempotencyKey, IdempotencyKeyHeader } from '#common/http/idempotency-key.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 /** Reversals of settled transfers (docs/decisions/0031-reversals.md). */

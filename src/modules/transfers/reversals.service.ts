@@ -16,7 +16,7 @@ import { encodeReversalRequest, type ReversalRequest } from './transfer-function
 import { reversalView, TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
 import { hashOf, requestHash } from './request-hash.js';
-import { IDEMPOTENCY_KEY } from './transfers.service.js';
+import { checkIdempotencyKey } from '#common/http/idempotency-key.js';
 
 /** A return from the rail, as the CLI prints it. */
 export interface RailReturn {
@@ -60,13 +60,7 @@ export class ReversalsService {
     input: CreateReversalDto,
     idempotencyKey: string | undefined,
   ): Promise<ReversalInfoDto> {
-    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-      throw ValidationFailedError.single(
-        'Idempotency-Key',
-        'invalid',
-        'Idempotency-Key must be 1-255 visible ASCII characters',
-      );
-    }
+    checkIdempotencyKey(idempotencyKey);
     const id = transferId.toLowerCase();
     const audit = requestActor(principal);
     const request: ReversalRequest = {

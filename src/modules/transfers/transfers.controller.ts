@@ -14,7 +14,7 @@ import {
 } from './dto/transfer.dto.js';
 import { DATE_OR_UTC_INSTANT } from '#common/http/instant.js';
 import { TransfersService } from './transfers.service.js';
-import { IdempotencyKey, IdempotencyKeyHeader } from './idempotency-key.decorator.js';
+import { IdempotencyKey, IdempotencyKeyHeader } from '#common/http/idempotency-key.js';
 import { UuidPipe } from '#common/http/uuid.pipe.js';
 
 /** A date (midnight UTC) or a UTC date-time ending in Z, as the transfer lists take `from` and `to`. */

@@ -31,9 +31,7 @@ import { createdView, TransferViews } from './transfer-views.js';
 import { TransferWriter } from './transfer-writer.js';
 import { auditAppend, type AuditActor } from '#modules/audit/audit-trail.js';
 import { hashOf, requestHash } from './request-hash.js';
-
-/** An Idempotency-Key: 1-255 visible ASCII characters (no space: the reversal namespace relies on it). */
-export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+import { checkIdempotencyKey } from '#common/http/idempotency-key.js';
 
 /**
  * POST /wallet/transactions and the reads. A transfer is created by one call
@@ -68,13 +66,7 @@ export class TransfersService {
     input: CreateTransactionDto,
     idempotencyKey?: string,
   ): Promise<CreateTransactionResponseDto> {
-    if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-      throw ValidationFailedError.single(
-        'Idempotency-Key',
-        'invalid',
-        'Idempotency-Key must be 1-255 visible ASCII characters',
-      );
-    }
+    checkIdempotencyKey(idempotencyKey);
     const counterParty = input.counterParty;
     if (!isValidCbu(counterParty.identifier)) {
       throw ValidationFailedError.single(

@@ -1,5 +1,5 @@
 import { placeFreesSql } from '#common/database/sql.js';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import { InjectDataSource } from '@nestjs/typeorm';
 import { PinoLogger } from '#common/logging/pino-logger.js';
@@ -16,6 +16,7 @@ import { SMS_STATUS } from './sms-status.js';
 import { auditAppend, requestActor } from '#modules/audit/audit-trail.js';
 import { ADVISORY_LOCKS, lockUntilCommit } from '#common/database/advisory-locks.js';
 import { currentTransactionId, transactionCommitted } from '#common/database/transaction-fate.js';
+import { checkIdempotencyKey } from '#common/http/idempotency-key.js';
 
 /** What GET /mobile/sms/{uuid} reports: all strings, '' where nothing is known yet. */
 export type SmsStatusView =
@@ -45,15 +46,32 @@ export class SmsService {
     this.logger.setContext('SmsService');
   }
 
-  async send(principal: Principal, input: { dnis: string; message: string }): Promise<{ messageId: string }> {
+  /**
+   * With an Idempotency-Key (decision 0103), the key is claimed first, in the message's transaction: a retry of a
+   * committed send answers its message_id and sends nothing (nor counts against the limits); a twin in flight waits
+   * on the key's row until the first commits (then the same) or rolls back (then it runs); the key used with
+   * another message is a 400. A refusal (a limit included) rolls the claim back: no key is stored.
+   */
+  async send(
+    principal: Principal,
+    input: { dnis: string; message: string },
+    idempotencyKey?: string,
+  ): Promise<{ messageId: string }> {
+    checkIdempotencyKey(idempotencyKey);
     if (!this.routing.routable(input.dnis)) {
       throw ValidationFailedError.single('dnis', 'invalid', 'no route to the destination');
     }
     const messageId = randomUUID();
     // The transaction's id once the message is written, to ask after a failure whether it committed (txid_status).
     let xid: string | undefined;
+    // The message_id a stored Idempotency-Key answers: nothing is written or sent.
+    let replayed: string | undefined;
     try {
       await this.dataSource.transaction(async (manager) => {
+        if (idempotencyKey !== undefined) {
+          replayed = await this.claimKey(manager, principal, idempotencyKey, input, messageId);
+          if (replayed !== undefined) return;
+        }
         await this.checkRateLimits(manager, principal, input.dnis);
         await manager.insert(SmsMessageEntity, {
           id: messageId,
@@ -78,10 +96,60 @@ export class SmsService {
       if ((await transactionCommitted(this.dataSource, xid)) !== true) throw error;
       this.logger.warn({ messageId }, 'SMS stored although its commit failed to answer');
     }
+    if (replayed !== undefined) {
+      this.logger.info(
+        { messageId: replayed, appId: principal.appId },
+        'SMS answered from its Idempotency-Key',
+      );
+      return { messageId: replayed };
+    }
     // The message is stored as QUEUED: should this hand-over fail or be late, the worker's sweeper enqueues it.
     await handOver(() => this.queue.enqueueSubmit(messageId), this.logger, 'an SMS', { messageId });
     this.logger.info({ messageId, appId: principal.appId }, 'SMS accepted');
     return { messageId };
+  }
+
+  /**
+   * Claims an Idempotency-Key in `idempotency_keys` (the transfers' store and hourly pruner, decision 0013) with
+   * its answer, or answers the message_id it already holds. The stored key is `sms <key>`, and `sms <key> <subject>`
+   * for a user token: a client's key has no space, so it never meets a transfer's, a reversal's or a rail
+   * reference's key, and another user's (or the application's own) same key is its own. The hash is the message's.
+   */
+  private async claimKey(
+    manager: EntityManager,
+    principal: Principal,
+    idempotencyKey: string,
+    input: { dnis: string; message: string },
+    messageId: string,
+  ): Promise<string | undefined> {
+    const appId = principal.appId;
+    const key = `sms ${idempotencyKey}${principal.kind === 'subject' ? ` ${principal.subject}` : ''}`;
+    const hash = createHash('sha256')
+      .update(JSON.stringify([input.dnis, input.message]))
+      .digest('hex');
+    // Twice at most: a key that conflicted and was gone when read was pruned between the two statements.
+    for (let attempt = 0; attempt < 2; attempt += 1) {
+      // Waits on the key's row while a twin holds it uncommitted.
+      const claimed = (await manager.query(
+        `INSERT INTO idempotency_keys (app_id, key, request_hash, response_status, response_body)
+         VALUES ($1, $2, $3, 200, $4) ON CONFLICT DO NOTHING RETURNING key`,
+        [appId, key, hash, JSON.stringify({ message_id: messageId })],
+      )) as unknown[];
+      if (claimed.length > 0) return undefined;
+      const [stored] = (await manager.query(
+        `SELECT request_hash, response_body FROM idempotency_keys WHERE app_id = $1 AND key = $2`,
+        [appId, key],
+      )) as { request_hash: string; response_body: { message_id: string } }[];
+      if (stored === undefined) continue;
+      if (stored.request_hash === hash) return stored.response_body.message_id;
+      this.logger.info({ appId }, 'SMS refused: its Idempotency-Key was used with another message');
+      throw ValidationFailedError.single(
+        'Idempotency-Key',
+        'invalid',
+        'this Idempotency-Key was used with a different request',
+      );
+    }
+    throw new Error('an Idempotency-Key conflicted twice and was gone each time');
   }
 
   /** The status of a message the caller may see; UNKNOWN for any other id (another application's included). */

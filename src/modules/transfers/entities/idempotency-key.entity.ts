@@ -1,10 +1,14 @@
 import { Column, CreateDateColumn, Index, PrimaryColumn } from 'typeorm';
 import { SchemaDeclaration } from '#common/database/schema-declaration.js';
 
-/** An Idempotency-Key of POST /wallet/transactions with the answer it got. */
+/**
+ * An Idempotency-Key with the answer it got: POST /wallet/transactions (the key), a reversal (`reversal <key>`), a
+ * rail reference (`inbound …`, `return …`) and POST /mobile/sms (`sms <key>[ <subject>]`, decision 0103).
+ */
 @SchemaDeclaration({
   name: 'idempotency_keys',
-  writtenBy: 'the function wallet_create_transfers (claim and answer); IdempotencyKeyPruner deletes old keys',
+  writtenBy:
+    'the function wallet_create_transfers (claim and answer), SmsService (claim with answer); IdempotencyKeyPruner deletes old keys',
 })
 @Index('idx_idempotency_keys_created', ['createdAt'])
 export class IdempotencyKeyEntity {
