@@ -206,10 +206,7 @@ export class QueueFactory implements OnApplicationShutdown {
           ]),
         ),
     );
-    const closing = Promise.allSettled(workers.map((worker) => worker.close()));
-    if (!(await this.unlessRedisStaysAway(closing))) {
-      this.notClosedGracefully({ workers: workers.map((worker) => worker.name) });
-    }
+    await this.closeUnlessRedisStaysAway('workers', workers);
     // close() does not wait for a loop that run() started by hand; its last query must end before the pool does.
     await Promise.allSettled(this.loops.splice(0));
     for (const connection of this.workerConnections.splice(0)) connection.disconnect();
@@ -217,10 +214,7 @@ export class QueueFactory implements OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     await this.closeWorkers();
-    const queues = [...this.queues.values()];
-    if (!(await this.unlessRedisStaysAway(Promise.allSettled(queues.map((queue) => queue.close()))))) {
-      this.notClosedGracefully({ queues: queues.map((queue) => queue.name) });
-    }
+    await this.closeUnlessRedisStaysAway('queues', [...this.queues.values()]);
     this.queues.clear();
     // Forget the connection: a second disconnect() of an ended ioredis client arms a 2 s timer
     // that never clears (it waits for a 'close' already emitted) and holds the process open.
@@ -230,15 +224,21 @@ export class QueueFactory implements OnApplicationShutdown {
   }
 
   /**
-   * Waits for `closing`; on Redis, until Redis has been away REDIS_CLOSE_WAIT_MS in a row at most (false then). A
-   * close given up on leaves nothing behind that matters: the process exits, its connections with it, and what the
-   * consumers had in hand is still in Redis as an active job whose lock expires; BullMQ's stalled-job check (of
-   * any worker, once Redis is back) moves it back to wait and it runs again, as after a worker killed mid-job.
+   * Closes `closables`; on Redis, waits no longer than Redis stays away REDIS_CLOSE_WAIT_MS in a row, then gives up
+   * with one warn line naming them (the caller drops the connections). A close given up on leaves nothing behind
+   * that matters: the process exits, its connections with it, and what the consumers had in hand is still in Redis
+   * as an active job whose lock is no longer renewed; BullMQ's stalled-job check (of any worker, once Redis is
+   * back) moves it back to wait and it runs again, as after a worker killed mid-job.
    */
-  private async unlessRedisStaysAway(closing: Promise<unknown>): Promise<boolean> {
+  private async closeUnlessRedisStaysAway(
+    what: 'workers' | 'queues',
+    closables: readonly { readonly name: string; close(): Promise<void> }[],
+  ): Promise<void> {
+    if (closables.length === 0) return;
+    const closing = Promise.allSettled(closables.map((closable) => closable.close()));
     if (this.connection.kind !== 'redis') {
       await closing;
-      return true;
+      return;
     }
     let away = 0;
     let timer: NodeJS.Timeout | undefined;
@@ -249,25 +249,25 @@ export class QueueFactory implements OnApplicationShutdown {
       }, REDIS_CHECK_MS);
     });
     try {
-      return await Promise.race([closing.then(() => true), givenUp]);
+      if (await Promise.race([closing.then(() => true), givenUp])) return;
     } finally {
       clearInterval(timer);
     }
+    const { hostname, port } = new URL(this.connection.url);
+    this.logger?.warn(
+      {
+        redis: `${hostname}:${port}`,
+        [what]: closables.map((closable) => closable.name),
+        waitedMs: REDIS_CLOSE_WAIT_MS,
+      },
+      'queue connections closed without Redis',
+    );
   }
 
   /** Each Redis connection this factory opened is connected (none opened: nothing to wait for). */
   private redisConnected(): boolean {
     const connections = this.redis ? [this.redis, ...this.workerConnections] : this.workerConnections;
     return connections.every((connection) => connection.status === 'ready');
-  }
-
-  /** One line for what the stop did not close gracefully because Redis was away; its connections are dropped. */
-  private notClosedGracefully(what: { workers?: string[]; queues?: string[] }): void {
-    const { hostname, port } = new URL(this.connection.url);
-    this.logger?.warn(
-      { redis: `${hostname}:${port}`, ...what, waitedMs: REDIS_CLOSE_WAIT_MS },
-      'queue connections closed without Redis',
-    );
   }
 
   private redisQueue(name: QueueName): Queue {
