@@ -1,4 +1,4 @@
-import { createServer, IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, IncomingMessage, ServerResponse, type Server } from 'node:http';
 import type { NestApplicationOptions } from '@nestjs/common';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import type { Application } from 'express';
@@ -21,7 +21,20 @@ type ExpressApplication = Application & { request: object; response: object };
  * forced connection close), or on a Node whose request and response are classes, Nest's own server is used.
  */
 export class PresetPrototypesExpressAdapter extends ExpressAdapter {
+  private startClosing: () => void = () => undefined;
+
   override initHttpServer(options: NestApplicationOptions): void {
+    this.createHttpServer(options);
+    this.startClosing = closeConnectionsOnceAnswered(this.httpServer as Server);
+  }
+
+  /** The application's close begins (before its hooks and the server's close): see closeConnectionsOnceAnswered. */
+  override beforeClose(): void {
+    super.beforeClose();
+    this.startClosing();
+  }
+
+  private createHttpServer(options: NestApplicationOptions): void {
     if (options?.httpsOptions || options?.return503OnClosing || options?.forceCloseConnections) {
       super.initHttpServer(options);
       return;
@@ -34,6 +47,36 @@ export class PresetPrototypesExpressAdapter extends ExpressAdapter {
     }
     this.httpServer = createServer(constructors, app);
   }
+}
+
+/**
+ * Keep-alive connections do not hold the stop (docs/decisions/0102). Node's `server.close()` closes the connections
+ * idle at that moment only, and Nest runs the shutdown hooks (queue consumers, pools) once it has completed: a
+ * connection busy with a request then got its answer with `Connection: keep-alive` and stayed open
+ * HTTP_KEEP_ALIVE_TIMEOUT_MS (65 s), past the 25 s cut-off, so every stop with a request in flight (nearly every
+ * deploy behind a load balancer) ended in `shutdown timed out`, exit 1. From the call of the returned function on,
+ * each answer not yet begun says `Connection: close` (Node closes the connection after it), and each connection is
+ * closed as soon as it is idle after its answer (one whose answer had begun when the stop came): `close()`
+ * completes once the requests in flight are answered.
+ */
+export function closeConnectionsOnceAnswered(server: Server): () => void {
+  const answering = new Set<ServerResponse>();
+  let closing = false;
+  // First among the listeners, so that it sees the request before Express may answer it.
+  server.prependListener('request', (_request: IncomingMessage, response: ServerResponse) => {
+    if (closing) response.shouldKeepAlive = false;
+    answering.add(response);
+    response.once('close', () => {
+      answering.delete(response);
+      if (closing) server.closeIdleConnections();
+    });
+  });
+  return () => {
+    if (closing) return;
+    closing = true;
+    for (const response of answering) if (!response.headersSent) response.shouldKeepAlive = false;
+    server.closeIdleConnections();
+  };
 }
 
 /**

@@ -62,6 +62,14 @@ export type AppWorker<T = unknown, R = unknown> = Worker<
   AnyConnectionOptions
 >;
 
+/**
+ * How long the stop waits on Redis while it is not connected before it gives up closing the consumers and the
+ * queues gracefully (decision 0102): a graceful close sends QUIT, and lets the jobs in hand finish, through
+ * connections that retry for ever, so a Redis that does not come back held the stop until the 25 s cut-off.
+ */
+export const REDIS_CLOSE_WAIT_MS = 3_000;
+const REDIS_CHECK_MS = 100;
+
 export const DEFAULT_JOB_OPTIONS: JobsOptions = {
   removeOnComplete: { age: 3600, count: 10_000 },
   removeOnFail: { age: 7 * 24 * 3600 },
@@ -76,6 +84,7 @@ export class QueueFactory implements OnApplicationShutdown {
   private readonly queues = new Map<string, AppQueue>();
   /** What closing needs of a worker, whichever backend it runs on. */
   private readonly workers: {
+    readonly name: string;
     close(): Promise<void>;
     waitUntilReady(): Promise<unknown>;
     closing: Promise<void> | undefined;
@@ -197,7 +206,7 @@ export class QueueFactory implements OnApplicationShutdown {
           ]),
         ),
     );
-    await Promise.allSettled(workers.map((worker) => worker.close()));
+    await this.closeUnlessRedisStaysAway('workers', workers);
     // close() does not wait for a loop that run() started by hand; its last query must end before the pool does.
     await Promise.allSettled(this.loops.splice(0));
     for (const connection of this.workerConnections.splice(0)) connection.disconnect();
@@ -205,13 +214,60 @@ export class QueueFactory implements OnApplicationShutdown {
 
   async onApplicationShutdown(): Promise<void> {
     await this.closeWorkers();
-    await Promise.allSettled([...this.queues.values()].map((queue) => queue.close()));
+    await this.closeUnlessRedisStaysAway('queues', [...this.queues.values()]);
     this.queues.clear();
     // Forget the connection: a second disconnect() of an ended ioredis client arms a 2 s timer
     // that never clears (it waits for a 'close' already emitted) and holds the process open.
     this.reconnectListeners.clear();
     this.redis?.disconnect();
     this.redis = undefined;
+  }
+
+  /**
+   * Closes `closables`; on Redis, waits no longer than Redis stays away REDIS_CLOSE_WAIT_MS in a row, then gives up
+   * with one warn line naming them (the caller drops the connections). A close given up on leaves nothing behind
+   * that matters: the process exits, its connections with it, and what the consumers had in hand is still in Redis
+   * as an active job whose lock is no longer renewed; BullMQ's stalled-job check (of any worker, once Redis is
+   * back) moves it back to wait and it runs again, as after a worker killed mid-job.
+   */
+  private async closeUnlessRedisStaysAway(
+    what: 'workers' | 'queues',
+    closables: readonly { readonly name: string; close(): Promise<void> }[],
+  ): Promise<void> {
+    if (closables.length === 0) return;
+    const closing = Promise.allSettled(closables.map((closable) => closable.close()));
+    if (this.connection.kind !== 'redis') {
+      await closing;
+      return;
+    }
+    let away = 0;
+    let timer: NodeJS.Timeout | undefined;
+    const givenUp = new Promise<false>((resolve) => {
+      timer = setInterval(() => {
+        away = this.redisConnected() ? 0 : away + REDIS_CHECK_MS;
+        if (away >= REDIS_CLOSE_WAIT_MS) resolve(false);
+      }, REDIS_CHECK_MS);
+    });
+    try {
+      if (await Promise.race([closing.then(() => true), givenUp])) return;
+    } finally {
+      clearInterval(timer);
+    }
+    const { hostname, port } = new URL(this.connection.url);
+    this.logger?.warn(
+      {
+        redis: `${hostname}:${port}`,
+        [what]: closables.map((closable) => closable.name),
+        waitedMs: REDIS_CLOSE_WAIT_MS,
+      },
+      'queue connections closed without Redis',
+    );
+  }
+
+  /** Each Redis connection this factory opened is connected (none opened: nothing to wait for). */
+  private redisConnected(): boolean {
+    const connections = this.redis ? [this.redis, ...this.workerConnections] : this.workerConnections;
+    return connections.every((connection) => connection.status === 'ready');
   }
 
   private redisQueue(name: QueueName): Queue {
