@@ -13,6 +13,8 @@ import { TooManyRequestsError } from '../src/common/errors/domain-errors.js';
 import type { Principal } from '../src/common/auth/principal.js';
 import { SimSwapLimits } from '../src/modules/mobile/sim-swap/sim-swap-limits.js';
 import { createTestDatabase } from './support/database.js';
+import { QueueFactory } from '../src/common/queue/queue.factory.js';
+import { within } from '../src/common/async/within.js';
 import { capturedLogger } from './support/logs.js';
 import { pollUntil } from './support/poll.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
@@ -178,7 +180,7 @@ describe('FallbackRateLimitStore counting in the process', () => {
  * The stores' own Redis connection while Redis does not answer: its errors go to the log as structured lines, once
  * per half minute (without an error listener ioredis wrote each reconnect attempt to stderr as a raw trace).
  */
-describe('SharedRateLimitStores while its Redis does not answer', () => {
+describe("the service's Redis clients while Redis does not answer", () => {
   it('logs the connection errors once per half minute, as a structured warning with the error', async () => {
     const { logger, lines } = capturedLogger();
     // Nothing listens on port 1: every connection attempt fails at once.
@@ -198,6 +200,25 @@ describe('SharedRateLimitStores while its Redis does not answer', () => {
       expect(errors[0]).toMatchObject({ level: 40, err: expect.objectContaining({ code: 'ECONNREFUSED' }) });
     } finally {
       await stores.onApplicationShutdown();
+    }
+  });
+
+  it("the queues' shared connection, opened by the readiness ping alone, logs its errors too (decision 0100)", async () => {
+    const { logger, lines } = capturedLogger();
+    const queues = new QueueFactory(
+      { kind: 'redis', url: 'redis://127.0.0.1:1', prefix: `q-log-${process.pid}` },
+      logger,
+    );
+    try {
+      await within(1_000, () => queues.ping()); // waits for a connection that never comes
+      await pollUntil('a logged connection error', () => lines.some((line) => line.queue === 'shared'));
+      expect(lines.find((line) => line.queue === 'shared')).toMatchObject({
+        level: 40,
+        msg: 'queue connection error',
+        err: expect.objectContaining({ code: 'ECONNREFUSED' }),
+      });
+    } finally {
+      await queues.onApplicationShutdown();
     }
   });
 });

@@ -302,6 +302,9 @@ export class QueueFactory implements OnApplicationShutdown {
     if (this.connection.kind !== 'redis') throw new Error('not a Redis queue backend');
     if (!this.redis) {
       const redis = new Redis(this.connection.url, { maxRetriesPerRequest: null });
+      // Its own listener from birth: before any queue shares it (the readiness ping opens it alone), ioredis wrote
+      // each failed reconnect to stderr as a raw trace (decision 0100).
+      this.watch(redis, 'shared');
       let connected = false;
       redis.on('ready', () => {
         if (connected) for (const listener of this.reconnectListeners) listener();
