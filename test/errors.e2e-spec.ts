@@ -1,3 +1,4 @@
+import { connect, type AddressInfo } from 'node:net';
 import request from 'supertest';
 import { accessToken, registerClient } from './support/auth.js';
 import { FixtureModule } from './support/fixture.module.js';
@@ -170,6 +171,31 @@ describe('error bodies through HTTP', () => {
       expect(expectValidation(response)).toEqual([
         { path: '', message: 'Content-Type must be application/json', type: 'invalid' },
       ]);
+    });
+
+    it('reads the body of a request line in absolute form (RFC 9112 §3.2.2) as that of its path (decision 0100)', async () => {
+      const server = t.http.listening ? t.http : t.http.listen(0, '127.0.0.1');
+      if (!server.listening) await new Promise((resolve) => server.once('listening', resolve));
+      const { port } = server.address() as AddressInfo;
+      const body = 'hello';
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        let text = '';
+        socket.on('data', (chunk) => (text += chunk.toString('utf8')));
+        socket.on('end', () => resolve(text));
+        socket.on('error', reject);
+        socket.write(
+          `POST http://127.0.0.1:${port}/v1/test-fixtures/echo HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n` +
+            `Authorization: Bearer ${token}\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\n` +
+            `Connection: close\r\n\r\n${body}`,
+        );
+      });
+      expect(answer.split('\r\n')[0]).toBe('HTTP/1.1 400 Bad Request');
+      expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({
+        name: 'ValidationError',
+        message: expect.any(String),
+        detail: { items: [{ path: '', message: 'Content-Type must be application/json', type: 'invalid' }] },
+      });
     });
 
     it('refuses a body that is not JSON (text/plain)', async () => {

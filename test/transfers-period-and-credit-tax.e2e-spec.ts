@@ -1,6 +1,7 @@
 import { jest } from '@jest/globals';
 import { readFileSync } from 'node:fs';
 import request from 'supertest';
+import { DataSource } from 'typeorm';
 import { cliActor } from '../src/modules/audit/audit-trail.js';
 import { TransfersService } from '../src/modules/transfers/transfers.service.js';
 import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
@@ -221,6 +222,12 @@ describe('OPERATIONS_TIME_ZONE as PostgreSQL and the runtime read it', () => {
     'Australia/Lord_Howe',
   ])('%s: the same local times, daylight saving included', async (zone) => {
     expect(await timeZoneMismatch(t.dataSource, zone)).toBeUndefined();
+  });
+
+  it("a database that fails otherwise is the database's failure, not the setting's: the error, not a mismatch", async () => {
+    // A real data source whose server is gone: the query fails with no "time zone not recognized" code.
+    const gone = new DataSource({ type: 'postgres', url: 'postgres://nobody@127.0.0.1:1/none' });
+    await expect(timeZoneMismatch(gone, 'America/Argentina/Buenos_Aires')).rejects.toThrow();
   });
 
   it('names the difference when the database reads the zone otherwise', async () => {

@@ -41,6 +41,9 @@ export async function timeZoneMismatch(
       [timeZone, instants.map((instant) => instant.toISOString())],
     )) as { local: string }[];
   } catch (error) {
+    // Only "time zone not recognized" is the setting's fault; any other failure (a connection lost, a timeout) is
+    // the database's, and takes the start's usual "cannot start" line.
+    if ((error as { code?: unknown }).code !== '22023') throw error;
     return `PostgreSQL does not know it (${error instanceof Error ? error.message.split('\n')[0] : String(error)})`;
   }
   for (const [i, instant] of instants.entries()) {

@@ -24,6 +24,7 @@ import {
   type ValidationItem,
 } from './domain-errors.js';
 import { isDependencyUnavailable } from './dependency-unavailable.js';
+import { requestPath } from '../http/request-path.js';
 import type { ErrorStyle } from './error-style.js';
 
 /** The one place that writes error bodies (interface v1, part "Errors"). */
@@ -73,7 +74,7 @@ export class ApiExceptionFilter implements ExceptionFilter {
     }
     const style =
       request[ERROR_STYLE_REQUEST_KEY] ??
-      this.routes?.errorStyleFor(request.method, pathOf(request)) ??
+      this.routes?.errorStyleFor(request.method, requestPath(request)) ??
       'json';
     if (problem.retryAfterSeconds !== undefined)
       response.setHeader('Retry-After', String(problem.retryAfterSeconds));
@@ -131,8 +132,8 @@ export class ApiExceptionFilter implements ExceptionFilter {
           status,
           name: 'NotFoundError',
           message: 'Resource not found',
-          // pathOf, not request.path: under the global prefix's not-found router, path lacks the prefix.
-          detail: { item: pathOf(request) },
+          // requestPath, not request.path: under the global prefix's not-found router, path lacks the prefix.
+          detail: { item: requestPath(request) },
         };
       }
       if (status === HttpStatus.TOO_MANY_REQUESTS) {
@@ -228,9 +229,4 @@ function oauthErrorIdFor(status: number): string {
   if (status === 401) return 'invalid_client';
   if (status === 429) return 'rate_limited';
   return 'invalid_request';
-}
-
-/** The request path without the query; originalUrl, because mounted middleware rewrites request.path. */
-function pathOf(request: Request): string {
-  return (request.originalUrl ?? request.url).split('?')[0];
 }

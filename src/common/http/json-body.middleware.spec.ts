@@ -4,6 +4,7 @@ import { gzipSync } from 'node:zlib';
 import type { NextFunction, Request, Response } from 'express';
 import type { AppConfig } from '#config/app-config.js';
 import { ValidationFailedError } from '../errors/domain-errors.js';
+import { assertExactNumbers } from './exact-numbers.js';
 import {
   assertStorableJson,
   JsonBodyMiddleware,
@@ -224,6 +225,19 @@ describe('assertStorableJson: error paths are built only for the error that name
       return { path, message: message.includes('NUL') ? 'NUL' : message.includes('deep') ? 'deep' : path };
     }
   };
+
+  it('names a key of digits as the exact-number check and the validation pipe do: data[0], not data.0', () => {
+    const item = (check: () => void) => {
+      try {
+        check();
+      } catch (error) {
+        return (error as ValidationFailedError).items[0].path;
+      }
+      return undefined;
+    };
+    expect(item(() => assertStorableJson({ data: { 0: { constructor: 1 } } }))).toBe('data[0].constructor');
+    expect(item(() => assertExactNumbers('{"data":{"0":12345678901234567}}'))).toBe('data[0]');
+  });
 
   it('a 100,000-element array and 10,000 keys (10 objects of 1,000) pass without building one path', () => {
     const before = storableJsonPaths.built;

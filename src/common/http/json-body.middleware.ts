@@ -4,9 +4,10 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import iconv from 'iconv-lite';
 import { APP_CONFIG, type AppConfig } from '#config/app-config.js';
 import { ValidationFailedError } from '../errors/domain-errors.js';
-import { assertExactNumbers } from './exact-numbers.js';
+import { assertExactNumbers, childPath } from './exact-numbers.js';
 import { isFormRequest, parseForm } from './form-body.js';
 import { RouteCatalog } from './route-catalog.js';
+import { requestPath } from './request-path.js';
 
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -61,16 +62,16 @@ export class JsonBodyMiddleware implements NestMiddleware {
   private async parseBody(request: Request, response: Response, next: NextFunction): Promise<void> {
     // A body sent where no route serves it is left unread: routing answers 404 (decision 0004), whatever the body
     // (it answered 400 for a body that was not JSON; decision 0100).
-    if (this.routes && !this.routes.serves(request.method, pathOf(request))) return next();
+    if (this.routes && !this.routes.serves(request.method, requestPath(request))) return next();
     const type = (request.headers['content-type'] ?? '').toLowerCase();
     // Multipart goes to the upload routes' own reader; anywhere else it is refused as any body that is not JSON.
     if (
       type.startsWith('multipart/form-data') &&
-      (!this.routes || this.routes.acceptsMultipart(request.method, pathOf(request)))
+      (!this.routes || this.routes.acceptsMultipart(request.method, requestPath(request)))
     )
       return next();
     if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/.test(type)) {
-      if (isFormRequest(request) && this.routes?.acceptsForm(request.method, pathOf(request))) {
+      if (isFormRequest(request) && this.routes?.acceptsForm(request.method, requestPath(request))) {
         await this.parseFormBody(request, response, type);
         return next();
       }
@@ -146,11 +147,6 @@ export class JsonBodyMiddleware implements NestMiddleware {
     if ((request as { upgrade?: boolean }).upgrade || !request.socket?.readable) return undefined;
     return length;
   }
-}
-
-/** The request path without the query, as the route catalog matches it. */
-function pathOf(request: Request): string {
-  return (request.originalUrl ?? request.url).split('?')[0];
 }
 
 /**
@@ -293,7 +289,8 @@ function jsonPathOf(parent: Frame, key: string, inArray: boolean): string {
   let path = '';
   for (const frame of chain.reverse()) {
     if (frame.key === undefined) continue;
-    path = frame.inArray ? `${path}[${frame.key}]` : path ? `${path}.${frame.key}` : frame.key;
+    // childPath: the same form as the exact-number check and the validation pipe (a key of digits as `a[0]`).
+    path = frame.inArray ? `${path}[${frame.key}]` : childPath(path, frame.key);
   }
   return path;
 }
