@@ -62,16 +62,17 @@ export class JsonBodyMiddleware implements NestMiddleware {
   private async parseBody(request: Request, response: Response, next: NextFunction): Promise<void> {
     // A body sent where no route serves it is left unread: routing answers 404 (decision 0004), whatever the body
     // (it answered 400 for a body that was not JSON; decision 0100).
-    if (this.routes && !this.routes.serves(request.method, requestPath(request))) return next();
+    const path = requestPath(request);
+    if (this.routes && !this.routes.serves(request.method, path)) return next();
     const type = (request.headers['content-type'] ?? '').toLowerCase();
     // Multipart goes to the upload routes' own reader; anywhere else it is refused as any body that is not JSON.
     if (
       type.startsWith('multipart/form-data') &&
-      (!this.routes || this.routes.acceptsMultipart(request.method, requestPath(request)))
+      (!this.routes || this.routes.acceptsMultipart(request.method, path))
     )
       return next();
     if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/.test(type)) {
-      if (isFormRequest(request) && this.routes?.acceptsForm(request.method, requestPath(request))) {
+      if (isFormRequest(request) && this.routes?.acceptsForm(request.method, path)) {
         await this.parseFormBody(request, response, type);
         return next();
       }

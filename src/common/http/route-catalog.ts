@@ -121,18 +121,19 @@ export class RouteCatalog implements OnModuleInit {
     return (exact ?? candidates[0])?.errorStyle ?? 'json';
   }
 
-  /** Whether the route of this method and path takes a multipart upload. */
+  /** Whether the route of this method and path takes a multipart upload (@AcceptsFileUpload). */
   acceptsMultipart(method: string, path: string): boolean {
-    const upper = method.toUpperCase();
-    return this.entries.some(
-      (entry) => entry.multipartBody && entry.method === upper && entry.pattern.test(path),
-    );
+    return this.takes('multipartBody', method, path);
   }
 
-  /** Whether the route of this method and path takes urlencoded form bodies. */
+  /** Whether the route of this method and path takes urlencoded form bodies (@AcceptsFormBody). */
   acceptsForm(method: string, path: string): boolean {
+    return this.takes('formBody', method, path);
+  }
+
+  private takes(body: 'formBody' | 'multipartBody', method: string, path: string): boolean {
     const upper = method.toUpperCase();
-    return this.entries.some((entry) => entry.formBody && entry.method === upper && entry.pattern.test(path));
+    return this.entries.some((entry) => entry[body] && entry.method === upper && entry.pattern.test(path));
   }
 }
 
