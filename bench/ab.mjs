@@ -8,7 +8,8 @@
 // Phases (AB_PHASES, comma list): c1 (internal transfers at 1 connection: mean latency), uniform (internal
 // transfers between random accounts at 32 connections: transfers/s). Settings: AB_ROUNDS (8), AB_S (6 measured
 // seconds per load, after 2 s of warm-up), AB_ACCOUNTS (1000), AB_ENV_A and AB_ENV_B (`NAME=value …`, extra
-// environment of one side's API: the same checkout twice with two settings). Each load reports the API's CPU per
+// environment of one side's API: the same checkout twice with two settings), AB_NODE_ARGS (Node options for both APIs,
+// e.g. `--cpu-prof`, which Node 20 refuses in NODE_OPTIONS: each API writes its profile into its checkout). Each load reports the API's CPU per
 // transfer and the PostgreSQL server's (every process). Exits 1 when any answer is not 2xx.
 import { randomInt } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -146,11 +147,17 @@ async function main() {
         .filter(Boolean)
         .map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)]),
     );
-    const child = await startProcess(`API ${name}`, process.execPath, [path.join(dir, 'dist/src/main.js')], {
-      env: { ...serviceEnv, ...extra, PORT: String(port), PUBLIC_BASE_URL: baseUrl },
-      cwd: dir,
-      logFile: path.join(tmp, `api-${name}.log`),
-    });
+    const nodeArgs = env('AB_NODE_ARGS', '').split(/\s+/).filter(Boolean);
+    const child = await startProcess(
+      `API ${name}`,
+      process.execPath,
+      [...nodeArgs, path.join(dir, 'dist/src/main.js')],
+      {
+        env: { ...serviceEnv, ...extra, PORT: String(port), PUBLIC_BASE_URL: baseUrl },
+        cwd: dir,
+        logFile: path.join(tmp, `api-${name}.log`),
+      },
+    );
     const deadline = Date.now() + 60_000;
     while (
       !(await fetch(`${baseUrl}health/ready`)

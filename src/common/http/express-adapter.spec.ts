@@ -1,8 +1,12 @@
-import { IncomingMessage, ServerResponse, type Server } from 'node:http';
+import { Agent, createServer, get, IncomingMessage, ServerResponse, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { constructorsWithPrototypes, PresetPrototypesExpressAdapter } from './express-adapter.js';
+import {
+  closeConnectionsOnceAnswered,
+  constructorsWithPrototypes,
+  PresetPrototypesExpressAdapter,
+} from './express-adapter.js';
 
 @Controller()
 class PingController {
@@ -74,5 +78,73 @@ describe('constructorsWithPrototypes', () => {
     expect(() => constructorsWithPrototypes({}, Object.create(ServerResponse.prototype) as object)).toThrow(
       /do not inherit/,
     );
+  });
+});
+
+/** GET / through a keep-alive agent: the answer's Connection header and body. */
+function getThrough(agent: Agent, port: number): Promise<{ connection?: string; body: string }> {
+  return new Promise((resolve, reject) => {
+    get({ host: '127.0.0.1', port, path: '/', agent }, (answer) => {
+      let body = '';
+      answer.setEncoding('utf8');
+      answer.on('data', (chunk: string) => (body += chunk));
+      answer.on('end', () => resolve({ connection: answer.headers.connection, body }));
+    }).on('error', reject);
+  });
+}
+
+describe('closeConnectionsOnceAnswered', () => {
+  let server: Server;
+  let agent: Agent;
+  afterEach(async () => {
+    agent?.destroy();
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  it('adds nothing to a request or its answer before the stop: it follows connections', async () => {
+    const closeListeners: number[] = [];
+    server = createServer({ keepAliveTimeout: 60_000 }, (_request, response) => {
+      closeListeners.push(response.listenerCount('close'));
+      response.end('ok');
+    });
+    const requestListeners = server.listenerCount('request');
+    closeConnectionsOnceAnswered(server);
+    expect(server.listenerCount('request')).toBe(requestListeners);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    for (let n = 0; n < 3; n++)
+      expect(await getThrough(agent, port)).toEqual({ connection: 'keep-alive', body: 'ok' });
+    expect(closeListeners).toEqual([0, 0, 0]);
+  });
+
+  it('at the stop, an answer in flight says Connection: close, later ones too, and close() waits for no idle timeout', async () => {
+    let answerFirst: () => void = () => undefined;
+    let received: () => void = () => undefined;
+    const arrived = new Promise<void>((resolve) => (received = resolve));
+    let requests = 0;
+    server = createServer({ keepAliveTimeout: 60_000 }, (_request, response) => {
+      requests += 1;
+      if (requests > 1) return response.end('later');
+      answerFirst = () => response.end('first');
+      received();
+    });
+    const stop = closeConnectionsOnceAnswered(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    agent = new Agent({ keepAlive: true });
+    const first = getThrough(agent, port);
+    await arrived;
+    stop();
+    // A connection opened after the stop and before the server stops listening.
+    expect(await getThrough(agent, port)).toEqual({ connection: 'close', body: 'later' });
+    const closed = new Promise<number>((resolve) => {
+      const started = Date.now();
+      server.close(() => resolve(Date.now() - started));
+    });
+    answerFirst();
+    expect(await first).toEqual({ connection: 'close', body: 'first' });
+    expect(await closed).toBeLessThan(5_000);
   });
 });
