@@ -193,6 +193,20 @@ describe('statement cursors (decision 0077)', () => {
     ]);
   });
 
+  it('refuse a binary cursor whose bytes hold one `|` as not valid, not as an earlier (text) form', () => {
+    // The encrypted bytes are random per key: with exactly one 0x7c among them, the check of the earlier forms
+    // (`created_at|id`) took a binary cursor for text (about one run in six of the test below).
+    const bytes = Buffer.from(encodeStatementCursor(cursor, key), 'base64url');
+    bytes[0] = 1;
+    for (let i = 1; i < bytes.length; i++) if (bytes[i] === 0x7c) bytes[i] = 0;
+    bytes[20] = 0x7c;
+    expect(refusal(() => decodeStatementCursor(bytes.toString('base64url'), [key]))).toStrictEqual({
+      path: 'cursor',
+      type: 'invalid',
+      message: 'cursor is not valid',
+    });
+  });
+
   it('refuse a cursor of version 1 (the same bytes in clear, never released) as not valid, whatever follows', () => {
     const bytes = Buffer.from(encodeStatementCursor(cursor, key), 'base64url');
     bytes[0] = 1;

@@ -169,6 +169,8 @@ function opened(bytes: Buffer, keys: readonly StatementCursorKeys[]): Buffer | u
   return undefined;
 }
 
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+
 const uuidText = (bytes: Buffer): string =>
   bytes.toString('hex').replace(/^(.{8})(.{4})(.{4})(.{4})(.{12})$/, '$1-$2-$3-$4-$5');
 
@@ -183,7 +185,9 @@ export function decodeStatementCursor(text: string, keys: readonly StatementCurs
   // One text per cursor: base64url's decoder skips what it cannot read and the spare bits of the last character.
   const canonical = bytes.toString('base64url') === text;
   if (!canonical || bytes[0] !== VERSION) {
-    const fields = bytes.toString('utf8').split('|').length;
+    // The earlier forms were text (printable ASCII); a binary cursor whose random bytes hold one or four `|` is not.
+    const plain = bytes.toString('latin1');
+    const fields = PRINTABLE_ASCII.test(plain) ? plain.split('|').length : 0;
     if (canonical && (fields === 2 || fields === 5)) {
       throw refused('cursor is of an earlier form of this route; ask for the first page again');
     }
