@@ -63,6 +63,7 @@ export function configureApp(app: NestExpressApplication, config: AppConfig): ()
       headersFor: (path) =>
         path.startsWith(docsPrefix) || path.startsWith(dashboardPrefix) ? docsHeaders : apiHeaders,
       quiet: (path) => path.includes('/health/'),
+      responsePrototype: (app.getHttpAdapter().getInstance() as { response: object }).response,
     }),
   );
   // Nest's own not-found handler lives under the prefix: answer everything else here, in the same body.

@@ -1,4 +1,4 @@
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer, request as httpRequest, ServerResponse, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import helmet from 'helmet';
@@ -21,11 +21,16 @@ describe('recordHeaders', () => {
   });
 });
 
+/** The answers of the test's server, whose prototype the middleware observes. */
+class ObservedResponse extends ServerResponse {}
+
 describe('httpObservability', () => {
   let server: Server;
   let port: number;
   const lines: Record<string, unknown>[] = [];
   const metrics = new MetricsRegistry();
+  /** Each answer's own `close` listeners when the handler got it. */
+  const closeListeners: number[] = [];
   /** Called when the /hang handler holds a request (the test that sends one sets it). */
   let hanging = (): void => undefined;
 
@@ -45,10 +50,12 @@ describe('httpObservability', () => {
         ['X-Powered-By', undefined],
       ],
       quiet: (path) => path.startsWith('/health'),
+      responsePrototype: ObservedResponse.prototype,
     });
-    server = createServer((req, res) => {
+    server = createServer({ ServerResponse: ObservedResponse }, (req, res) => {
       res.setHeader('X-Powered-By', 'should be removed');
       observe(req, res, () => {
+        closeListeners.push(res.listenerCount('close'));
         const path = (req.url ?? '').split('?')[0];
         if (path === '/hang') {
           hanging(); // answered never: the client aborts
@@ -81,6 +88,13 @@ describe('httpObservability', () => {
     for (let i = 0; i < 100 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
     return check();
   };
+
+  it('puts no listener on an answer: it observes their end on their prototype', async () => {
+    closeListeners.length = 0;
+    await get('/ok');
+    await get('/bad');
+    expect(closeListeners).toEqual([0, 0]);
+  });
 
   it('sets the request id and the recorded headers', async () => {
     const answer = await get('/ok', { 'X-Request-Id': 'trace-0001.a_b' });
