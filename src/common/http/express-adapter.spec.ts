@@ -1,5 +1,5 @@
 import { Agent, createServer, get, IncomingMessage, ServerResponse, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import {
@@ -146,5 +146,37 @@ describe('closeConnectionsOnceAnswered', () => {
     answerFirst();
     expect(await first).toEqual({ connection: 'close', body: 'first' });
     expect(await closed).toBeLessThan(5_000);
+  });
+
+  it('an answer already begun at the stop keeps its keep-alive header, and its connection is closed once it ends', async () => {
+    let answerRest: () => void = () => undefined;
+    let begun: () => void = () => undefined;
+    const headersSent = new Promise<void>((resolve) => (begun = resolve));
+    server = createServer({ keepAliveTimeout: 20_000 }, (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/plain' });
+      response.write('begun;');
+      answerRest = () => response.end('ended');
+      begun();
+    });
+    const stop = closeConnectionsOnceAnswered(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets: Socket[] = [];
+    server.on('connection', (socket: Socket) => sockets.push(socket));
+    const answer = getThrough(agent, port);
+    await headersSent;
+    stop();
+    const closed = new Promise<number>((resolve) => {
+      const started = Date.now();
+      server.close(() => resolve(Date.now() - started));
+    });
+    answerRest();
+    // Its headers went out before the stop: they promised keep-alive, and the body is whole.
+    expect(await answer).toEqual({ connection: 'keep-alive', body: 'begun;ended' });
+    // The server closed the connection once the answer ended, not after keepAliveTimeout (20 s).
+    expect(await closed).toBeLessThan(5_000);
+    expect(sockets).toHaveLength(1);
+    expect(sockets[0].destroyed).toBe(true);
   });
 });
