@@ -10,7 +10,7 @@ import {
   type TestClient,
 } from './support/auth.js';
 import { bearer } from './support/identity.js';
-import { childEnv, CLI_JS, runNode } from './support/processes.js';
+import { runCli } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { DIRECTORY } from './support/transfers.js';
 import { createOwner, openAccount, type AccountInfo } from './support/wallet.js';
@@ -32,15 +32,9 @@ describe('apps disable / apps enable (the CLI beside a running API)', () => {
   let account: AccountInfo;
   let receiver: WebhookReceiver;
 
-  const cli = (args: string[]) =>
-    runNode(
-      CLI_JS,
-      args,
-      childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' }),
-    );
-  /** A command that must succeed with one JSON document. */
+  /** A command that must succeed with one JSON document, and write nothing on stderr. */
   const cliJson = async (args: string[]): Promise<unknown> => {
-    const result = await cli(args);
+    const result = await runCli(t, args);
     expect({ args, code: result.code, stderr: result.stderr }).toStrictEqual({ args, code: 0, stderr: '' });
     return JSON.parse(result.stdout) as unknown;
   };

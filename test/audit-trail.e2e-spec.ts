@@ -13,7 +13,7 @@ import { encodeTransferRequest } from '../src/modules/transfers/transfer-functio
 import { MINOR_UNITS } from '../src/modules/wallet/money.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
 import { bearer, companyBody, userBody } from './support/identity.js';
-import { childEnv, CLI_JS, runNode } from './support/processes.js';
+import { cliJson, runCli } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { DIRECTORY, transferBody } from './support/transfers.js';
 import { accountBody, createOwner, limitsOf, openAccount, setBalance } from './support/wallet.js';
@@ -169,6 +169,29 @@ describe('audit trail', () => {
     principal: app.appId,
   });
 
+  /** The case of `GET route` (`/v1/users/{uuid}/…`): a read of `resourceType` of a new owner; 404 for none. */
+  const ownerRead = (
+    route: string,
+    newOwner: () => Promise<string>,
+    resourceType: string,
+  ): Record<string, Case> => {
+    const path = (owner: string) => route.replace('{uuid}', owner);
+    const read: Case = {
+      valid: async (who) => {
+        const owner = await newOwner();
+        return {
+          method: 'get',
+          path: path(owner),
+          ...(await as(who, owner)),
+          status: 200,
+          records: one(resourceType, owner, 'read'),
+        };
+      },
+      refused: async () => refusal('get', path(missing)),
+    };
+    return { [`GET ${route}`]: read };
+  };
+
   /** Operation → its case. Owner-scoped fixtures are owned by the subject when a user token calls. */
   const CASES: Record<string, Case> = {
     'POST /v1/users': {
@@ -254,32 +277,8 @@ describe('audit trail', () => {
       // A user without KYC data: 404.
       refused: async () => refusal('patch', `/v1/users/${await newUser()}/kyc-data`, { isPep: true }),
     },
-    'GET /v1/users/{uuid}/kyc-data': {
-      valid: async (who) => {
-        const user = await userWithKyc();
-        return {
-          method: 'get',
-          path: `/v1/users/${user}/kyc-data`,
-          ...(await as(who, user)),
-          status: 200,
-          records: one('kyc_data', user, 'read'),
-        };
-      },
-      refused: async () => refusal('get', `/v1/users/${missing}/kyc-data`),
-    },
-    'GET /v1/users/{uuid}/kyc-data/history': {
-      valid: async (who) => {
-        const user = await userWithKyc();
-        return {
-          method: 'get',
-          path: `/v1/users/${user}/kyc-data/history`,
-          ...(await as(who, user)),
-          status: 200,
-          records: one('kyc_history', user, 'read'),
-        };
-      },
-      refused: async () => refusal('get', `/v1/users/${missing}/kyc-data/history`),
-    },
+    ...ownerRead('/v1/users/{uuid}/kyc-data', userWithKyc, 'kyc_data'),
+    ...ownerRead('/v1/users/{uuid}/kyc-data/history', userWithKyc, 'kyc_history'),
     'POST /v1/companies': {
       valid: async (who) => {
         if (who === 'client') {
@@ -348,32 +347,8 @@ describe('audit trail', () => {
       refused: async () =>
         refusal('post', `/v1/companies/${await newCompany()}/kyc-data`, { data: 'x' }, 400),
     },
-    'GET /v1/companies/{uuid}/kyc-data': {
-      valid: async (who) => {
-        const company = await newCompany();
-        return {
-          method: 'get',
-          path: `/v1/companies/${company}/kyc-data`,
-          ...(await as(who, company)),
-          status: 200,
-          records: one('kyc_data', company, 'read'),
-        };
-      },
-      refused: async () => refusal('get', `/v1/companies/${missing}/kyc-data`),
-    },
-    'GET /v1/companies/{uuid}/kyc-data/history': {
-      valid: async (who) => {
-        const company = await newCompany();
-        return {
-          method: 'get',
-          path: `/v1/companies/${company}/kyc-data/history`,
-          ...(await as(who, company)),
-          status: 200,
-          records: one('kyc_history', company, 'read'),
-        };
-      },
-      refused: async () => refusal('get', `/v1/companies/${missing}/kyc-data/history`),
-    },
+    ...ownerRead('/v1/companies/{uuid}/kyc-data', newCompany, 'kyc_data'),
+    ...ownerRead('/v1/companies/{uuid}/kyc-data/history', newCompany, 'kyc_history'),
     'POST /v1/users/{uuid}/documents': {
       valid: async (who) => {
         const user = await newUser();
@@ -1208,25 +1183,12 @@ describe('audit trail', () => {
   });
 
   describe('CLI', () => {
-    const cli = (args: string[]) =>
-      runNode(
-        CLI_JS,
-        args,
-        childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' }),
-      );
-    const cliJson = async <T>(args: string[]): Promise<T> => {
-      const result = await cli(args);
-      if (result.code !== 0)
-        throw new Error(`cli ${args.join(' ')} failed (${result.code}): ${result.stderr}`);
-      return JSON.parse(result.stdout) as T;
-    };
-
     it('records application and key changes as cli:<OS user>, and audit list prints them as JSON', async () => {
       const keyFile = `${t.dataDir}/audit-key.pem`;
       const { writeFileSync } = await import('node:fs');
       const pem = (): string => freshKeyPair().publicPem;
       writeFileSync(keyFile, pem());
-      const created = await cliJson<{ appId: string; keyId: string }>([
+      const created = await cliJson<{ appId: string; keyId: string }>(t, [
         'apps',
         'create',
         '--name',
@@ -1235,7 +1197,7 @@ describe('audit trail', () => {
         keyFile,
       ]);
       writeFileSync(keyFile, pem());
-      const added = await cliJson<{ keyId: string }>([
+      const added = await cliJson<{ keyId: string }>(t, [
         'apps',
         'add-key',
         '--app-id',
@@ -1243,8 +1205,8 @@ describe('audit trail', () => {
         '--public-key',
         keyFile,
       ]);
-      await cliJson(['apps', 'revoke-key', '--app-id', created.appId, '--key-id', added.keyId]);
-      const rotated = await cliJson<{ kid: string }>(['keys', 'rotate']);
+      await cliJson(t, ['apps', 'revoke-key', '--app-id', created.appId, '--key-id', added.keyId]);
+      const rotated = await cliJson<{ kid: string }>(t, ['keys', 'rotate']);
 
       const listed = await cliJson<{
         items: {
@@ -1257,7 +1219,7 @@ describe('audit trail', () => {
           requestId: string | null;
         }[];
         nextCursor: string | null;
-      }>(['audit', 'list', '--app', created.appId]);
+      }>(t, ['audit', 'list', '--app', created.appId]);
       const user = userInfo().username;
       expect(
         listed.items.map((record) => ({ ...record, id: undefined, at: undefined, appId: undefined })),
@@ -1285,20 +1247,20 @@ describe('audit trail', () => {
       // A signing key concerns no application: found by its kid.
       const keyRecords = await cliJson<{
         items: { appId: string | null; action: string; outcome: string }[];
-      }>(['audit', 'list', '--resource', rotated.kid]);
+      }>(t, ['audit', 'list', '--resource', rotated.kid]);
       expect(keyRecords.items).toEqual([
         expect.objectContaining({ appId: null, action: 'keys rotate', outcome: 'created' }),
       ]);
       // A key id is not a uuid: compared as given (a thumbprint's case matters); a uuid in any case.
       expect(rotated.kid.toUpperCase()).not.toBe(rotated.kid);
-      const otherCase = await cliJson<{ items: unknown[] }>([
+      const otherCase = await cliJson<{ items: unknown[] }>(t, [
         'audit',
         'list',
         '--resource',
         rotated.kid.toUpperCase(),
       ]);
       expect(otherCase.items).toEqual([]);
-      const byUpperCase = await cliJson<{ items: { resourceId: string; action: string }[] }>([
+      const byUpperCase = await cliJson<{ items: { resourceId: string; action: string }[] }>(t, [
         'audit',
         'list',
         '--resource',
@@ -1309,7 +1271,7 @@ describe('audit trail', () => {
       ]);
 
       // Paging: --limit 1 gives a cursor that --after takes.
-      const page = await cliJson<{ items: { resourceId: string }[]; nextCursor: string }>([
+      const page = await cliJson<{ items: { resourceId: string }[]; nextCursor: string }>(t, [
         'audit',
         'list',
         '--app',
@@ -1318,7 +1280,7 @@ describe('audit trail', () => {
         '1',
       ]);
       expect(page.items).toHaveLength(1);
-      const next = await cliJson<{ items: { resourceId: string }[] }>([
+      const next = await cliJson<{ items: { resourceId: string }[] }>(t, [
         'audit',
         'list',
         '--app',
@@ -1330,13 +1292,13 @@ describe('audit trail', () => {
       ]);
       expect(next.items[0].resourceId).toBe(created.keyId);
 
-      const bad = await cli(['audit', 'list', '--from', 'yesterday']);
+      const bad = await runCli(t, ['audit', 'list', '--from', 'yesterday']);
       expect(bad.code).not.toBe(0);
       expect(bad.stderr).toContain('from');
     }, 180_000);
 
     it("records webhooks send-test and replay as cli:<OS user>, for the event's application; a refused replay leaves none", async () => {
-      const sent = await cliJson<{ eventId: string }>(['webhooks', 'send-test', '--app-id', app.appId]);
+      const sent = await cliJson<{ eventId: string }>(t, ['webhooks', 'send-test', '--app-id', app.appId]);
       const records = async () =>
         (await t.dataSource.query(
           `SELECT app_id, principal_type, principal, action, outcome FROM audit_records
@@ -1353,13 +1315,13 @@ describe('audit trail', () => {
       expect(await records()).toEqual([cliRecord('webhooks send-test', 'created')]);
 
       // Still pending (no worker here): the replay is refused and leaves no record.
-      const refused = await cli(['webhooks', 'replay', '--event-id', sent.eventId]);
+      const refused = await runCli(t, ['webhooks', 'replay', '--event-id', sent.eventId]);
       expect(refused.code).not.toBe(0);
       expect(await records()).toEqual([cliRecord('webhooks send-test', 'created')]);
 
       await t.dataSource.query(`UPDATE webhook_events SET status = 'failed' WHERE id = $1`, [sent.eventId]);
       // The event's id typed in upper case is recorded as PostgreSQL prints it (found by its resource id).
-      await cliJson(['webhooks', 'replay', '--event-id', sent.eventId.toUpperCase()]);
+      await cliJson(t, ['webhooks', 'replay', '--event-id', sent.eventId.toUpperCase()]);
       expect(await records()).toEqual([
         cliRecord('webhooks send-test', 'created'),
         cliRecord('webhooks replay', 'replayed'),
@@ -1368,7 +1330,7 @@ describe('audit trail', () => {
 
     /** `transfers inbound` of `amount` to a new account of the application, through the CLI. */
     const inbound = async (amount: string) =>
-      cliJson<{ transferId: string }>([
+      cliJson<{ transferId: string }>(t, [
         'transfers',
         'inbound',
         '--cvu',
@@ -1402,7 +1364,7 @@ describe('audit trail', () => {
 
     it("shows the application an operator's command as cli:operator, never the OS user; audit list keeps the OS user (decision 0082)", async () => {
       const deposit = await inbound('12');
-      const sent = await cliJson<{ eventId: string }>(['webhooks', 'send-test', '--app-id', app.appId]);
+      const sent = await cliJson<{ eventId: string }>(t, ['webhooks', 'send-test', '--app-id', app.appId]);
       const shown = (principal: string) => [
         { principalType: 'cli', principal, action: 'transfers inbound', resourceId: deposit.transferId },
         { principalType: 'cli', principal, action: 'webhooks send-test', resourceId: sent.eventId },
@@ -1446,7 +1408,7 @@ describe('audit trail', () => {
       );
 
       // The operator, through audit list: the OS user who ran each command, as stored.
-      const listed = await cliJson<{ items: Record<string, unknown>[] }>([
+      const listed = await cliJson<{ items: Record<string, unknown>[] }>(t, [
         'audit',
         'list',
         '--app',
@@ -1527,7 +1489,7 @@ describe('audit trail', () => {
       });
 
       // And the CLI lists what these plans read: the first page of every application's records.
-      const listed = await cliJson<{ items: { id: string }[] }>(['audit', 'list', '--limit', '3']);
+      const listed = await cliJson<{ items: { id: string }[] }>(t, ['audit', 'list', '--limit', '3']);
       const first = (await t.dataSource.query(
         'SELECT id::text AS id FROM audit_records ORDER BY at, id LIMIT 3',
       )) as { id: string }[];
@@ -1569,16 +1531,7 @@ describe('audit trail', () => {
       // A lost retirement as well; and a command catches up before its own change, which it records as itself.
       await keys.rotate(); // the current key cannot be retired: another first (also lost, also caught up)
       await keys.retire(lost.kid);
-      const cli = async (args: string[]) => {
-        const result = await runNode(
-          CLI_JS,
-          args,
-          childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' }),
-        );
-        expect(result.code).toBe(0);
-        return JSON.parse(result.stdout) as { kid: string };
-      };
-      const rotated = await cli(['keys', 'rotate']);
+      const rotated = await cliJson<{ kid: string }>(t, ['keys', 'rotate']);
       expect(await keyRecords(lost.kid)).toEqual([bySystem('created'), bySystem('retired')]);
       expect(await keyRecords(rotated.kid)).toEqual([
         {

@@ -18,7 +18,7 @@ import {
   type Party,
   type Running,
 } from './support/bank.js';
-import { childEnv, CLI_JS, freePort, isProcessRunning, runNode, waitFor } from './support/processes.js';
+import { childEnv, freePort, isProcessRunning, waitFor } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 /**
  * The bank invariant under a seeded random workload (issue 9, suite 1).
@@ -89,15 +89,7 @@ describe(`bank invariant under a seeded random workload (${backend} queue backen
         const pending = await waitFor(async () => (await bank.inFlight()).length === 0, 30_000, 100);
         if (!pending) bank.violation(`not final after 30 s: ${JSON.stringify(await bank.inFlight())}`);
         await bank.checkFinal();
-        const cli = await runNode(
-          CLI_JS,
-          ['ledger', 'verify'],
-          childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' }),
-        );
-        if (cli.code !== 0 || !/"ok":\s*true/.test(cli.stdout))
-          bank.violation(
-            `ledger verify (CLI) exited ${cli.code}: ${cli.stdout.slice(0, 500)} ${cli.stderr.slice(-500)}`,
-          );
+        await bank.verifyLedgerByCli();
         bank.assertClean('at the end');
         expect(bank.stats.accepted).toBeGreaterThan(PLAIN_OPS / 4);
         expect(bank.stats.invariantChecks).toBeGreaterThan(2);

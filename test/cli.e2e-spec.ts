@@ -5,7 +5,7 @@ import path from 'node:path';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import pg from 'pg';
 import { createTestDatabase } from './support/database.js';
-import { childEnv, CLI_JS, runNode, type ProcessResult } from './support/processes.js';
+import { runCli, type ProcessResult } from './support/processes.js';
 import { freshKeyPair } from './support/keys.js';
 
 /**
@@ -36,7 +36,7 @@ describe('admin CLI (node dist/src/cli.js)', () => {
   });
 
   const cli = (args: string[], logLevel = 'silent'): Promise<ProcessResult> =>
-    runNode(CLI_JS, args, childEnv({ DATABASE_URL: database.url, DATA_DIR: dataDir, LOG_LEVEL: logLevel }));
+    runCli({ databaseUrl: database.url, dataDir }, args, { LOG_LEVEL: logLevel });
 
   /** Runs a command that must succeed and print exactly one JSON document on one line. */
   const cliJson = async <T>(args: string[], logLevel = 'silent'): Promise<T> => {
@@ -252,16 +252,9 @@ describe('admin CLI (node dist/src/cli.js)', () => {
 
   it('stops with the configuration exit (78) when PostgreSQL reads OPERATIONS_TIME_ZONE otherwise than the runtime (decision 0098)', async () => {
     // An old alias the runtime's ICU still takes and PostgreSQL's zone files no longer have.
-    const result = await runNode(
-      CLI_JS,
-      ['keys', 'list'],
-      childEnv({
-        DATABASE_URL: database.url,
-        DATA_DIR: dataDir,
-        LOG_LEVEL: 'silent',
-        OPERATIONS_TIME_ZONE: 'Canada/East-Saskatchewan',
-      }),
-    );
+    const result = await runCli({ databaseUrl: database.url, dataDir }, ['keys', 'list'], {
+      OPERATIONS_TIME_ZONE: 'Canada/East-Saskatchewan',
+    });
     expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 78, stdout: '' });
     expect(result.stderr).toMatch(
       /OPERATIONS_TIME_ZONE "Canada\/East-Saskatchewan": PostgreSQL does not know it/,

@@ -10,7 +10,8 @@ import { createTestDatabase } from './support/database.js';
 import { bearer } from './support/identity.js';
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
-import { balanceOf, DIRECTORY, pollUntil, postTransfer, transferBody } from './support/transfers.js';
+import { pollValue } from './support/poll.js';
+import { balanceOf, DIRECTORY, postTransfer, transferBody } from './support/transfers.js';
 import { createOwner, openAccount, setBalance, type AccountInfo } from './support/wallet.js';
 
 /** A one-pixel PNG. */
@@ -232,7 +233,7 @@ describe('the database out of reach', () => {
       await direct.query('BEGIN');
       await direct.query('SELECT 1 FROM ledger_accounts WHERE id = $1 FOR UPDATE', [receiver.uuid]);
       const firstSent = started(postTransfer(t.http, token, transferBody(first.uuid, receiver.cvu, 10)));
-      await pollUntil(
+      await pollValue(
         async () => t.app.get(TransferBatcher).load().calls,
         (calls) => calls === 1,
       );
@@ -248,7 +249,7 @@ describe('the database out of reach', () => {
         postTransfer(t.http, token, transferBody(external.uuid, DIRECTORY.nacion.number, 12, { summary })),
       ].map(started);
       expect(
-        await pollUntil(
+        await pollValue(
           async () => t.app.get(TransferBatcher).load(),
           (load) => load.waiting === 5,
         ),
@@ -323,7 +324,7 @@ describe('the database out of reach', () => {
       expect503(response);
       // Whatever still runs a transfer call in this database (the lost call's backend, had it not been ended)
       // finishes before the rows are counted.
-      const running = await pollUntil(
+      const running = await pollValue(
         async () =>
           (
             await direct.query<{ n: number }>(

@@ -12,7 +12,7 @@ import {
 import { accessToken, registerClient } from './support/auth.js';
 import { createTestDatabase, holdTransaction } from './support/database.js';
 import { binary, PNG, userBody } from './support/identity.js';
-import { childEnv, CLI_JS, runNode } from './support/processes.js';
+import { runCli } from './support/processes.js';
 import { startS3Peer, type S3Peer } from './support/s3-server.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { pollUntil } from './support/webhook-receiver.js';
@@ -43,11 +43,7 @@ function onDisk(app: () => TestApp): StorageProbe & { file(key: string): string 
 
 /** `documents reap` through the built CLI against `t`'s database and DATA_DIR, with `env` besides. */
 const reapCli = (t: TestApp, args: string[], env: Record<string, string> = {}) =>
-  runNode(
-    CLI_JS,
-    ['documents', 'reap', ...args],
-    childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent', ...env }),
-  );
+  runCli(t, ['documents', 'reap', ...args], env);
 
 /** An application with a user, and its token: uploads go through the API as clients send them. */
 async function applicationWithUser(t: TestApp) {

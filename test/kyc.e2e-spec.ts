@@ -9,7 +9,7 @@ import { QueueFactory } from '../src/common/queue/queue.factory.js';
 import { accessToken, registerClient, subjectToken, type TestClient } from './support/auth.js';
 import { companyBody, userBody } from './support/identity.js';
 import { holdTransaction } from './support/database.js';
-import { pollUntil } from './support/webhook-receiver.js';
+import { pollFor, pollUntil } from './support/poll.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 
 const PNG = Buffer.from(
@@ -17,16 +17,6 @@ const PNG = Buffer.from(
   'base64',
 );
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n');
-
-async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 /** The validation items of a 400, as path and type. */
 const expectFields = (body: { detail?: { items?: { path: string; type: string }[] } }) =>
@@ -198,6 +188,10 @@ describe('KYC documents and sessions', () => {
         .send(documentUuid ? { documentUuid } : {});
     const session = async (id: string) =>
       (await request(t.http).get(`/v1/kyc/sessions/${id}`).set(auth())).body;
+    /** A new session of the user `owner` (the suite's user unless told): its id. */
+    const newSession = async (owner = userId) =>
+      (await request(t.http).post('/v1/kyc/sessions').set(auth()).send({ ownerType: 'USER', ownerId: owner }))
+        .body.uuid as string;
     const stepStatus = async (id: string, step: string) =>
       ((await session(id)).steps as { step: string; status: string }[]).find((s) => s.step === step)!.status;
 
@@ -222,13 +216,16 @@ describe('KYC documents and sessions', () => {
       const front = await submit(id, 'DOCUMENT_FRONT', await uploadNamed(userId, 'front'));
       expect(front.status).toBe(202);
       expect(front.body.status).toBe('IN_PROGRESS');
-      await waitFor(async () => ((await stepStatus(id, 'DOCUMENT_FRONT')) === 'SUCCESS' ? true : undefined));
+      await pollUntil(
+        'the front step to succeed',
+        async () => (await stepStatus(id, 'DOCUMENT_FRONT')) === 'SUCCESS',
+      );
       expect((await submit(id, 'DOCUMENT_FRONT', await uploadNamed(userId, 'again'))).status).toBe(403);
 
       expect((await submit(id, 'DOCUMENT_BACK', await uploadNamed(userId, 'back'))).status).toBe(202);
       expect((await submit(id, 'SELFIE', await uploadNamed(userId, 'selfie'))).status).toBe(202);
       expect((await submit(id, 'GOVERNMENTAL_CHECK_SELFIE')).status).toBe(202);
-      const done = await waitFor(async () => {
+      const done = await pollFor('the session to be approved', async () => {
         const current = await session(id);
         return current.status === 'APPROVED' ? current : undefined;
       });
@@ -257,16 +254,11 @@ describe('KYC documents and sessions', () => {
     });
 
     it('rejects the session when the simulator fails a step (documents named FAIL…)', async () => {
-      const id = (
-        await request(t.http)
-          .post('/v1/kyc/sessions')
-          .set(auth())
-          .send({ ownerType: 'USER', ownerId: userId })
-      ).body.uuid as string;
+      const id = await newSession();
       expect(
         (await submit(id, 'DOCUMENT_FRONT', await uploadNamed(userId, 'FAIL blurry photo'))).status,
       ).toBe(202);
-      const rejected = await waitFor(async () => {
+      const rejected = await pollFor('the session to be rejected', async () => {
         const current = await session(id);
         return current.status === 'REJECTED' ? current : undefined;
       });
@@ -291,12 +283,7 @@ describe('KYC documents and sessions', () => {
     });
 
     it('refuses bad submissions', async () => {
-      const id = (
-        await request(t.http)
-          .post('/v1/kyc/sessions')
-          .set(auth())
-          .send({ ownerType: 'USER', ownerId: userId })
-      ).body.uuid as string;
+      const id = await newSession();
       const badStep = await submit(id, 'FINGERPRINT', await uploadNamed(userId, 'x'));
       expect(badStep.status).toBe(400);
       expect(badStep.body.detail.items[0]).toMatchObject({ path: 'step', type: 'invalid' });
@@ -317,12 +304,7 @@ describe('KYC documents and sessions', () => {
     });
 
     it('scopes sessions to the application and to the subject', async () => {
-      const id = (
-        await request(t.http)
-          .post('/v1/kyc/sessions')
-          .set(auth())
-          .send({ ownerType: 'USER', ownerId: userId })
-      ).body.uuid as string;
+      const id = await newSession();
       const own = await subjectToken(client, userId);
       expect((await request(t.http).get(`/v1/kyc/sessions/${id}`).set(auth(own))).status).toBe(200);
       const stranger = await subjectToken(client, otherUserId);
@@ -343,9 +325,7 @@ describe('KYC documents and sessions', () => {
     it("a deleted owner's sessions are 404, and no step can be submitted to them", async () => {
       const owner = await createUser();
       const selfie = await uploadNamed(owner, 'selfie');
-      const id = (
-        await request(t.http).post('/v1/kyc/sessions').set(auth()).send({ ownerType: 'USER', ownerId: owner })
-      ).body.uuid as string;
+      const id = await newSession(owner);
       expect((await request(t.http).delete(`/v1/users/${owner}`).set(auth())).status).toBe(204);
       for (const as of [token, await subjectToken(client, owner)]) {
         const read = await request(t.http).get(`/v1/kyc/sessions/${id}`).set(auth(as));

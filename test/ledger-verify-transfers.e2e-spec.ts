@@ -15,7 +15,7 @@ import {
 } from '../src/modules/wallet/ledger/ledger.service.js';
 import { holdTransaction } from './support/database.js';
 import { bearer } from './support/identity.js';
-import { childEnv, CLI_JS, runNode } from './support/processes.js';
+import { runCli } from './support/processes.js';
 import type { TestApp } from './support/test-app.js';
 import { postTransfer, setFees, transferBody, UNLISTED_CBU } from './support/transfers.js';
 import { startWithTwoApplications } from './support/two-applications.js';
@@ -140,11 +140,7 @@ describe('ledger verify checks the system accounts and the entries against the t
   const verifyCli = async (): Promise<{ code: number | null; report: VerifyReport }> => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), 'ledger-verify-cli-'));
     try {
-      const result = await runNode(
-        CLI_JS,
-        ['ledger', 'verify'],
-        childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'silent' }),
-      );
+      const result = await runCli({ databaseUrl: t.databaseUrl, dataDir }, ['ledger', 'verify']);
       return { code: result.code, report: JSON.parse(result.stdout) as VerifyReport };
     } finally {
       rmSync(dataDir, { recursive: true, force: true });

@@ -10,10 +10,10 @@ import { subjectToken } from './support/auth.js';
 import { bearer, companyBody, cuitDigit, userBody } from './support/identity.js';
 import { canonicalTies, maskAnswers, type Answer, type Issued } from './support/recorded-answers.js';
 import type { TestApp } from './support/test-app.js';
+import { pollValue } from './support/poll.js';
 import {
   counterParty,
   DIRECTORY,
-  pollUntil,
   postTransfer,
   setFees,
   setLimits,
@@ -108,7 +108,7 @@ describe('read routes answer as recorded before the write-each-fact-once change'
 
     /** Waits until no transfer is in flight and every event is delivered: nothing of a step runs on. */
     const settle = async () => {
-      const open = await pollUntil(
+      const open = await pollValue(
         async () =>
           (
             (await t.dataSource.query(

@@ -15,7 +15,8 @@ import { createTestDatabase } from './support/database.js';
 import { bearer } from './support/identity.js';
 import { childEnv, freePort, MAIN_JS, waitFor, WORKER_JS } from './support/processes.js';
 import { startTestApp, TEST_BASE_URL, type TestApp, type TestAppOptions } from './support/test-app.js';
-import { DIRECTORY, pollUntil, postTransfer, transferBody, transferStatus } from './support/transfers.js';
+import { pollValue } from './support/poll.js';
+import { DIRECTORY, postTransfer, transferBody, transferStatus } from './support/transfers.js';
 import { createOwner, openAccount, setBalance } from './support/wallet.js';
 
 const METRICS_TOKEN = 'operator-token-for-tests';
@@ -113,7 +114,7 @@ describe('requests that hand over to the queue while Redis is down', () => {
     await own.startRedis();
     const transferId = transfer.answer.body.uuid as string;
     const smsId = sms.answer.body.message_id as string;
-    const settled = await pollUntil(
+    const settled = await pollValue(
       async () => {
         const [message] = (await t.dataSource.query('SELECT status FROM sms_messages WHERE id = $1', [
           smsId,
@@ -228,7 +229,7 @@ describe('an application with its workers started while Redis is down', () => {
 
       redis = await startRedis(port);
       const maintenance = t.app.get(QueueFactory).queue(QUEUES.maintenance);
-      const registered = await pollUntil(
+      const registered = await pollValue(
         async () => ({
           scheduler: Boolean(await maintenance.getJobScheduler(JOBS.pruneUsedAssertions)),
           ready: (await request(t.http).get('/v1/health/ready')).status,
@@ -279,7 +280,7 @@ async function expiredAssertion(t: TestApp): Promise<() => Promise<boolean>> {
  */
 async function registered(t: TestApp): Promise<(number | undefined)[]> {
   const maintenance = t.app.get(QueueFactory).queue(QUEUES.maintenance);
-  const state = await pollUntil(
+  const state = await pollValue(
     async () => ({
       next: await schedulers(t),
       pruned: (await maintenance.getJobs(['completed'])).some((job) => job.name === JOBS.pruneUsedAssertions),
@@ -293,7 +294,7 @@ async function registered(t: TestApp): Promise<(number | undefined)[]> {
 
 /** Within `boundMs`, every scheduler is back and the pruner has deleted the expired assertion. */
 async function expectBack(t: TestApp, pruned: () => Promise<boolean>, boundMs: number): Promise<void> {
-  const back = await pollUntil(
+  const back = await pollValue(
     async () => ({ schedulers: (await schedulers(t)).map(Boolean), pruned: await pruned() }),
     (state) => state.schedulers.every(Boolean) && state.pruned,
     boundMs,

@@ -22,15 +22,7 @@ import {
   type Running,
 } from './support/bank.js';
 import { bearer } from './support/identity.js';
-import {
-  childEnv,
-  CLI_JS,
-  freePort,
-  isProcessRunning,
-  MAIN_JS,
-  runNode,
-  waitFor,
-} from './support/processes.js';
+import { childEnv, freePort, isProcessRunning, MAIN_JS, runCli, waitFor } from './support/processes.js';
 import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
 import { transferBody } from './support/transfers.js';
 import { createOwner, openAccount, setBalance, type AccountInfo } from './support/wallet.js';
@@ -142,18 +134,6 @@ describe(`scale-out: 3 API processes and 2 workers (${backend} queue backend, se
       `SELECT id, subject FROM webhook_events WHERE event = 'transfer_update' ORDER BY seq`,
     );
 
-  const ledgerVerifyByCli = async () => {
-    const cli = await runNode(
-      CLI_JS,
-      ['ledger', 'verify'],
-      childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' }),
-    );
-    if (cli.code !== 0 || !/"ok":\s*true/.test(cli.stdout))
-      bank.violation(
-        `ledger verify (CLI) exited ${cli.code}: ${cli.stdout.slice(0, 500)} ${cli.stderr.slice(-500)}`,
-      );
-  };
-
   it(
     '1. the bank workload across three APIs: conserved, nothing negative, settled once, delivered once',
     () =>
@@ -165,7 +145,7 @@ describe(`scale-out: 3 API processes and 2 workers (${backend} queue backend, se
         const final = await waitFor(async () => (await bank.inFlight()).length === 0, 30_000, 100);
         if (!final) bank.violation(`not final after 30 s: ${JSON.stringify(await bank.inFlight())}`);
         await bank.checkFinal();
-        await ledgerVerifyByCli();
+        await bank.verifyLedgerByCli();
         const events = await transferEvents();
         const delivered = await waitFor(
           () => events.every((event) => receiver.acknowledged(event.id).length > 0),
@@ -240,7 +220,7 @@ describe(`scale-out: 3 API processes and 2 workers (${backend} queue backend, se
         if (!final)
           bank.violation(`not final after the recovery sweep: ${JSON.stringify(await bank.inFlight())}`);
         await bank.checkFinal();
-        await ledgerVerifyByCli();
+        await bank.verifyLedgerByCli();
         const events = await transferEvents();
         const delivered = await waitFor(
           () => events.every((event) => receiver.acknowledged(event.id).length > 0),
@@ -474,11 +454,7 @@ describe(`scale-out: 3 API processes and 2 workers (${backend} queue backend, se
         ),
       );
     expect(await read()).toEqual([200, 200, 200]); // every API now holds the verification in its cache
-    const cli = await runNode(
-      CLI_JS,
-      ['apps', 'revoke-key', '--app-id', client.appId, '--key-id', client.keyId],
-      childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' }),
-    );
+    const cli = await runCli(t, ['apps', 'revoke-key', '--app-id', client.appId, '--key-id', client.keyId]);
     expect(cli.code).toBe(0);
     const revokedAt = Date.now();
     // Refused at once for a new token on every API (the key is read from the database)…

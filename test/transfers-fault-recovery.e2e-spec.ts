@@ -13,14 +13,8 @@ import { accessToken, registerClient } from './support/auth.js';
 import { capturedLogger } from './support/logs.js';
 import { childEnv, ROOT, waitFor, WORKER_JS } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
-import {
-  balanceOf,
-  DIRECTORY,
-  pollUntil,
-  postTransfer,
-  transferBody,
-  transferStatus,
-} from './support/transfers.js';
+import { pollValue } from './support/poll.js';
+import { balanceOf, DIRECTORY, postTransfer, transferBody, transferStatus } from './support/transfers.js';
 import { createOwner, openAccount, setBalance } from './support/wallet.js';
 
 /**
@@ -80,7 +74,7 @@ describe('clearing recovery after a restart with transfers in flight', () => {
       stdio: 'ignore',
     });
     const ids = [ok.body.uuid, refused.body.uuid, deposit.body.uuid] as string[];
-    const finals = await pollUntil(
+    const finals = await pollValue(
       () => Promise.all(ids.map((id) => transferStatus(t.dataSource, id))),
       (statuses) => statuses.every((status) => !['INICIADO', 'EN_CURSO'].includes(status)),
       30_000,

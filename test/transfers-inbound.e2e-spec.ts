@@ -5,7 +5,7 @@ import request from 'supertest';
 import { LedgerService } from '../src/modules/wallet/ledger/ledger.service.js';
 import { accessToken, registerClient } from './support/auth.js';
 import { bearer } from './support/identity.js';
-import { childEnv, CLI_JS, runNode } from './support/processes.js';
+import { runCli } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import { createOwner, holdAccountClosing, openAccount, setBalance, UUID_V7 } from './support/wallet.js';
 
@@ -22,8 +22,7 @@ describe('cli transfers inbound: money arriving from the rail into a CVU', () =>
   let clientAppId: string;
   let account: { uuid: string; cvu: string };
 
-  const cli = (args: string[]) =>
-    runNode(CLI_JS, args, childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'silent' }));
+  const cli = (args: string[]) => runCli({ databaseUrl: t.databaseUrl, dataDir }, args);
 
   /** `transfers inbound` of `amount` into `cvu` from the directory's first account. */
   const inbound = (cvu: string, amount: string, extra: string[] = []) =>

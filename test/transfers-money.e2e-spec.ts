@@ -6,6 +6,7 @@ import { accessToken, registerClient, type TestClient } from './support/auth.js'
 import { holdTransaction } from './support/database.js';
 import { bearer, expectValidation, newCuit } from './support/identity.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
+import { pollValue } from './support/poll.js';
 import {
   balanceOf,
   counterParty,
@@ -13,7 +14,6 @@ import {
   ISO,
   moneyRowCounts,
   operadoOf,
-  pollUntil,
   postTransfer,
   setFees,
   setLimits,
@@ -198,7 +198,7 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
     const sent = Promise.all(
       senders.flatMap((sender) => [1, 2].map(() => send(transferBody(sender.uuid, receiver.cvu, 6)))),
     );
-    const waiting = await pollUntil(
+    const waiting = await pollValue(
       async () =>
         (
           (await t.dataSource.query(
@@ -383,7 +383,7 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
       });
       expect(await balance(sender.uuid)).toBe(898.4); // held: 100 + 1 + 0.6
       const id = response.body.uuid as string;
-      const final = await pollUntil(
+      const final = await pollValue(
         async () =>
           (await request(t.http).get(`/v1/wallet/transactions/${id}`).set('Authorization', bearer(token)))
             .body as Record<string, unknown>,
@@ -414,7 +414,7 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
         expect(await balance(sender.uuid)).toBe(899.4);
         const id = response.body.uuid as string;
         expect(
-          await pollUntil(
+          await pollValue(
             () => transferStatus(t.dataSource, id),
             (s) => s === expected,
           ),
@@ -467,7 +467,7 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
         expect(await balance(account.uuid)).toBe(held);
         const id = response.body.uuid as string;
         expect(
-          await pollUntil(
+          await pollValue(
             () => transferStatus(t.dataSource, id),
             (s) => s === 'ACREDITADO',
           ),
@@ -504,7 +504,7 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
       expect(response.body).toMatchObject({ status: 'INICIADO', counterParty: { type: 'EXTERNAL' } });
       const id = response.body.uuid as string;
       expect(
-        await pollUntil(
+        await pollValue(
           () => transferStatus(t.dataSource, id),
           (s) => s === 'ERROR_DATOS',
         ),
@@ -530,7 +530,7 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
     expect(await balance(account.uuid)).toBe(10);
     const id = response.body.uuid as string;
     expect(
-      await pollUntil(
+      await pollValue(
         () => transferStatus(t.dataSource, id),
         (s) => s === 'ACREDITADO',
       ),
@@ -569,7 +569,7 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
         const changing = change(account).then((response) => {
           answers.change = response;
         });
-        const seen = await pollUntil(
+        const seen = await pollValue(
           async () => ({ answered: answers.change !== undefined, waiting: await twin.waiting() }),
           ({ answered, waiting }) => answered || waiting >= 2,
         );
@@ -645,7 +645,7 @@ describe('transfers: money safety (real database, worker, clearing simulator)', 
 
   it('every status history is a legal path from COMMITING, and the ledger verifies', async () => {
     // No transfer of this file is left in flight.
-    await pollUntil(
+    await pollValue(
       async () =>
         (
           (await t.dataSource.query(

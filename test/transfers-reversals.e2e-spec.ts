@@ -16,7 +16,7 @@ import {
   expectUnauthorized,
   expectValidation,
 } from './support/identity.js';
-import { childEnv, CLI_JS, runNode } from './support/processes.js';
+import { runCli, type ProcessResult } from './support/processes.js';
 import type { TestApp } from './support/test-app.js';
 import {
   balanceOf,
@@ -138,11 +138,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
   const verify = async () => expect((await t.app.get(LedgerService).verify()).ok).toBe(true);
   /** `transfers …` through the built CLI, with `dataDir` as its DATA_DIR. */
   const transfersCli = (dataDir: string) => (args: string[]) =>
-    runNode(
-      CLI_JS,
-      ['transfers', ...args],
-      childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'silent' }),
-    );
+    runCli({ databaseUrl: t.databaseUrl, dataDir }, ['transfers', ...args]);
   /** `transfers return …` through the built CLI, with `dataDir` as its DATA_DIR. */
   const returnCli = (dataDir: string) => {
     const cli = transfersCli(dataDir);
@@ -156,7 +152,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
     ) as Promise<{ id: string; amount: string }[]>;
   /** A `transfers return` run that succeeded: exit 0, nothing on stderr, the return of `amount` to `sender`'s account. */
   const reportedReturn = (
-    result: Awaited<ReturnType<typeof runNode>>,
+    result: ProcessResult,
     sender: AccountInfo,
     w: string,
     amount: number,
@@ -176,7 +172,7 @@ describe('reversals of settled transfers and returns from the rail (real databas
   };
   /** `args` through `cli` refused: exit 1, nothing on stdout, `message` on stderr, nothing written anywhere. */
   const refusedByCli = async (
-    cli: (args: string[]) => ReturnType<typeof runNode>,
+    cli: (args: string[]) => Promise<ProcessResult>,
     args: string[],
     message: string,
   ) => {

@@ -16,7 +16,7 @@ import {
 } from './support/auth.js';
 import { createTestDatabase } from './support/database.js';
 import { proxyWithStatementLog, type PgStatementLog } from './support/pg-statements.js';
-import { childEnv, CLI_JS, runNode } from './support/processes.js';
+import { runCli } from './support/processes.js';
 import type { TcpProxy } from './support/tcp-proxy.js';
 import { startTestApp, TEST_BASE_URL, type TestApp } from './support/test-app.js';
 
@@ -218,11 +218,7 @@ describe('a key added by `apps add-key` (another process) after a refused try', 
 
     const keyFile = path.join(keyDir, 'added.pem');
     writeFileSync(keyFile, added.publicPem);
-    const cli = await runNode(
-      CLI_JS,
-      ['apps', 'add-key', '--app-id', client.appId, '--public-key', keyFile],
-      childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: t.dataDir, LOG_LEVEL: 'silent' }),
-    );
+    const cli = await runCli(t, ['apps', 'add-key', '--app-id', client.appId, '--public-key', keyFile]);
     expect(cli.code).toBe(0);
     expect(JSON.parse(cli.stdout)).toEqual({ appId: client.appId, keyId: viaAdded.keyId });
 

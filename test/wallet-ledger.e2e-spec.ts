@@ -18,7 +18,7 @@ import {
   expectValidation,
   type ValidationItem,
 } from './support/identity.js';
-import { childEnv, CLI_JS, runNode } from './support/processes.js';
+import { runCli } from './support/processes.js';
 import { startTestApp, type TestApp } from './support/test-app.js';
 import {
   cachedBalance,
@@ -687,11 +687,7 @@ describe('wallet balances on the double-entry ledger (real database)', () => {
     afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
     const verifyCli = async (): Promise<{ code: number | null; report: VerifyReport; stderr: string }> => {
-      const result = await runNode(
-        CLI_JS,
-        ['ledger', 'verify'],
-        childEnv({ DATABASE_URL: t.databaseUrl, DATA_DIR: dataDir, LOG_LEVEL: 'silent' }),
-      );
+      const result = await runCli({ databaseUrl: t.databaseUrl, dataDir }, ['ledger', 'verify']);
       const lines = result.stdout.split('\n').filter((line) => line !== '');
       expect(lines).toHaveLength(1);
       return { code: result.code, report: JSON.parse(lines[0]) as VerifyReport, stderr: result.stderr };

@@ -4,7 +4,7 @@ import { canMove, type TransferStatus } from '../../src/modules/transfers/transf
 import { LedgerService, systemAccountId } from '../../src/modules/wallet/ledger/ledger.service.js';
 import type { TestClient } from './auth.js';
 import { bearer, newCuit } from './identity.js';
-import { ROOT, waitFor } from './processes.js';
+import { ROOT, runCli, waitFor } from './processes.js';
 import type { TestApp } from './test-app.js';
 import {
   counterParty,
@@ -905,6 +905,15 @@ export class Bank {
       null,
       1,
     )}\n${REPLAY}`;
+  }
+
+  /** `ledger verify` through the built CLI: a violation unless it exits 0 and reports "ok": true. */
+  async verifyLedgerByCli(): Promise<void> {
+    const cli = await runCli(this.t, ['ledger', 'verify']);
+    if (cli.code !== 0 || !/"ok":\s*true/.test(cli.stdout))
+      this.violation(
+        `ledger verify (CLI) exited ${cli.code}: ${cli.stdout.slice(0, 500)} ${cli.stderr.slice(-500)}`,
+      );
   }
 
   /** Fails with every violation, the seed and the way to replay it. */

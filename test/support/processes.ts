@@ -101,6 +101,35 @@ export function runNode(
   });
 }
 
+/** What a CLI command runs against: a database and a DATA_DIR (a TestApp is one). */
+export interface CliTarget {
+  databaseUrl: string;
+  dataDir: string;
+}
+
+/** `node dist/src/cli.js args…` on `target`'s database and DATA_DIR, with LOG_LEVEL silent and `env` besides. */
+export const runCli = (
+  target: CliTarget,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<ProcessResult> =>
+  runNode(
+    CLI_JS,
+    args,
+    childEnv({ DATABASE_URL: target.databaseUrl, DATA_DIR: target.dataDir, LOG_LEVEL: 'silent', ...env }),
+  );
+
+/** The JSON a CLI command that must succeed prints (runCli); throws with its stderr when it exits other than 0. */
+export async function cliJson<T>(
+  target: CliTarget,
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<T> {
+  const result = await runCli(target, args, env);
+  if (result.code !== 0) throw new Error(`cli ${args.join(' ')} failed (${result.code}): ${result.stderr}`);
+  return JSON.parse(result.stdout) as T;
+}
+
 /** True while `pid` exists and is not a zombie (a zombie has exited and only waits to be reaped). */
 export function isProcessRunning(pid: number): boolean {
   try {

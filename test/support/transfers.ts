@@ -163,20 +163,6 @@ export async function setStatus(
   if (response.status !== 200) throw new Error(`set status failed: ${response.status} ${response.text}`);
 }
 
-/** Polls `read` every 50 ms until `done` holds (at most `timeoutMs`); returns the last value. */
-export async function pollUntil<T>(
-  read: () => Promise<T>,
-  done: (value: T) => boolean,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value) || Date.now() > deadline) return value;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 export async function transferStatus(dataSource: DataSource, id: string): Promise<string> {
   const [row] = (await dataSource.query(`SELECT status FROM transfers WHERE id = $1`, [id])) as {
     status: string;
