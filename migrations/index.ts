@@ -42,6 +42,7 @@ import { WebhookClaimForDelivery1763904100000 } from './1763904100000-WebhookCla
 import { PostingsInCheckOrder1763904500000 } from './1763904500000-PostingsInCheckOrder.js';
 import { LastAttemptRecorded1763905400000 } from './1763905400000-LastAttemptRecorded.js';
 import { PeriodOfCreatedAt1763905500000 } from './1763905500000-PeriodOfCreatedAt.js';
+import { DropOldWebhookClaim1763905700000 } from './1763905700000-DropOldWebhookClaim.js';
 
 /**
  * Every migration, oldest first. Append new ones; never change what one that has landed leaves in the schema (a
@@ -92,4 +93,5 @@ export const MIGRATIONS = [
   PostingsInCheckOrder1763904500000,
   LastAttemptRecorded1763905400000,
   PeriodOfCreatedAt1763905500000,
+  DropOldWebhookClaim1763905700000,
 ];

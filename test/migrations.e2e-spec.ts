@@ -131,13 +131,19 @@ describe('migrations and entities', () => {
     expect(await definitions()).toEqual(latest);
   });
 
-  /** The claim functions, old and new (webhook_claim calls webhook_claim_for_delivery since WebhookClaimForDelivery). */
+  /**
+   * The claim functions, old and new (webhook_claim calls webhook_claim_for_delivery from WebhookClaimForDelivery
+   * until DropOldWebhookClaim drops it).
+   */
   const claims = () => definitionsOf(['webhook_claim', 'webhook_claim_for_delivery']);
+  /** The new claim's definition among `claims()`. */
+  const newClaim = (rows: { name: string; definition: string }[]) =>
+    rows.find((row) => row.name === 'webhook_claim_for_delivery')!.definition;
 
   it('WebhookClaimLockOrder down puts the claim without its lock back exactly, and up the one with it', async () => {
     const claim = () => liveDefinition('webhook_claim');
     const latest = await claims();
-    expect(latest[1].definition).toContain('ORDER BY e.id FOR UPDATE OF e');
+    expect(newClaim(latest)).toContain('ORDER BY e.id FOR UPDATE OF e');
     await undoUntil('WebhookClaimLockOrder1763902000000');
     expect(await claim()).toContain('ORDER BY e.id FOR UPDATE OF e');
     await dataSource.undoLastMigration({ transaction: 'each' });
@@ -151,7 +157,7 @@ describe('migrations and entities', () => {
     const claim = () => liveDefinition('webhook_claim');
     const latest = await claims();
     const statement = '  SET LOCAL synchronous_commit TO off;\n';
-    expect(latest[1].definition).toContain(`BEGIN\n${statement}  RETURN QUERY`);
+    expect(newClaim(latest)).toContain(`BEGIN\n${statement}  RETURN QUERY`);
     await undoUntil('WebhookClaimWithoutFlushWait1763902600000');
     const after = await claim();
     expect(after).toContain(`BEGIN\n${statement}  RETURN QUERY`);
@@ -163,10 +169,61 @@ describe('migrations and entities', () => {
     expect(await claims()).toEqual(latest);
   });
 
-  it("WebhookClaimForDelivery: the new claim answers each event's application; the old one answers as before, to a statement prepared before the migration too; down gives the old claim its own body back", async () => {
+  /**
+   * A worker's connection, as a worker of the code before decision 0076 has it: its claim a named statement on
+   * `webhook_claim`, prepared (and planned) once and used again; one application with a webhook URL, and its
+   * events, deleted at the end (the application stays: applications are never deleted).
+   */
+  const oldWorker = async () => {
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    const app = randomUUID();
+    await client.query(
+      `INSERT INTO applications (id, name, webhook_url) VALUES ($1, 'old worker', 'https://example.test/hook')`,
+      [app],
+    );
+    return {
+      client,
+      app,
+      pendingEvents: async (count: number) =>
+        (
+          await client.query<{ id: string }>(
+            `INSERT INTO webhook_events (id, app_id, event, subject, payload, next_attempt_at)
+             SELECT gen_random_uuid(), $1, 'transfer_update', gen_random_uuid()::text, '{}'::jsonb, now()
+               FROM generate_series(1, $2) RETURNING id`,
+            [app, count],
+          )
+        ).rows.map((row) => row.id),
+      claim: (id: string) =>
+        client.query({
+          name: 'webhook-claim',
+          text: 'SELECT * FROM webhook_claim($1, $2)',
+          values: [id, 30000],
+        }),
+      attempts: async (id: string) =>
+        (
+          await client.query<{ status: string; attempts: number; leased: boolean }>(
+            `SELECT status, attempts, lease_until IS NOT NULL AS leased FROM webhook_events WHERE id = $1`,
+            [id],
+          )
+        ).rows[0],
+      end: async () => {
+        await client.query(`DELETE FROM webhook_events WHERE app_id = $1`, [app]);
+        await client.end();
+      },
+    };
+  };
+  const columns = (result: pg.QueryResult) => result.fields.map((field) => field.name);
+  const OLD_COLUMNS = ['id', 'subject', 'payload', 'attempts', 'url'];
+
+  it("WebhookClaimForDelivery: the new claim answers each event's application; down gives the old claim its own body back; a statement prepared on the old claim fails once the migrations after it have run", async () => {
     const latest = await claims();
-    expect(latest.map((row) => row.name)).toEqual(['webhook_claim', 'webhook_claim_for_delivery']);
+    expect(latest.map((row) => row.name)).toEqual(['webhook_claim_for_delivery']);
     await undoUntil('WebhookClaimForDelivery1763904100000');
+    // As WebhookClaimForDelivery left it: the old claim a call of the new one (DropOldWebhookClaim's down).
+    const kept = await claims();
+    expect(kept.map((row) => row.name)).toEqual(['webhook_claim', 'webhook_claim_for_delivery']);
+    expect(kept[0].definition).toContain('FROM public.webhook_claim_for_delivery(p_ids, p_lease_ms) c');
     await dataSource.undoLastMigration({ transaction: 'each' });
     const before = await claims();
     expect(before.map((row) => row.name)).toEqual(['webhook_claim']);
@@ -176,80 +233,78 @@ describe('migrations and entities', () => {
       '8800083fe411ce40c13cb7246b14ce35b905c28fc3890ab8a8db01ed66c99add',
     );
 
-    // A worker of the code before: its claim is a named statement, prepared (and planned) on its connection before
-    // the migration runs, and used again after it.
-    const worker = new pg.Client({ connectionString: database.url });
-    await worker.connect();
-    const app = randomUUID();
+    const worker = await oldWorker();
     try {
-      await worker.query(
-        `INSERT INTO applications (id, name, webhook_url) VALUES ($1, 'old worker', 'https://example.test/hook')`,
-        [app],
-      );
-      const pendingEvents = async (count: number) =>
-        (
-          await worker.query<{ id: string }>(
-            `INSERT INTO webhook_events (id, app_id, event, subject, payload, next_attempt_at)
-             SELECT gen_random_uuid(), $1, 'transfer_update', gen_random_uuid()::text, '{}'::jsonb, now()
-               FROM generate_series(1, $2) RETURNING id`,
-            [app, count],
-          )
-        ).rows.map((row) => row.id);
-      const oldClaim = async (id: string) =>
-        worker.query({
-          name: 'webhook-claim',
-          text: 'SELECT * FROM webhook_claim($1, $2)',
-          values: [id, 30000],
-        });
-      const columns = (result: pg.QueryResult) => result.fields.map((field) => field.name);
-      const [first, second, third, fourth] = await pendingEvents(4);
-      const old = await oldClaim(first);
-      expect(columns(old)).toEqual(['id', 'subject', 'payload', 'attempts', 'url']);
+      const [first, second] = await worker.pendingEvents(2);
+      const old = await worker.claim(first);
+      expect(columns(old)).toEqual(OLD_COLUMNS);
 
       await dataSource.runMigrations({ transaction: 'each' });
       expect(await claims()).toEqual(latest);
 
-      // The old worker's statement still claims, with the columns it was prepared for.
-      const again = await oldClaim(second);
-      expect(columns(again)).toEqual(['id', 'subject', 'payload', 'attempts', 'url']);
-      expect(again.rows).toEqual([
+      // The old worker's statement names a function that is gone: it claims nothing, and the event waits.
+      await expect(worker.claim(second)).rejects.toMatchObject({ code: '42883' });
+      expect(await worker.attempts(second)).toEqual({ status: 'pending', attempts: 0, leased: false });
+      // The new claim answers it, with the application.
+      const claimed = await worker.client.query('SELECT * FROM webhook_claim_for_delivery($1, 30000)', [
+        second,
+      ]);
+      expect(columns(claimed)).toEqual([...OLD_COLUMNS, 'app_id']);
+      expect(claimed.rows).toEqual([
         {
           id: second,
           subject: expect.any(String),
           payload: {},
           attempts: 1,
           url: 'https://example.test/hook',
+          app_id: worker.app,
         },
       ]);
-      // The new one answers the same, and the application.
-      const claimed = await worker.query('SELECT * FROM webhook_claim_for_delivery($1, 30000)', [third]);
-      expect(columns(claimed)).toEqual(['id', 'subject', 'payload', 'attempts', 'url', 'app_id']);
-      expect(claimed.rows).toEqual([
+    } finally {
+      await worker.end();
+    }
+  });
+
+  it('DropOldWebhookClaim: until it runs, the old claim answers a statement prepared on it as before, without the flush wait; after it, that statement fails and leaves its event pending; down gives the old claim back', async () => {
+    const latest = await claims();
+    expect(latest.map((row) => row.name)).toEqual(['webhook_claim_for_delivery']);
+    await undoUntil('PeriodOfCreatedAt1763905500000');
+    expect((await claims()).map((row) => row.name)).toEqual(['webhook_claim', 'webhook_claim_for_delivery']);
+
+    const worker = await oldWorker();
+    try {
+      const [first, second, third] = await worker.pendingEvents(3);
+      const old = await worker.claim(first);
+      expect(columns(old)).toEqual(OLD_COLUMNS);
+      expect(old.rows).toEqual([
         {
-          id: third,
+          id: first,
           subject: expect.any(String),
           payload: {},
           attempts: 1,
           url: 'https://example.test/hook',
-          app_id: app,
         },
       ]);
-      // Either claims only once: the lease taken by one holds against the other.
-      await expect(oldClaim(third)).resolves.toMatchObject({ rowCount: 0 });
-      // The old claim still commits without waiting for the flush (the new one's SET LOCAL, for its transaction).
-      await worker.query('BEGIN');
+      // Either claim claims an event once: the lease taken by the new one holds against the old one.
+      await worker.client.query('SELECT * FROM webhook_claim_for_delivery($1, 30000)', [second]);
+      await expect(worker.claim(second)).resolves.toMatchObject({ rowCount: 0 });
+      // The old claim commits without waiting for the flush (the new one's SET LOCAL, for its transaction).
+      await worker.client.query('BEGIN');
       try {
-        await expect(oldClaim(fourth)).resolves.toMatchObject({ rowCount: 1 });
-        const { rows } = await worker.query<{ s: string }>(
+        await expect(worker.claim(third)).resolves.toMatchObject({ rowCount: 1 });
+        const { rows } = await worker.client.query<{ s: string }>(
           `SELECT current_setting('synchronous_commit') AS s`,
         );
         expect(rows).toEqual([{ s: 'off' }]);
       } finally {
-        await worker.query('ROLLBACK');
+        await worker.client.query('ROLLBACK');
       }
+
+      await dataSource.runMigrations({ transaction: 'each' });
+      expect(await claims()).toEqual(latest);
+      await expect(worker.claim(third)).rejects.toMatchObject({ code: '42883' });
+      expect(await worker.attempts(third)).toEqual({ status: 'pending', attempts: 0, leased: false });
     } finally {
-      // The application stays (applications are never deleted); its events go.
-      await worker.query(`DELETE FROM webhook_events WHERE app_id = $1`, [app]);
       await worker.end();
     }
   });
