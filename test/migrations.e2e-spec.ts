@@ -200,7 +200,10 @@ describe('migrations and entities', () => {
           text: 'SELECT * FROM webhook_claim($1, $2)',
           values: [id, 30000],
         }),
-      attempts: async (id: string) =>
+      /** The new claim of one event (webhook_claim_for_delivery), as a worker of the code since 0076 makes it. */
+      claimNew: (id: string) => client.query('SELECT * FROM webhook_claim_for_delivery($1, 30000)', [id]),
+      /** An event's status, attempts and whether a lease holds it. */
+      eventState: async (id: string) =>
         (
           await client.query<{ status: string; attempts: number; leased: boolean }>(
             `SELECT status, attempts, lease_until IS NOT NULL AS leased FROM webhook_events WHERE id = $1`,
@@ -244,11 +247,9 @@ describe('migrations and entities', () => {
 
       // The old worker's statement names a function that is gone: it claims nothing, and the event waits.
       await expect(worker.claim(second)).rejects.toMatchObject({ code: '42883' });
-      expect(await worker.attempts(second)).toEqual({ status: 'pending', attempts: 0, leased: false });
+      expect(await worker.eventState(second)).toEqual({ status: 'pending', attempts: 0, leased: false });
       // The new claim answers it, with the application.
-      const claimed = await worker.client.query('SELECT * FROM webhook_claim_for_delivery($1, 30000)', [
-        second,
-      ]);
+      const claimed = await worker.claimNew(second);
       expect(columns(claimed)).toEqual([...OLD_COLUMNS, 'app_id']);
       expect(claimed.rows).toEqual([
         {
@@ -286,7 +287,7 @@ describe('migrations and entities', () => {
         },
       ]);
       // Either claim claims an event once: the lease taken by the new one holds against the old one.
-      await worker.client.query('SELECT * FROM webhook_claim_for_delivery($1, 30000)', [second]);
+      await worker.claimNew(second);
       await expect(worker.claim(second)).resolves.toMatchObject({ rowCount: 0 });
       // The old claim commits without waiting for the flush (the new one's SET LOCAL, for its transaction).
       await worker.client.query('BEGIN');
@@ -303,7 +304,7 @@ describe('migrations and entities', () => {
       await dataSource.runMigrations({ transaction: 'each' });
       expect(await claims()).toEqual(latest);
       await expect(worker.claim(third)).rejects.toMatchObject({ code: '42883' });
-      expect(await worker.attempts(third)).toEqual({ status: 'pending', attempts: 0, leased: false });
+      expect(await worker.eventState(third)).toEqual({ status: 'pending', attempts: 0, leased: false });
     } finally {
       await worker.end();
     }

@@ -81,6 +81,12 @@ describe('constructorsWithPrototypes', () => {
   });
 });
 
+/** Closes `server`: resolves with the milliseconds its close() took to complete. */
+function closeTimed(server: Server): Promise<number> {
+  const started = Date.now();
+  return new Promise((resolve) => server.close(() => resolve(Date.now() - started)));
+}
+
 /** GET / through a keep-alive agent: the answer's Connection header and body. */
 function getThrough(agent: Agent, port: number): Promise<{ connection?: string; body: string }> {
   return new Promise((resolve, reject) => {
@@ -139,10 +145,7 @@ describe('closeConnectionsOnceAnswered', () => {
     stop();
     // A connection opened after the stop and before the server stops listening.
     expect(await getThrough(agent, port)).toEqual({ connection: 'close', body: 'later' });
-    const closed = new Promise<number>((resolve) => {
-      const started = Date.now();
-      server.close(() => resolve(Date.now() - started));
-    });
+    const closed = closeTimed(server);
     answerFirst();
     expect(await first).toEqual({ connection: 'close', body: 'first' });
     expect(await closed).toBeLessThan(5_000);
@@ -167,10 +170,7 @@ describe('closeConnectionsOnceAnswered', () => {
     const answer = getThrough(agent, port);
     await headersSent;
     stop();
-    const closed = new Promise<number>((resolve) => {
-      const started = Date.now();
-      server.close(() => resolve(Date.now() - started));
-    });
+    const closed = closeTimed(server);
     answerRest();
     // Its headers went out before the stop: they promised keep-alive, and the body is whole.
     expect(await answer).toEqual({ connection: 'keep-alive', body: 'begun;ended' });
