@@ -15,9 +15,14 @@
 // Settings (environment): BENCH_FN_S (seconds per measured phase, 10), BENCH_FN_ROUNDS (ABBA rounds, 1),
 // BENCH_FN_BATCH (transfers per call, 30; 1 = a group of one, or wallet_create_transfer where the base has it), BENCH_FN_CONNS (comma list, "1,2"), BENCH_PGBENCH_S (20),
 // BENCH_FN_ACCOUNTS (1000), BENCH_FN_PREFILL (transfers written before measuring, 20000), BENCH_FN_PROFILE_CALLS (calls in the profiled round, 200), BENCH_FN_PROFILE_PER_TX (calls per transaction in it, 1), BENCH_FN_ONLY (a comma
-// list of pgbench, transfers, profile).
+// list of pgbench, transfers, profile, floor; the first three by default).
+//
+// floor (BENCH_FN_ONLY=floor BENCH_FN_BASE=none BENCH_FN_ROUNDS=4): one connection, pgbench as the client of all three,
+// alternated for BENCH_FN_ROUNDS rounds of BENCH_FN_S seconds: tpcb-like, the floor (the rows of one internal transfer
+// in one statement, nothing else) and the function with a group of one. bench/README.md, "The rows' own cost at one
+// connection".
 import { createHash, randomInt, randomUUID } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -122,7 +127,7 @@ async function main() {
   );
 
   const pgbench = pgbenchBinary();
-  if (S.only.includes('pgbench')) {
+  if (S.only.includes('pgbench') || S.only.includes('floor')) {
     await admin.query('CREATE DATABASE pgbench_s10');
     say('pgbench -i -s 10…');
     await run(pgbench, ['-i', '-q', '-s', '10', 'pgbench_s10'], { env: pgEnv });
@@ -348,7 +353,189 @@ async function main() {
   }
   await use('head');
 
+  /**
+   * One connection, three transactions through the same client (pgbench -M prepared -c 1), alternated round by
+   * round: tpcb-like; the floor, the rows one internal transfer writes (both balances, both operated amounts, the
+   * journal entry, its two postings, the two transfer rows, the receiver's event, the audit record and the
+   * Idempotency-Key with its answer: a real transfer's values, fresh ids) as one statement of data-modifying CTEs,
+   * with no read, check or logic besides; and the function with a group of one, its JSON built in the statement.
+   * The floor is what PostgreSQL's own work for the rows costs at one connection: its ratio to tpcb-like bounds
+   * latencyC1PerPgbench from below for any code that writes those rows.
+   */
+  async function floorPhases() {
+    await db.query(`CREATE TABLE bench_acc (n integer PRIMARY KEY, id uuid NOT NULL, cvu text NOT NULL)`);
+    await db.query(
+      `INSERT INTO bench_acc SELECT n, id, c FROM unnest($1::uuid[], $2::text[]) WITH ORDINALITY AS x(id, c, n)`,
+      [accounts.map((a) => a.id), accounts.map((a) => a.cvu)],
+    );
+    await db.query('ANALYZE bench_acc');
+    // A real transfer of the prefill: its answer, event, audit action and period, reused as literals.
+    const one = async (what, sql, params) => {
+      const { rows } = await db.query(sql, params);
+      if (!rows[0]) throw new Error(`no prefilled ${what} to copy`);
+      return rows[0];
+    };
+    const t = await one(
+      'internal transfer',
+      `SELECT id, linked_transfer_id, account_id, counterparty_name AS cp_name, counterparty_tax_id AS cp_tax, concept
+         FROM transfers WHERE movement_type = 'WITHDRAW' AND route = 'INTERNAL' LIMIT 1`,
+    );
+    const real = {
+      ...t,
+      ...(await one(
+        'answer',
+        `SELECT response_body::text AS body, request_hash AS hash FROM idempotency_keys WHERE response_body::text LIKE $1`,
+        [`%${t.id}%`],
+      )),
+      ...(await one('event', `SELECT payload::text AS payload FROM webhook_events WHERE subject = $1`, [
+        t.linked_transfer_id,
+      ])),
+      ...(await one(
+        'audit record',
+        `SELECT action, principal_type, principal FROM audit_records WHERE resource_id = $1`,
+        [t.id],
+      )),
+      ...(await one('period', `SELECT period FROM operated_amounts WHERE account_id = $1`, [t.account_id])),
+    };
+    // The literals live in a table: pgbench would take the colons of their times for its variables.
+    await db.query(
+      `CREATE TABLE bench_lit AS SELECT $1::jsonb AS body, $2::text AS hash, $3::jsonb AS payload, $4::text AS action,
+              $5::text AS principal_type, $6::text AS principal, $7::text AS period, $8::text AS cp_name, $9::text AS cp_tax,
+              $10::text AS concept, $11::uuid AS app, $12::text AS actor, $13::jsonb AS units`,
+      [
+        real.body,
+        real.hash,
+        real.payload,
+        real.action,
+        real.principal_type,
+        real.principal,
+        real.period,
+        real.cp_name,
+        real.cp_tax,
+        real.concept,
+        appId,
+        `client:${appId}`,
+        JSON.stringify(MINOR_UNITS),
+      ],
+    );
+    const n = accounts.length;
+    const pick = `\\set a random(1, ${n})\n\\set b random(1, ${n - 1})\n\\set b CASE WHEN :b >= :a THEN :b + 1 ELSE :b END\n\\set amt random(100, 999)\n`;
+    const floorSql = `${pick}WITH s AS MATERIALIZED (SELECT (SELECT id FROM bench_acc WHERE n = :a) AS src, r.id AS dst, r.cvu,
+  round(:amt / 100.0, 2) AS amount, uuidv7() AS wid, uuidv7() AS did, uuidv7() AS eid, l.*
+  FROM bench_acc r, bench_lit l WHERE r.n = :b),
+bal AS (UPDATE ledger_accounts a SET balance = a.balance + d.amount FROM s,
+  LATERAL (VALUES (s.src, -s.amount), (s.dst, s.amount)) AS d(id, amount) WHERE a.id = d.id RETURNING 1),
+op AS (INSERT INTO operated_amounts AS o (account_id, period, deposit, withdraw)
+  SELECT d.* FROM s, LATERAL (VALUES (s.src, s.period, 0::numeric, s.amount), (s.dst, s.period, s.amount, 0::numeric)) AS d
+  ON CONFLICT (account_id, period) DO UPDATE SET deposit = o.deposit + EXCLUDED.deposit,
+    withdraw = o.withdraw + EXCLUDED.withdraw, updated_at = now() RETURNING 1),
+je AS (INSERT INTO journal_entries (id, app_id, kind, reference, description, actor)
+  SELECT s.eid, s.app, 'INTERNAL_TRANSFER', s.wid::text, NULL, s.actor FROM s RETURNING 1),
+po AS (INSERT INTO postings (entry_id, account_id, amount, currency)
+  SELECT s.eid, d.id, d.amount, 'ARS' FROM s, LATERAL (VALUES (s.src, -s.amount), (s.dst, s.amount)) AS d(id, amount) RETURNING 1),
+tr AS (INSERT INTO transfers (id, app_id, account_id, movement_type, status, route, counterparty_name, counterparty_tax_id,
+    counterparty_identifier_type, counterparty_identifier, counterparty_branch, counterparty_account_id,
+    linked_transfer_id, amount, currency, fees, taxes, concept, summary)
+  SELECT d.* FROM s, LATERAL (VALUES
+    (s.wid, s.app, s.src, 'WITHDRAW', 'ACREDITADO', 'INTERNAL', s.cp_name, s.cp_tax, 'CVU', s.cvu,
+     'Casa central', s.dst, s.did, s.amount, 'ARS', 0::numeric, 0::numeric, s.concept, NULL::text),
+    (s.did, s.app, s.dst, 'DEPOSIT', 'ACREDITADO', 'INTERNAL', s.cp_name, s.cp_tax, 'CVU', s.cvu,
+     NULL, s.src, s.wid, s.amount, 'ARS', 0::numeric, 0::numeric, s.concept, NULL::text)) AS d RETURNING 1),
+ev AS (INSERT INTO webhook_events (id, app_id, event, subject, payload, status, next_attempt_at)
+  SELECT uuidv7(), s.app, 'transfer_update', s.did::text, s.payload, 'pending', now() FROM s RETURNING 1),
+au AS (INSERT INTO audit_records (app_id, principal_type, principal, action, resource_type, resource_id, outcome, request_id)
+  SELECT s.app, s.principal_type, s.principal, s.action, 'transfer', s.wid::text, 'ACREDITADO', gen_random_uuid()::text
+    FROM s RETURNING 1),
+ik AS (INSERT INTO idempotency_keys (app_id, key, request_hash, response_status, response_body)
+  SELECT s.app, gen_random_uuid()::text, s.hash, 201, s.body FROM s RETURNING 1)
+SELECT (SELECT count(*) FROM bal) + (SELECT count(*) FROM op) + (SELECT count(*) FROM je) + (SELECT count(*) FROM po)
+     + (SELECT count(*) FROM tr) + (SELECT count(*) FROM ev) + (SELECT count(*) FROM au) + (SELECT count(*) FROM ik) AS rows;
+`;
+    const fnSql = `${pick}SELECT wallet_create_transfers(jsonb_build_array(jsonb_build_object(
+  'id', uuidv7(), 'appId', l.app, 'subject', NULL, 'accountId', (SELECT id FROM bench_acc WHERE n = :a),
+  'amount', round(:amt / 100.0, 2)::text, 'movementType', 'WITHDRAW',
+  'counterparty', jsonb_build_object('name', l.cp_name, 'taxId', l.cp_tax, 'identifierType', 'CVU',
+     'identifier', (SELECT cvu FROM bench_acc WHERE n = :b), 'branch', 'Casa central'),
+  'concept', l.concept, 'summary', NULL, 'actor', l.actor, 'requestId', gen_random_uuid(),
+  'route', 'POST /v1/wallet/transactions', 'taxRate', '0', 'minorUnits', l.units,
+  'timeZone', 'America/Argentina/Buenos_Aires', 'idempotencyKey', gen_random_uuid()::text, 'requestHash', l.hash)))
+  FROM bench_lit l;
+`;
+    const floorFile = path.join(tmp, 'floor.sql');
+    const fnFile = path.join(tmp, 'function-one.sql');
+    writeFileSync(floorFile, floorSql);
+    writeFileSync(fnFile, fnSql);
+    // Each script once by hand: the floor writes its twelve rows and balances, the function does not refuse.
+    {
+      const probe = await db.query(`SELECT count(*)::int AS n FROM postings`);
+      await run(pgbench, ['-n', '-M', 'prepared', '-c', '1', '-t', '20', '-f', floorFile, 'wallet'], {
+        env: pgEnv,
+      });
+      await run(pgbench, ['-n', '-M', 'prepared', '-c', '1', '-t', '20', '-f', fnFile, 'wallet'], {
+        env: pgEnv,
+      });
+      const after = await db.query(`SELECT count(*)::int AS n FROM postings`);
+      const written = after.rows[0].n - probe.rows[0].n;
+      if (written !== 80) {
+        const one = fnSql
+          .split('\n')
+          .filter((line) => !line.startsWith('\\'))
+          .join('\n')
+          .replaceAll(':amt', '150')
+          .replaceAll(':a', '1')
+          .replaceAll(':b', '2');
+        const answer = JSON.stringify((await db.query(one)).rows[0]);
+        throw new Error(
+          `the two scripts wrote ${written} postings in 40 transfers, not 80; the function answers ${answer}`,
+        );
+      }
+    }
+    const kinds = [
+      { name: 'tpcb-like', args: ['-b', 'tpcb-like', 'pgbench_s10'] },
+      { name: 'floor', args: ['-n', '-f', floorFile, 'wallet'] },
+      { name: 'function', args: ['-n', '-f', fnFile, 'wallet'] },
+    ];
+    const floorRuns = [];
+    for (let round = 0; round < Math.max(S.rounds, 1); round++) {
+      const order = round % 2 === 0 ? kinds : [...kinds].reverse();
+      for (const kind of order) {
+        await admin.query('CHECKPOINT');
+        const wal0 = await walPosition();
+        const cpu0 = serverCpuMicros(server.pid);
+        const { stdout } = await run(
+          pgbench,
+          ['-M', 'prepared', '-c', '1', '-T', String(S.seconds), ...kind.args],
+          {
+            env: pgEnv,
+          },
+        );
+        const count = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1]);
+        const latency = Number(/latency average = ([\d.]+) ms/.exec(stdout)?.[1]);
+        const r = {
+          kind: kind.name,
+          latencyMs: latency,
+          cpuUs: (serverCpuMicros(server.pid) - cpu0) / count,
+          walBytes: ((await walPosition()) - wal0) / count,
+        };
+        floorRuns.push(r);
+        say(
+          `  round ${round + 1} ${r.kind.padEnd(9)} ${r.latencyMs.toFixed(3)} ms, ${r.cpuUs.toFixed(0)} µs PG CPU, ${r.walBytes.toFixed(0)} B of WAL`,
+        );
+      }
+    }
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const med = (kind, key) => median(floorRuns.filter((r) => r.kind === kind).map((r) => r[key]));
+    const tpcb = med('tpcb-like', 'latencyMs');
+    for (const kind of kinds) {
+      floorLines.push(
+        `1 client ${kind.name}: ${med(kind.name, 'latencyMs').toFixed(3)} ms (÷ tpcb-like ${(med(kind.name, 'latencyMs') / tpcb).toFixed(2)}), ` +
+          `${med(kind.name, 'cpuUs').toFixed(0)} µs PG CPU, ${med(kind.name, 'walBytes').toFixed(0)} B of WAL per transaction`,
+      );
+    }
+  }
+
   const results = [];
+  const floorLines = [];
   const pgbenchRuns = [];
   const sayPgbench = (r) =>
     say(
@@ -377,6 +564,7 @@ async function main() {
       }
     }
   }
+  if (S.only.includes('floor')) await floorPhases();
   if (S.only.includes('pgbench')) {
     say('pgbench again…');
     pgbenchRuns.push(await pgbenchPhase());
@@ -391,9 +579,9 @@ async function main() {
   const pgbenchCpu = pgbenchRuns.length
     ? pgbenchRuns.reduce((s, r) => s + r.cpuUsPerTransaction, 0) / pgbenchRuns.length
     : NaN;
-  const lines = [
-    `pgbench s10 -c 32: ${pgbenchTps.toFixed(0)} tps, ${pgbenchCpu.toFixed(0)} µs PG CPU per transaction`,
-  ];
+  const lines = pgbenchRuns.length
+    ? [`pgbench s10 -c 32: ${pgbenchTps.toFixed(0)} tps, ${pgbenchCpu.toFixed(0)} µs PG CPU per transaction`]
+    : [];
   for (const variant of variants) {
     for (const conns of S.conns) {
       const mine = results.filter((r) => r.variant === variant && r.conns === conns);
@@ -484,6 +672,7 @@ async function main() {
     }
   }
 
+  lines.push(...floorLines);
   process.stdout.write(`\n== transfer function vs pgbench (same run) ==\n${lines.join('\n')}\n`);
 
   // The ledger still balances: every wallet + system account sums to zero, cached balances match postings.
