@@ -46,6 +46,7 @@ const S = {
   only: env('BENCH_FN_ONLY', 'pgbench,transfers,profile').split(','),
 };
 const started = performance.now();
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const say = (message) =>
   process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0).padStart(4)}s] ${message}\n`);
 
@@ -298,20 +299,31 @@ async function main() {
     };
   };
 
-  const pgbenchPhase = async () => {
+  /**
+   * One pgbench run after a CHECKPOINT: its output, and the server's CPU (every process, from /proc) and WAL per
+   * transaction it processed.
+   */
+  const measuredPgbench = async (args) => {
     await admin.query('CHECKPOINT');
     const wal0 = await walPosition();
     const cpu0 = serverCpuMicros(server.pid);
-    const { stdout } = await run(
-      pgbench,
-      ['-M', 'prepared', '-c', '32', '-j', '2', '-T', String(S.pgbenchS), 'pgbench_s10'],
-      { env: pgEnv },
-    );
-    const tps = Number(/tps = ([\d.]+)/.exec(stdout)?.[1]);
+    const { stdout } = await run(pgbench, ['-M', 'prepared', ...args], { env: pgEnv });
     const cpu = serverCpuMicros(server.pid) - cpu0;
     const count = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1]);
     const wal = (await walPosition()) - wal0;
-    return { tps, cpuUsPerTransaction: cpu / count, walBytesPerTransaction: wal / count };
+    return { stdout, cpuUsPerTransaction: cpu / count, walBytesPerTransaction: wal / count };
+  };
+  const pgbenchPhase = async () => {
+    const { stdout, cpuUsPerTransaction, walBytesPerTransaction } = await measuredPgbench([
+      '-c',
+      '32',
+      '-j',
+      '2',
+      '-T',
+      String(S.pgbenchS),
+      'pgbench_s10',
+    ]);
+    return { tps: Number(/tps = ([\d.]+)/.exec(stdout)?.[1]), cpuUsPerTransaction, walBytesPerTransaction };
   };
 
   // The schema variants: head, and head with the migrations after BENCH_FN_BASE reverted.
@@ -499,23 +511,12 @@ SELECT (SELECT count(*) FROM bal) + (SELECT count(*) FROM op) + (SELECT count(*)
     for (let round = 0; round < Math.max(S.rounds, 1); round++) {
       const order = round % 2 === 0 ? kinds : [...kinds].reverse();
       for (const kind of order) {
-        await admin.query('CHECKPOINT');
-        const wal0 = await walPosition();
-        const cpu0 = serverCpuMicros(server.pid);
-        const { stdout } = await run(
-          pgbench,
-          ['-M', 'prepared', '-c', '1', '-T', String(S.seconds), ...kind.args],
-          {
-            env: pgEnv,
-          },
-        );
-        const count = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1]);
-        const latency = Number(/latency average = ([\d.]+) ms/.exec(stdout)?.[1]);
+        const measured = await measuredPgbench(['-c', '1', '-T', String(S.seconds), ...kind.args]);
         const r = {
           kind: kind.name,
-          latencyMs: latency,
-          cpuUs: (serverCpuMicros(server.pid) - cpu0) / count,
-          walBytes: ((await walPosition()) - wal0) / count,
+          latencyMs: Number(/latency average = ([\d.]+) ms/.exec(measured.stdout)?.[1]),
+          cpuUs: measured.cpuUsPerTransaction,
+          walBytes: measured.walBytesPerTransaction,
         };
         floorRuns.push(r);
         say(
@@ -523,7 +524,6 @@ SELECT (SELECT count(*) FROM bal) + (SELECT count(*) FROM op) + (SELECT count(*)
         );
       }
     }
-    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const med = (kind, key) => median(floorRuns.filter((r) => r.kind === kind).map((r) => r[key]));
     const tpcb = med('tpcb-like', 'latencyMs');
     for (const kind of kinds) {
@@ -572,7 +572,6 @@ SELECT (SELECT count(*) FROM bal) + (SELECT count(*) FROM op) + (SELECT count(*)
   }
 
   // Summary: the median per variant and connection count, against the mean of the pgbench runs.
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const pgbenchTps = pgbenchRuns.length
     ? pgbenchRuns.reduce((s, r) => s + r.tps, 0) / pgbenchRuns.length
     : NaN;
